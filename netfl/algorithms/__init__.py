@@ -1,0 +1,19 @@
+"""FL algorithms as SimPy processes behind one protocol, and their registry.
+
+A new algorithm is one module plus one import line here.
+"""
+
+from netfl.algorithms.base import (
+    ALGORITHMS,
+    Algorithm,
+    AlgorithmConfig,
+    RoundSummary,
+    get_algorithm,
+    register,
+)
+from netfl.algorithms.fedavg import FedAvg, FedAvgConfig
+
+__all__ = [
+    "ALGORITHMS", "Algorithm", "AlgorithmConfig", "RoundSummary", "get_algorithm", "register",
+    "FedAvg", "FedAvgConfig",
+]

@@ -1,0 +1,85 @@
+"""The algorithm protocol, the round summary and the name registry.
+
+An algorithm is a class with a validated ``Config`` and a ``round`` process
+(DESIGN.md, "The algorithm protocol"). Inside ``round`` it yields
+``world.radio.transfer(...)``, ``world.compute.run(...)`` and
+``simpy.AllOf(...)`` and calls :mod:`netfl.learning` for the real math; the
+runner owns evaluation, stop rules and recording.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import simpy
+from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    from netfl.world import World
+
+__all__ = ["Algorithm", "AlgorithmConfig", "RoundSummary", "ALGORITHMS", "register", "get_algorithm"]
+
+
+class AlgorithmConfig(BaseModel):
+    """Base of algorithm configs: strict (unknown keys are errors)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass
+class RoundSummary:
+    """What a round reports beyond the records the radio and compute append.
+
+    ``extra`` holds algorithm-specific columns of ``rounds.csv`` (numbers only).
+    """
+
+    num_clients: int
+    train_loss: float = float("nan")
+    extra: dict[str, float] = field(default_factory=dict)
+
+
+class Algorithm(ABC):
+    """Base class of FL algorithms (see :class:`netfl.algorithms.fedavg.FedAvg`)."""
+
+    name: ClassVar[str]
+    Config: ClassVar[type[AlgorithmConfig]]
+
+    def __init__(self, world: World, config: AlgorithmConfig):
+        self.world = world
+        self.config = config
+
+    @abstractmethod
+    def round(self, r: int) -> Generator[simpy.Event, Any, RoundSummary]:
+        """The SimPy process of round ``r`` (0-based)."""
+
+    @abstractmethod
+    def evaluate(self) -> tuple[float, float]:
+        """Accuracy and loss of the current model(s) on the server's test set."""
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to resume at a round boundary."""
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`state_dict` returned."""
+
+
+ALGORITHMS: dict[str, type[Algorithm]] = {}
+
+
+def register(cls: type[Algorithm]) -> type[Algorithm]:
+    """Class decorator adding an algorithm to the registry under ``cls.name``."""
+    if cls.name in ALGORITHMS:
+        raise ValueError(f"algorithm {cls.name!r} registered twice")
+    ALGORITHMS[cls.name] = cls
+    return cls
+
+
+def get_algorithm(name: str) -> type[Algorithm]:
+    """Look an algorithm up by name; ``KeyError`` lists the valid names."""
+    if name not in ALGORITHMS:
+        raise KeyError(f"unknown algorithm {name!r} (valid: {', '.join(sorted(ALGORITHMS))})")
+    return ALGORITHMS[name]

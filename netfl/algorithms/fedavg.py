@@ -1,0 +1,135 @@
+"""FedAvg: federated averaging, the baseline of every family.
+
+H. B. McMahan, E. Moore, D. Ramage, S. Hampson, B. Agüera y Arcas,
+"Communication-Efficient Learning of Deep Networks from Decentralized Data",
+AISTATS 2017 (Algorithm 1).
+
+Per round: sample ``max(min_clients, round(fraction · N))`` devices; in
+parallel each downloads the global model, trains locally (compute time from
+FLOPs), and uploads; the server aggregates ``w ← Σ_k n_k w_k / Σ_k n_k``.
+
+Variants subclass this and override one step: :meth:`FedAvg.select_clients`,
+:meth:`FedAvg.client_round`, :meth:`FedAvg.local_update`,
+:meth:`FedAvg.server_update`, or the payload sizes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+import numpy as np
+import simpy
+from pydantic import Field
+
+from netfl.algorithms.base import Algorithm, AlgorithmConfig, RoundSummary, register
+from netfl.learning import TrainResult, TrainTask, clone_state, weighted_average
+from netfl.nodes import Node
+
+__all__ = ["FedAvg", "FedAvgConfig"]
+
+
+class FedAvgConfig(AlgorithmConfig):
+    fraction: float = Field(1.0, gt=0.0, le=1.0, description="share of devices sampled per round")
+    min_clients: int = Field(1, ge=1, description="at least this many devices per round")
+
+
+@register
+class FedAvg(Algorithm):
+    """Federated averaging (McMahan et al., 2017, Algorithm 1)."""
+
+    name = "fedavg"
+    Config = FedAvgConfig
+    config: FedAvgConfig
+
+    def __init__(self, world, config: FedAvgConfig):
+        super().__init__(world, config)
+        self.global_state = world.init_model_state() if world.learn else None
+
+    # -- steps a variant may override ------------------------------------
+    def select_clients(self, r: int) -> list[Node]:
+        """Sample devices without replacement from the ``sampling`` stream of round r."""
+        devices = self.world.devices
+        k = min(len(devices), max(self.config.min_clients,
+                                  int(round(self.config.fraction * len(devices)))))
+        rng = self.world.streams.generator("sampling", r)
+        chosen = np.sort(rng.choice(len(devices), size=k, replace=False))
+        return [devices[i] for i in chosen]
+
+    def model_bits(self, device: Node | None = None) -> float:
+        """Size of the model a device receives or sends [bit]."""
+        return self.world.model.size_bits
+
+    def client_round(self, r: int, device: Node) -> Generator[simpy.Event, Any, TrainResult | None]:
+        """Download, train, upload: one device's part of round r."""
+        world = self.world
+        yield world.radio.transfer(world.bs, device, self.model_bits(device), "model_down",
+                                   num_models=1)
+        result = yield from self.local_update(r, device, self.global_state)
+        yield world.radio.transfer(device, world.bs, self.model_bits(device), "model_up",
+                                   num_models=1)
+        return result
+
+    def local_update(
+        self, r: int, device: Node, state: dict | None, epochs: int | None = None
+    ) -> Generator[simpy.Event, Any, TrainResult | None]:
+        """Train on the device: charge its compute time; run torch through the executor.
+
+        The job is submitted when the compute step starts and collected when it
+        ends in simulated time (DESIGN.md, executor seam).
+        """
+        world = self.world
+        epochs = world.train_config.epochs if epochs is None else epochs
+        flops = world.model.flops.train_per_sample * world.num_samples(device) * epochs
+        future = None
+        if world.learn:
+            cfg = world.train_config
+            if epochs != cfg.epochs:
+                from dataclasses import replace
+
+                cfg = replace(cfg, epochs=epochs)
+            future = world.executor.submit(TrainTask(
+                model=world.model.spec.name, state=state,
+                indices=world.partitions[device.index], config=cfg,
+                seed=world.streams.torch_seed("torch", r, device.index),
+            ))
+        yield world.compute.run(device, flops, "train")
+        return future.result() if future is not None else None
+
+    def aggregation_flops(self, num_models: int) -> float:
+        """Weighted averaging: one multiply and one add per parameter and model."""
+        return 2.0 * self.world.model.num_params * num_models
+
+    def server_update(
+        self, r: int, clients: list[Node], results: list[TrainResult | None]
+    ) -> Generator[simpy.Event, Any, None]:
+        """Aggregate weighted by local data size (McMahan et al., Algorithm 1)."""
+        yield self.world.compute.run(self.world.bs, self.aggregation_flops(len(results)),
+                                     "aggregate")
+        if self.world.learn:
+            self.global_state = weighted_average(
+                [res.state for res in results], [res.num_samples for res in results]
+            )
+
+    # -- protocol ------------------------------------------------------------
+    def round(self, r: int) -> Generator[simpy.Event, Any, RoundSummary]:
+        env = self.world.env
+        clients = self.select_clients(r)
+        jobs = [env.process(self.client_round(r, dev)) for dev in clients]
+        yield simpy.AllOf(env, jobs)
+        results = [job.value for job in jobs]
+        yield from self.server_update(r, clients, results)
+        losses = [res.mean_loss for res in results if res is not None]
+        return RoundSummary(
+            num_clients=len(clients),
+            train_loss=float(np.mean(losses)) if losses else float("nan"),
+        )
+
+    def evaluate(self) -> tuple[float, float]:
+        return self.world.evaluate(self.global_state)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"global_state": clone_state(self.global_state) if self.global_state else None}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.global_state = state["global_state"]

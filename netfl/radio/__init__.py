@@ -1,0 +1,16 @@
+"""Radio access network: geometry, shared media and ``transfer`` processes."""
+
+from netfl.radio.geometry import distance_m, drop_uniform_disc
+from netfl.radio.network import FixedRateRadio, Radio, direction_of
+from netfl.radio.sharing import ProcessorSharing, SharedMedium, max_min_fair
+
+__all__ = [
+    "FixedRateRadio",
+    "ProcessorSharing",
+    "Radio",
+    "SharedMedium",
+    "direction_of",
+    "distance_m",
+    "drop_uniform_disc",
+    "max_min_fair",
+]

@@ -1,0 +1,79 @@
+"""Typed per-event records and the recorder that collects them.
+
+A flat dataclass per event (Ciw style), appended during the run and turned
+into ``pandas.DataFrame`` tables once at the end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+
+import pandas as pd
+
+__all__ = ["TransferRecord", "ComputeRecord", "Recorder"]
+
+
+@dataclass
+class TransferRecord:
+    """One delivered transfer.
+
+    ``direction`` is ``"uplink"`` (device → BS), ``"downlink"`` (BS → device)
+    or ``"d2d"`` (device → device). ``num_models`` counts the model copies the
+    payload carries (FedDif's "transmitted models"); 0 for other payloads.
+    Energies are the radio energy of the sender (tx) and receiver (rx) [J].
+    """
+
+    round: int
+    src: str
+    dst: str
+    kind: str
+    direction: str
+    size_bits: float
+    start_s: float
+    end_s: float
+    num_models: int
+    tx_energy_j: float
+    rx_energy_j: float
+
+    @property
+    def duration_s(self) -> float:
+        return self.end_s - self.start_s
+
+
+@dataclass
+class ComputeRecord:
+    """One compute step on a node: ``flops`` at the node's rate, ``energy_j`` at busy power."""
+
+    round: int
+    node: str
+    kind: str
+    flops: float
+    start_s: float
+    end_s: float
+    energy_j: float
+
+    @property
+    def duration_s(self) -> float:
+        return self.end_s - self.start_s
+
+
+def _frame(records: list, cls: type) -> pd.DataFrame:
+    columns = [f.name for f in fields(cls)]
+    df = pd.DataFrame([asdict(r) for r in records], columns=columns)
+    df["duration_s"] = df["end_s"] - df["start_s"]
+    return df
+
+
+class Recorder:
+    """Collects records; the runner sets :attr:`round` before each round."""
+
+    def __init__(self) -> None:
+        self.round = 0
+        self.transfers: list[TransferRecord] = []
+        self.computes: list[ComputeRecord] = []
+
+    def transfers_frame(self) -> pd.DataFrame:
+        return _frame(self.transfers, TransferRecord)
+
+    def computes_frame(self) -> pd.DataFrame:
+        return _frame(self.computes, ComputeRecord)

@@ -1,0 +1,403 @@
+"""Scenario files: YAML → strict pydantic models, with key-path error messages.
+
+A scenario has the sections ``name, seed, cell, devices, server, data, model,
+training, algorithm, learning, outputs``. Unknown keys are errors. Every
+problem is reported as one line ``FILE: key.path: what is wrong (valid: …)``.
+The ``algorithm`` section holds ``name`` plus that algorithm's own options,
+validated by the algorithm's ``Config``.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from channel_models import link_profiles
+from netfl.compute.profiles import compute_profiles
+from netfl.errors import ScenarioError
+from netfl.learning.datasets import DATASETS
+from netfl.learning.models import MODELS
+
+__all__ = ["Scenario", "load_scenario", "parse_scenario", "apply_overrides", "scenario_schema"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+def _check_name(kind: str, name: str | None, valid: dict) -> str | None:
+    if name is not None and name not in valid:
+        raise ValueError(f"unknown {kind} {name!r} (valid: {', '.join(sorted(valid))})")
+    return name
+
+
+class LinkSection(_Strict):
+    """How transfers get their rate."""
+
+    mode: Literal["fixed_rate"] = "fixed_rate"
+    shared: bool = Field(False, description="share the BS capacity among concurrent transfers")
+    capacity_profile: str | None = Field(
+        None, description="link profile giving the BS capacity when shared (default: devices')"
+    )
+    uplink_capacity_mbps: PositiveFloat | None = None
+    downlink_capacity_mbps: PositiveFloat | None = None
+
+    _v = field_validator("capacity_profile")(
+        lambda v: _check_name("link profile", v, link_profiles())
+    )
+
+
+class CellSection(_Strict):
+    radius_m: PositiveFloat = 250.0
+    link: LinkSection = LinkSection()
+
+
+class ComputeOverrides(_Strict):
+    """Per-scenario replacements of compute-profile values."""
+
+    effective_flops_per_s: PositiveFloat | None = None
+    busy_power_w: NonNegativeFloat | None = None
+    idle_power_w: NonNegativeFloat | None = None
+    tx_power_w: NonNegativeFloat | None = None
+    rx_power_w: NonNegativeFloat | None = None
+    parallel_jobs: PositiveInt | None = None
+
+
+class DeviceGroup(_Strict):
+    """A group of devices with their own profiles (heterogeneous fleets)."""
+
+    count: PositiveInt
+    compute_profile: str | None = None
+    link_profile: str | None = None
+
+    _vc = field_validator("compute_profile")(
+        lambda v: _check_name("compute profile", v, compute_profiles())
+    )
+    _vl = field_validator("link_profile")(lambda v: _check_name("link profile", v, link_profiles()))
+
+
+class DevicesSection(_Strict):
+    count: PositiveInt = 10
+    compute_profile: str = "raspberry_pi_4"
+    link_profile: str = "4g_lte"
+    compute_overrides: ComputeOverrides = ComputeOverrides()
+    groups: list[DeviceGroup] = Field(
+        default_factory=list,
+        description="the first devices take these groups' profiles in order; the rest the defaults",
+    )
+
+    _vc = field_validator("compute_profile")(
+        lambda v: _check_name("compute profile", v, compute_profiles())
+    )
+    _vl = field_validator("link_profile")(lambda v: _check_name("link profile", v, link_profiles()))
+
+    @model_validator(mode="after")
+    def _groups_fit(self) -> DevicesSection:
+        total = sum(g.count for g in self.groups)
+        if total > self.count:
+            raise ValueError(f"groups hold {total} devices but count is {self.count}")
+        return self
+
+
+class ServerSection(_Strict):
+    compute_profile: str = "edge_server_cpu"
+    compute_overrides: ComputeOverrides = ComputeOverrides()
+
+    _vc = field_validator("compute_profile")(
+        lambda v: _check_name("compute profile", v, compute_profiles())
+    )
+
+
+_PARTITION_PARAMS: dict[str, set[str]] = {
+    "iid": set(),
+    "dirichlet": {"alpha", "min_samples"},
+    "shards": {"shards_per_device"},
+    "dominant_label": {"fraction"},
+    "classes_per_device": {"classes"},
+}
+
+
+class PartitionSection(_Strict):
+    scheme: Literal["iid", "dirichlet", "shards", "dominant_label", "classes_per_device"] = "iid"
+    alpha: PositiveFloat | None = None
+    min_samples: PositiveInt | None = None
+    shards_per_device: PositiveInt | None = None
+    fraction: float | None = Field(None, ge=0.0, le=1.0)
+    classes: PositiveInt | None = None
+
+    @model_validator(mode="after")
+    def _params_match_scheme(self) -> PartitionSection:
+        given = {k for k in _PARTITION_PARAMS["dirichlet"] | {"shards_per_device", "fraction",
+                 "classes"} if getattr(self, k) is not None}
+        extra = given - _PARTITION_PARAMS[self.scheme]
+        if extra:
+            allowed = ", ".join(sorted(_PARTITION_PARAMS[self.scheme])) or "none"
+            raise ValueError(
+                f"{', '.join(sorted(extra))} does not apply to scheme {self.scheme!r} "
+                f"(its parameters: {allowed})"
+            )
+        return self
+
+    def params(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in _PARTITION_PARAMS[self.scheme]
+                if getattr(self, k) is not None}
+
+
+class SyntheticSection(_Strict):
+    num_samples: PositiveInt = 2000
+    num_classes: int = Field(10, ge=2)
+    shape: tuple[PositiveInt, PositiveInt, PositiveInt] = (1, 28, 28)
+    noise: PositiveFloat = 1.0
+
+
+class DataSection(_Strict):
+    dataset: str = "mnist5k"
+    root: str | None = Field(None, description="local folder of torchvision data sets")
+    test_fraction: float = Field(0.2, gt=0.0, lt=1.0)
+    partition: PartitionSection = PartitionSection()
+    synthetic: SyntheticSection = SyntheticSection()
+
+    _vd = field_validator("dataset")(lambda v: _check_name("data set", v, DATASETS))
+
+
+class ModelSection(_Strict):
+    name: str = "cnn"
+    bits_per_param: PositiveInt = 32
+    size_bits: PositiveFloat | None = Field(
+        None, description="override the transmitted model size (e.g. FedDif's 40 Mbit)"
+    )
+
+    _vm = field_validator("name")(lambda v: _check_name("model", v, MODELS))
+
+
+class TrainingSection(_Strict):
+    rounds: PositiveInt = 10
+    eval_every: PositiveInt = 1
+    target_accuracy: float | None = Field(None, gt=0.0, le=1.0)
+    time_budget_s: PositiveFloat | None = None
+    local_epochs: PositiveInt = 1
+    batch_size: PositiveInt = 32
+    lr: PositiveFloat = 0.01
+    momentum: float = Field(0.0, ge=0.0, lt=1.0)
+    weight_decay: NonNegativeFloat = 0.0
+
+
+class AlgorithmSection(BaseModel):
+    """``name`` plus the options of that algorithm (checked against its Config)."""
+
+    model_config = ConfigDict(extra="allow")
+    name: str = "fedavg"
+
+    def options(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+class LearningSection(_Strict):
+    mode: Literal["learn", "timing"] = Field(
+        "learn", description="'timing' runs every transfer and compute but no torch training"
+    )
+    device: str = Field("cpu", pattern=r"^(cpu|auto|cuda(:\d+)?)$")
+    eval_batch_size: PositiveInt = 1000
+    num_threads: PositiveInt | None = None
+
+
+class OutputsSection(_Strict):
+    dir: str = "runs"
+    figures: bool = True
+    progress: bool = True
+
+
+class Scenario(_Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    seed: NonNegativeInt = 0
+    cell: CellSection = CellSection()
+    devices: DevicesSection = DevicesSection()
+    server: ServerSection = ServerSection()
+    data: DataSection = DataSection()
+    model: ModelSection = ModelSection()
+    training: TrainingSection = TrainingSection()
+    algorithm: AlgorithmSection = AlgorithmSection()
+    learning: LearningSection = LearningSection()
+    outputs: OutputsSection = OutputsSection()
+
+    def algorithm_config(self) -> BaseModel:
+        """The algorithm's validated ``Config`` (see :func:`parse_scenario`)."""
+        from netfl.algorithms import get_algorithm
+
+        return get_algorithm(self.algorithm.name).Config(**self.algorithm.options())
+
+    def resolved(self) -> dict[str, Any]:
+        """The scenario with every default filled in, as plain data."""
+        data = self.model_dump(mode="json")
+        data["algorithm"] = {"name": self.algorithm.name,
+                             **self.algorithm_config().model_dump(mode="json")}
+        return data
+
+
+# -- errors ----------------------------------------------------------------
+
+def _model_at(loc: tuple) -> type[BaseModel] | None:
+    """The pydantic model class that owns the last key of ``loc``."""
+    import typing
+
+    cls: Any = Scenario
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        field = cls.model_fields.get(part) if isinstance(cls, type) else None
+        if field is None:
+            return None
+        ann = field.annotation
+        for arg in (ann, *typing.get_args(ann)):
+            if isinstance(arg, type) and issubclass(arg, BaseModel):
+                cls = arg
+                break
+        else:
+            return None
+    return cls if isinstance(cls, type) and issubclass(cls, BaseModel) else None
+
+
+def _problems(err: ValidationError, prefix: tuple = ()) -> list[tuple[str, str]]:
+    out = []
+    for e in err.errors():
+        loc = prefix + tuple(e["loc"])
+        path = ".".join(str(p) for p in loc)
+        msg = e["msg"].removeprefix("Value error, ")
+        if e["type"] == "extra_forbidden":
+            owner = _model_at(tuple(e["loc"])) if not prefix else None
+            msg = "unknown key"
+            if owner is not None:
+                msg += f" (valid keys: {', '.join(owner.model_fields)})"
+        elif e["type"] not in ("value_error", "missing") and "input" in e:
+            msg += f" (got {e['input']!r})"
+        out.append((path, msg))
+    return out
+
+
+def parse_scenario(data: Any, source: str = "<scenario>") -> Scenario:
+    """Validate plain data as a scenario; :class:`ScenarioError` names every bad key."""
+    if not isinstance(data, dict):
+        raise ScenarioError(source, [("", "a scenario must be a mapping of sections")])
+    try:
+        scenario = Scenario.model_validate(data)
+    except ValidationError as err:
+        raise ScenarioError(source, _problems(err)) from None
+    from netfl.algorithms import ALGORITHMS
+
+    name = scenario.algorithm.name
+    if name not in ALGORITHMS:
+        raise ScenarioError(source, [(
+            "algorithm.name", f"unknown algorithm {name!r} (valid: {', '.join(sorted(ALGORITHMS))})"
+        )])
+    try:
+        scenario.algorithm_config()
+    except ValidationError as err:
+        probs = _problems(err, ("algorithm",))
+        fields = ", ".join(["name", *ALGORITHMS[name].Config.model_fields])
+        probs = [(p, m.replace("unknown key", f"unknown key (valid keys: {fields})"))
+                 for p, m in probs]
+        raise ScenarioError(source, probs) from None
+    return scenario
+
+
+def _parse_value(text: str) -> Any:
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+
+
+def apply_overrides(data: dict, overrides: list[str], source: str = "--set") -> dict:
+    """Apply ``key.path=value`` overrides (values parsed as YAML) to a copy of ``data``."""
+    data = copy.deepcopy(data)
+    for item in overrides:
+        if "=" not in item:
+            raise ScenarioError(source, [("", f"override {item!r} is not of the form key.path=value")])
+        path, value = item.split("=", 1)
+        keys = path.strip().split(".")
+        if not all(keys):
+            raise ScenarioError(source, [(path, "empty key in override path")])
+        node: Any = data
+        for i, key in enumerate(keys[:-1]):
+            if isinstance(node, list):
+                if not key.isdigit() or int(key) >= len(node):
+                    raise ScenarioError(source, [(".".join(keys[: i + 1]), "no such list index")])
+                node = node[int(key)]
+                continue
+            if not isinstance(node, dict):
+                raise ScenarioError(source, [(".".join(keys[:i]), "is not a section")])
+            node = node.setdefault(key, {})
+        last = keys[-1]
+        if isinstance(node, list):
+            if not last.isdigit() or int(last) >= len(node):
+                raise ScenarioError(source, [(path, "no such list index")])
+            node[int(last)] = _parse_value(value)
+        elif isinstance(node, dict):
+            node[last] = _parse_value(value)
+        else:
+            raise ScenarioError(source, [(".".join(keys[:-1]), "is not a section")])
+    return data
+
+
+def read_yaml(path: str | Path) -> Any:
+    """Read a YAML file; syntax errors become one line with line and column."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ScenarioError(str(path), [("", "file not found")]) from None
+    except OSError as err:
+        raise ScenarioError(str(path), [("", f"cannot read ({err.strerror})")]) from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        raise ScenarioError(str(path), [("", f"YAML syntax error: {where}{err.problem}")]) from None
+    except yaml.YAMLError as err:
+        raise ScenarioError(str(path), [("", f"YAML syntax error: {err}")]) from None
+
+
+def load_scenario(path: str | Path, overrides: list[str] | None = None) -> Scenario:
+    """Read, override and validate a scenario file."""
+    data = read_yaml(path)
+    if overrides:
+        if data is None:
+            data = {}
+        if not isinstance(data, dict):
+            raise ScenarioError(str(path), [("", "a scenario must be a mapping of sections")])
+        data = apply_overrides(data, overrides)
+    return parse_scenario(data, str(path))
+
+
+def scenario_schema() -> dict[str, Any]:
+    """JSON schema of scenario files, with each algorithm's options under ``algorithm``."""
+    from netfl.algorithms import ALGORITHMS
+
+    schema = Scenario.model_json_schema()
+    variants = []
+    for name, cls in sorted(ALGORITHMS.items()):
+        sub = cls.Config.model_json_schema()
+        sub.setdefault("properties", {})["name"] = {"const": name}
+        sub["required"] = ["name", *sub.get("required", [])]
+        sub["additionalProperties"] = False
+        sub["title"] = f"algorithm: {name}"
+        schema.setdefault("$defs", {}).update(sub.pop("$defs", {}))
+        variants.append(sub)
+    schema["$defs"]["AlgorithmSection"] = {"oneOf": variants, "title": "AlgorithmSection"}
+    return schema
