@@ -21,6 +21,7 @@ every sample exactly once.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable
 
 import numpy as np
@@ -89,17 +90,22 @@ def dominant_label(
         quota = {dominant[d]: n_dom}
         rest = per_device - n_dom
         for i, c in enumerate(others):
-            quota[c] = rest // len(others) + (1 if i < rest % len(others) else 0)
+            # the remainder's extra samples rotate with d so no label is over-asked
+            extra = (i - d) % len(others) < rest % len(others)
+            quota[c] = rest // len(others) + int(extra)
         for c, q in quota.items():
             take = min(q, len(pools[c]))
             parts[d].extend(pools[c][:take])
             del pools[c][:take]
-    # Samples left over (label imbalance or rounding) go to devices whose
-    # dominant label they carry, then round-robin, so every sample is used once.
+    # Samples left over (label imbalance or rounding) go to the currently
+    # smallest devices, so every sample is used once and sizes stay equal.
+    heap = [(len(p), d) for d, p in enumerate(parts)]
+    heapq.heapify(heap)
     for c in classes:
-        holders = [d for d in range(num_devices) if dominant[d] == c] or list(range(num_devices))
-        for j, i in enumerate(pools[c]):
-            parts[holders[j % len(holders)]].append(i)
+        for i in pools[c]:
+            size, d = heapq.heappop(heap)
+            parts[d].append(i)
+            heapq.heappush(heap, (size + 1, d))
     return [np.sort(np.asarray(p, dtype=int)) for p in parts]
 
 

@@ -1,0 +1,5 @@
+import sys
+
+from netfl.cli import main
+
+sys.exit(main())

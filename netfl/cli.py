@@ -1,0 +1,176 @@
+"""Command line: ``netfl run | validate | list | report | schema``.
+
+User errors print one line (naming the file and key path) and exit with code
+2; ``--debug`` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+from netfl.errors import ScenarioError, UserError
+
+EXIT_USER_ERROR = 2
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from netfl.results import write_run
+    from netfl.runner import run
+    from netfl.scenario import load_scenario
+
+    scenario = load_scenario(args.scenario, args.set)
+    out = Path(args.out) if args.out else None
+    if out is not None and out.exists():
+        raise UserError(f"--out: {out} already exists; choose a new run directory")
+    show = scenario.outputs.progress and not args.no_progress
+    bar = tqdm(total=scenario.training.rounds, desc=scenario.name, unit="round",
+               disable=not show, file=sys.stderr)
+
+    def on_round(row: dict) -> None:
+        acc = row["accuracy"]
+        bar.set_postfix_str(f"acc={acc:.3f} t_sim={row['sim_time_s']:.1f}s"
+                            if acc == acc else f"t_sim={row['sim_time_s']:.1f}s")
+        bar.update(1)
+
+    try:
+        result = run(scenario, source=args.scenario, on_round=on_round)
+    finally:
+        bar.close()
+    run_dir = write_run(result, out)
+    last = result.rounds.iloc[-1]
+    print(f"{scenario.name}: {len(result.rounds)} rounds ({result.stop_reason}), "
+          f"accuracy {last['accuracy']:.4f}, simulated {last['sim_time_s']:.2f} s, "
+          f"device energy {result.rounds['device_energy_j'].sum():.1f} J, "
+          f"wall {result.wall_time_s:.1f} s")
+    print(f"results: {run_dir}")
+    return 0
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    from netfl.scenario import load_scenario
+
+    scenario = load_scenario(args.scenario, args.set)
+    print(f"{args.scenario}: valid ({scenario.name}, algorithm {scenario.algorithm.name}, "
+          f"{scenario.devices.count} devices, {scenario.training.rounds} rounds)")
+    return 0
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    from channel_models import link_profiles
+    from netfl.algorithms import ALGORITHMS
+    from netfl.compute import compute_profiles
+    from netfl.learning import DATASETS, MODELS, PARTITIONERS
+
+    tables = {
+        "algorithms": {n: (c.__doc__ or "").strip().splitlines()[0] for n, c in ALGORITHMS.items()},
+        "datasets": {n: "" for n in DATASETS},
+        "models": {n: s.description for n, s in MODELS.items()},
+        "partitions": {n: "" for n in PARTITIONERS},
+        "link-profiles": {n: f"up {p.uplink_bps / 1e6:g} Mbit/s, down {p.downlink_bps / 1e6:g} "
+                             f"Mbit/s  {p.description}" for n, p in link_profiles().items()},
+        "compute-profiles": {n: f"{p.effective_flops_per_s:.3g} FLOP/s, busy {p.busy_power_w:g} W,"
+                                f" idle {p.idle_power_w:g} W  {p.description}"
+                             for n, p in compute_profiles().items()},
+    }
+    for what in [args.what] if args.what else list(tables):
+        print(f"{what}:")
+        for name, text in tables[what].items():
+            print(f"  {name:<20} {text}".rstrip())
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from netfl.report import compare_figures, run_figures
+    from netfl.results import read_run
+
+    runs = {}
+    for d in args.run_dirs:
+        try:
+            runs[d] = read_run(d)
+        except FileNotFoundError as err:
+            raise UserError(str(err)) from None
+    if len(runs) == 1:
+        d, r = next(iter(runs.items()))
+        out = Path(args.out) if args.out else Path(d) / "figures"
+        paths = run_figures(r["rounds"], r["devices"], out, title=r["manifest"]["scenario"])
+    else:
+        if not args.out:
+            raise UserError("--out: required when comparing several runs")
+        labels = {}
+        for d, r in runs.items():
+            label = r["manifest"]["scenario"]
+            labels[label if label not in labels else Path(d).name] = r["rounds"]
+        paths = compare_figures(labels, Path(args.out))
+    for p in paths:
+        print(p)
+    return 0
+
+
+def _cmd_schema(args: argparse.Namespace) -> int:
+    from netfl.scenario import scenario_schema
+
+    print(json.dumps(scenario_schema(), indent=2))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="netfl", description=__doc__.splitlines()[0])
+    p.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def with_set(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("scenario", help="scenario YAML file")
+        sp.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
+                        help="override a scenario value (repeatable)")
+
+    r = sub.add_parser("run", help="run a scenario and write a run directory")
+    with_set(r)
+    r.add_argument("--out", help="run directory (default: outputs.dir/NAME-TIMESTAMP)")
+    r.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    r.set_defaults(func=_cmd_run)
+    v = sub.add_parser("validate", help="check a scenario file")
+    with_set(v)
+    v.set_defaults(func=_cmd_validate)
+    ls = sub.add_parser("list", help="list algorithms, data sets, models, profiles")
+    ls.add_argument("what", nargs="?", choices=["algorithms", "datasets", "models", "partitions",
+                                                "link-profiles", "compute-profiles"])
+    ls.set_defaults(func=_cmd_list)
+    rp = sub.add_parser("report", help="figures of one run, or several runs overlaid")
+    rp.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
+    rp.add_argument("--out", help="figure folder (default: RUN_DIR/figures for one run)")
+    rp.set_defaults(func=_cmd_report)
+    sc = sub.add_parser("schema", help="print the JSON schema of scenario files")
+    sc.set_defaults(func=_cmd_schema)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return args.func(args)
+    except ScenarioError as err:
+        if args.debug:
+            raise
+        for line in err.lines():
+            print(f"error: {line}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except (UserError, FileExistsError) as err:
+        if args.debug:
+            raise
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        print("interrupted: no run directory was written", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

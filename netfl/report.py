@@ -1,0 +1,88 @@
+"""Figures of one run, or of several runs overlaid (matplotlib, Agg backend)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+__all__ = ["run_figures", "compare_figures"]
+
+
+def _save(fig, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def _accuracy_curves(runs: dict[str, pd.DataFrame], out: Path, title: str) -> list[Path]:
+    paths = []
+    for x, xlabel, fname in (("round", "round", "accuracy_vs_round.png"),
+                             ("sim_time_s", "simulated time [s]", "accuracy_vs_time.png")):
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for label, df in runs.items():
+            d = df.dropna(subset=["accuracy"])
+            ax.plot(d[x], d["accuracy"], marker="o", ms=3, label=label)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("test accuracy")
+        ax.set_title(title)
+        ax.grid(alpha=0.3)
+        if len(runs) > 1:
+            ax.legend()
+        paths.append(_save(fig, out / fname))
+    return paths
+
+
+def run_figures(rounds: pd.DataFrame, devices: pd.DataFrame, out: str | Path,
+                title: str = "") -> list[Path]:
+    """Accuracy vs round and vs simulated time, per-round time split, energy per device."""
+    out = Path(out)
+    paths = _accuracy_curves({title or "run": rounds}, out, title)
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    bottom = pd.Series(0.0, index=rounds.index)
+    for col, label in (("compute_time_s", "compute only"), ("comm_time_s", "communication only"),
+                       ("overlap_time_s", "both"), ("idle_time_s", "neither")):
+        ax.bar(rounds["round"], rounds[col], bottom=bottom, label=label)
+        bottom = bottom + rounds[col]
+    ax.set_xlabel("round")
+    ax.set_ylabel("simulated time [s]")
+    ax.set_title(f"{title}: per-round time split")
+    ax.legend()
+    paths.append(_save(fig, out / "round_time_split.png"))
+
+    dev = devices[devices["kind"] != "bs"]
+    fig, ax = plt.subplots(figsize=(max(6, 0.35 * len(dev)), 4))
+    bottom = pd.Series(0.0, index=dev.index)
+    for col, label in (("compute_energy_j", "compute"), ("tx_energy_j", "radio tx"),
+                       ("rx_energy_j", "radio rx"), ("idle_energy_j", "idle")):
+        ax.bar(dev["node"], dev[col], bottom=bottom, label=label)
+        bottom = bottom + dev[col]
+    ax.set_xlabel("device")
+    ax.set_ylabel("energy [J]")
+    ax.set_title(f"{title}: energy per device")
+    ax.tick_params(axis="x", rotation=90)
+    ax.legend()
+    paths.append(_save(fig, out / "energy_per_device.png"))
+    return paths
+
+
+def compare_figures(runs: dict[str, pd.DataFrame], out: str | Path) -> list[Path]:
+    """Overlay several runs: accuracy vs round / time, cumulative device energy vs time."""
+    out = Path(out)
+    paths = _accuracy_curves(runs, out, "comparison")
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for label, df in runs.items():
+        ax.plot(df["sim_time_s"], df["device_energy_j"].cumsum(), label=label)
+    ax.set_xlabel("simulated time [s]")
+    ax.set_ylabel("cumulative device energy [J]")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    paths.append(_save(fig, out / "energy_vs_time.png"))
+    return paths

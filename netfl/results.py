@@ -1,0 +1,114 @@
+"""Write and read run directories atomically.
+
+A run directory holds ``scenario.yaml`` (fully resolved), ``manifest.json``,
+``rounds.csv``, ``devices.csv``, ``transfers.parquet``, ``computes.parquet``
+and ``figures/``. Everything is written into a hidden temporary directory
+next to the target and renamed into place at the end, so a run directory
+that exists is complete; an interrupted run leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import socket
+import subprocess
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+import yaml
+
+from netfl.runner import RunResult
+
+__all__ = ["write_run", "read_run", "default_run_dir", "manifest"]
+
+
+def _git_commit() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=5, cwd=Path(__file__).resolve().parent)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def manifest(result: RunResult) -> dict[str, Any]:
+    """Provenance of a run: versions, seed, wall time, host, git commit."""
+    from netfl import __version__
+
+    return {
+        "status": "complete",
+        "scenario": result.scenario.name,
+        "seed": result.scenario.seed,
+        "algorithm": result.scenario.algorithm.name,
+        "mode": result.scenario.learning.mode,
+        "stop_reason": result.stop_reason,
+        "num_rounds": len(result.rounds),
+        "sim_time_s": float(result.rounds["sim_time_s"].iloc[-1]) if len(result.rounds) else 0.0,
+        "wall_time_s": result.wall_time_s,
+        "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "host": socket.gethostname(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "versions": {"netfl": __version__, "torch": torch.__version__,
+                     "numpy": np.__version__, "pandas": pd.__version__},
+        "git_commit": _git_commit(),
+        **result.info,
+    }
+
+
+def default_run_dir(result: RunResult) -> Path:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    return Path(result.scenario.outputs.dir) / f"{result.scenario.name}-{stamp}"
+
+
+def write_run(result: RunResult, run_dir: str | Path | None = None,
+              figures: bool | None = None) -> Path:
+    """Write ``result`` to ``run_dir`` (default ``outputs.dir/NAME-TIMESTAMP``); return it.
+
+    Fails if ``run_dir`` exists, rather than mixing two runs.
+    """
+    target = Path(run_dir) if run_dir is not None else default_run_dir(result)
+    if target.exists():
+        raise FileExistsError(f"run directory {target} already exists")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    try:
+        (tmp / "scenario.yaml").write_text(
+            yaml.safe_dump(result.scenario.resolved(), sort_keys=False))
+        result.rounds.to_csv(tmp / "rounds.csv", index=False)
+        result.devices.to_csv(tmp / "devices.csv", index=False)
+        result.transfers.to_parquet(tmp / "transfers.parquet", index=False)
+        result.computes.to_parquet(tmp / "computes.parquet", index=False)
+        if result.scenario.outputs.figures if figures is None else figures:
+            from netfl.report import run_figures
+
+            run_figures(result.rounds, result.devices, tmp / "figures",
+                        title=result.scenario.name)
+        (tmp / "manifest.json").write_text(json.dumps(manifest(result), indent=2))
+        os.rename(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return target
+
+
+def read_run(run_dir: str | Path) -> dict[str, Any]:
+    """Load a run directory's tables: ``rounds``, ``devices``, ``transfers``, ``computes``, ``manifest``."""
+    d = Path(run_dir)
+    if not (d / "manifest.json").is_file():
+        raise FileNotFoundError(f"{d} is not a complete run directory (no manifest.json)")
+    return {
+        "rounds": pd.read_csv(d / "rounds.csv"),
+        "devices": pd.read_csv(d / "devices.csv"),
+        "transfers": pd.read_parquet(d / "transfers.parquet"),
+        "computes": pd.read_parquet(d / "computes.parquet"),
+        "manifest": json.loads((d / "manifest.json").read_text()),
+    }

@@ -1,0 +1,48 @@
+"""Shared fixtures: small nodes and scenarios."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import simpy
+
+from channel_models import get_link_profile
+from netfl.compute import get_compute_profile
+from netfl.nodes import Node
+from netfl.records import Recorder
+
+
+def make_node(name: str, kind: str = "pue", link: str | None = "4g_lte",
+              compute: str = "raspberry_pi_4", index: int = 0) -> Node:
+    return Node(name, kind, index if kind != "bs" else -1, np.zeros(2),
+                get_compute_profile(compute), get_link_profile(link) if link else None)
+
+
+@pytest.fixture
+def env() -> simpy.Environment:
+    return simpy.Environment()
+
+
+@pytest.fixture
+def recorder() -> Recorder:
+    return Recorder()
+
+
+def tiny_scenario(**sections) -> dict:
+    """A small, fast scenario as plain data (timing mode by default)."""
+    base = {
+        "name": "tiny",
+        "seed": 3,
+        "devices": {"count": 4},
+        "data": {"dataset": "digits", "partition": {"scheme": "iid"}},
+        "model": {"name": "logreg"},
+        "training": {"rounds": 2, "batch_size": 16},
+        "learning": {"mode": "timing"},
+        "outputs": {"figures": False, "progress": False},
+    }
+    for key, value in sections.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            base[key] = {**base[key], **value}
+        else:
+            base[key] = value
+    return base
