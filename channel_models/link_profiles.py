@@ -66,7 +66,6 @@ def link_profiles() -> dict[str, LinkProfile]:
     }
 
 
-
 def get_link_profile(name: str) -> LinkProfile:
     """Look a profile up by name; ``KeyError`` lists the valid names."""
     profiles = link_profiles()

@@ -18,7 +18,20 @@ from netfl.scenario import Scenario, load_scenario, parse_scenario  # noqa: E402
 from netfl.world import World  # noqa: E402
 
 __all__ = [
-    "__version__", "ALGORITHMS", "Algorithm", "FedAvg", "RoundSummary", "register",
-    "ScenarioError", "UserError", "read_run", "write_run", "RunResult", "run",
-    "Scenario", "load_scenario", "parse_scenario", "World",
+    "__version__",
+    "ALGORITHMS",
+    "Algorithm",
+    "FedAvg",
+    "RoundSummary",
+    "register",
+    "ScenarioError",
+    "UserError",
+    "read_run",
+    "write_run",
+    "RunResult",
+    "run",
+    "Scenario",
+    "load_scenario",
+    "parse_scenario",
+    "World",
 ]

@@ -29,13 +29,21 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if out is not None and out.exists():
         raise UserError(f"--out: {out} already exists; choose a new run directory")
     show = scenario.outputs.progress and not args.no_progress
-    bar = tqdm(total=scenario.training.rounds, desc=scenario.name, unit="round",
-               disable=not show, file=sys.stderr)
+    bar = tqdm(
+        total=scenario.training.rounds,
+        desc=scenario.name,
+        unit="round",
+        disable=not show,
+        file=sys.stderr,
+    )
 
     def on_round(row: dict) -> None:
         acc = row["accuracy"]
-        bar.set_postfix_str(f"acc={acc:.3f} t_sim={row['sim_time_s']:.1f}s"
-                            if acc == acc else f"t_sim={row['sim_time_s']:.1f}s")
+        bar.set_postfix_str(
+            f"acc={acc:.3f} t_sim={row['sim_time_s']:.1f}s"
+            if acc == acc
+            else f"t_sim={row['sim_time_s']:.1f}s"
+        )
         bar.update(1)
 
     try:
@@ -44,10 +52,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
         bar.close()
     run_dir = write_run(result, out)
     last = result.rounds.iloc[-1]
-    print(f"{scenario.name}: {len(result.rounds)} rounds ({result.stop_reason}), "
-          f"accuracy {last['accuracy']:.4f}, simulated {last['sim_time_s']:.2f} s, "
-          f"device energy {result.rounds['device_energy_j'].sum():.1f} J, "
-          f"wall {result.wall_time_s:.1f} s")
+    print(
+        f"{scenario.name}: {len(result.rounds)} rounds ({result.stop_reason}), "
+        f"accuracy {last['accuracy']:.4f}, simulated {last['sim_time_s']:.2f} s, "
+        f"device energy {result.rounds['device_energy_j'].sum():.1f} J, "
+        f"wall {result.wall_time_s:.1f} s"
+    )
     print(f"results: {run_dir}")
     return 0
 
@@ -56,8 +66,10 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     from netfl.scenario import load_scenario
 
     scenario = load_scenario(args.scenario, args.set)
-    print(f"{args.scenario}: valid ({scenario.name}, algorithm {scenario.algorithm.name}, "
-          f"{scenario.devices.count} devices, {scenario.training.rounds} rounds)")
+    print(
+        f"{args.scenario}: valid ({scenario.name}, algorithm {scenario.algorithm.name}, "
+        f"{scenario.devices.count} devices, {scenario.training.rounds} rounds)"
+    )
     return 0
 
 
@@ -72,11 +84,16 @@ def _cmd_list(args: argparse.Namespace) -> int:
         "datasets": {n: "" for n in DATASETS},
         "models": {n: s.description for n, s in MODELS.items()},
         "partitions": {n: "" for n in PARTITIONERS},
-        "link-profiles": {n: f"up {p.uplink_bps / 1e6:g} Mbit/s, down {p.downlink_bps / 1e6:g} "
-                             f"Mbit/s  {p.description}" for n, p in link_profiles().items()},
-        "compute-profiles": {n: f"{p.effective_flops_per_s:.3g} FLOP/s, busy {p.busy_power_w:g} W,"
-                                f" idle {p.idle_power_w:g} W  {p.description}"
-                             for n, p in compute_profiles().items()},
+        "link-profiles": {
+            n: f"up {p.uplink_bps / 1e6:g} Mbit/s, down {p.downlink_bps / 1e6:g} "
+            f"Mbit/s  {p.description}"
+            for n, p in link_profiles().items()
+        },
+        "compute-profiles": {
+            n: f"{p.effective_flops_per_s:.3g} FLOP/s, busy {p.busy_power_w:g} W,"
+            f" idle {p.idle_power_w:g} W  {p.description}"
+            for n, p in compute_profiles().items()
+        },
     }
     for what in [args.what] if args.what else list(tables):
         print(f"{what}:")
@@ -126,8 +143,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     def with_set(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("scenario", help="scenario YAML file")
-        sp.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
-                        help="override a scenario value (repeatable)")
+        sp.add_argument(
+            "--set",
+            action="append",
+            default=[],
+            metavar="KEY.PATH=VALUE",
+            help="override a scenario value (repeatable)",
+        )
 
     r = sub.add_parser("run", help="run a scenario and write a run directory")
     with_set(r)
@@ -138,8 +160,18 @@ def build_parser() -> argparse.ArgumentParser:
     with_set(v)
     v.set_defaults(func=_cmd_validate)
     ls = sub.add_parser("list", help="list algorithms, data sets, models, profiles")
-    ls.add_argument("what", nargs="?", choices=["algorithms", "datasets", "models", "partitions",
-                                                "link-profiles", "compute-profiles"])
+    ls.add_argument(
+        "what",
+        nargs="?",
+        choices=[
+            "algorithms",
+            "datasets",
+            "models",
+            "partitions",
+            "link-profiles",
+            "compute-profiles",
+        ],
+    )
     ls.set_defaults(func=_cmd_list)
     rp = sub.add_parser("report", help="figures of one run, or several runs overlaid")
     rp.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
@@ -152,8 +184,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if args.debug else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
     try:
         return args.func(args)
     except ScenarioError as err:

@@ -31,8 +31,10 @@ class ScenarioError(UserError):
 
     def lines(self) -> list[str]:
         """One line per problem: ``file: key.path: message``."""
-        return [f"{self.source}: {path}: {msg}" if path else f"{self.source}: {msg}"
-                for path, msg in self.problems]
+        return [
+            f"{self.source}: {path}: {msg}" if path else f"{self.source}: {msg}"
+            for path, msg in self.problems
+        ]
 
     def __str__(self) -> str:
         lines = self.lines()

@@ -23,8 +23,10 @@ def _save(fig, path: Path) -> Path:
 
 def _accuracy_curves(runs: dict[str, pd.DataFrame], out: Path, title: str) -> list[Path]:
     paths = []
-    for x, xlabel, fname in (("round", "round", "accuracy_vs_round.png"),
-                             ("sim_time_s", "simulated time [s]", "accuracy_vs_time.png")):
+    for x, xlabel, fname in (
+        ("round", "round", "accuracy_vs_round.png"),
+        ("sim_time_s", "simulated time [s]", "accuracy_vs_time.png"),
+    ):
         fig, ax = plt.subplots(figsize=(6, 4))
         for label, df in runs.items():
             d = df.dropna(subset=["accuracy"])
@@ -39,16 +41,21 @@ def _accuracy_curves(runs: dict[str, pd.DataFrame], out: Path, title: str) -> li
     return paths
 
 
-def run_figures(rounds: pd.DataFrame, devices: pd.DataFrame, out: str | Path,
-                title: str = "") -> list[Path]:
+def run_figures(
+    rounds: pd.DataFrame, devices: pd.DataFrame, out: str | Path, title: str = ""
+) -> list[Path]:
     """Accuracy vs round and vs simulated time, per-round time split, energy per device."""
     out = Path(out)
     paths = _accuracy_curves({title or "run": rounds}, out, title)
 
     fig, ax = plt.subplots(figsize=(7, 4))
     bottom = pd.Series(0.0, index=rounds.index)
-    for col, label in (("compute_time_s", "compute only"), ("comm_time_s", "communication only"),
-                       ("overlap_time_s", "both"), ("idle_time_s", "neither")):
+    for col, label in (
+        ("compute_time_s", "compute only"),
+        ("comm_time_s", "communication only"),
+        ("overlap_time_s", "both"),
+        ("idle_time_s", "neither"),
+    ):
         ax.bar(rounds["round"], rounds[col], bottom=bottom, label=label)
         bottom = bottom + rounds[col]
     ax.set_xlabel("round")
@@ -60,8 +67,12 @@ def run_figures(rounds: pd.DataFrame, devices: pd.DataFrame, out: str | Path,
     dev = devices[devices["kind"] != "bs"]
     fig, ax = plt.subplots(figsize=(max(6, 0.35 * len(dev)), 4))
     bottom = pd.Series(0.0, index=dev.index)
-    for col, label in (("compute_energy_j", "compute"), ("tx_energy_j", "radio tx"),
-                       ("rx_energy_j", "radio rx"), ("idle_energy_j", "idle")):
+    for col, label in (
+        ("compute_energy_j", "compute"),
+        ("tx_energy_j", "radio tx"),
+        ("rx_energy_j", "radio rx"),
+        ("idle_energy_j", "idle"),
+    ):
         ax.bar(dev["node"], dev[col], bottom=bottom, label=label)
         bottom = bottom + dev[col]
     ax.set_xlabel("device")

@@ -32,8 +32,13 @@ __all__ = ["write_run", "read_run", "default_run_dir", "manifest"]
 
 def _git_commit() -> str | None:
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                             timeout=5, cwd=Path(__file__).resolve().parent)
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            cwd=Path(__file__).resolve().parent,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() or None if out.returncode == 0 else None
@@ -57,8 +62,12 @@ def manifest(result: RunResult) -> dict[str, Any]:
         "host": socket.gethostname(),
         "platform": platform.platform(),
         "python": platform.python_version(),
-        "versions": {"netfl": __version__, "torch": torch.__version__,
-                     "numpy": np.__version__, "pandas": pd.__version__},
+        "versions": {
+            "netfl": __version__,
+            "torch": torch.__version__,
+            "numpy": np.__version__,
+            "pandas": pd.__version__,
+        },
         "git_commit": _git_commit(),
         **result.info,
     }
@@ -69,8 +78,9 @@ def default_run_dir(result: RunResult) -> Path:
     return Path(result.scenario.outputs.dir) / f"{result.scenario.name}-{stamp}"
 
 
-def write_run(result: RunResult, run_dir: str | Path | None = None,
-              figures: bool | None = None) -> Path:
+def write_run(
+    result: RunResult, run_dir: str | Path | None = None, figures: bool | None = None
+) -> Path:
     """Write ``result`` to ``run_dir`` (default ``outputs.dir/NAME-TIMESTAMP``); return it.
 
     Fails if ``run_dir`` exists, rather than mixing two runs.
@@ -82,7 +92,8 @@ def write_run(result: RunResult, run_dir: str | Path | None = None,
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
     try:
         (tmp / "scenario.yaml").write_text(
-            yaml.safe_dump(result.scenario.resolved(), sort_keys=False))
+            yaml.safe_dump(result.scenario.resolved(), sort_keys=False)
+        )
         result.rounds.to_csv(tmp / "rounds.csv", index=False)
         result.devices.to_csv(tmp / "devices.csv", index=False)
         result.transfers.to_parquet(tmp / "transfers.parquet", index=False)
@@ -90,8 +101,7 @@ def write_run(result: RunResult, run_dir: str | Path | None = None,
         if result.scenario.outputs.figures if figures is None else figures:
             from netfl.report import run_figures
 
-            run_figures(result.rounds, result.devices, tmp / "figures",
-                        title=result.scenario.name)
+            run_figures(result.rounds, result.devices, tmp / "figures", title=result.scenario.name)
         (tmp / "manifest.json").write_text(json.dumps(manifest(result), indent=2))
         os.rename(tmp, target)
     except BaseException:

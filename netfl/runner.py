@@ -62,9 +62,11 @@ def round_row(
     dev_compute_j = sum(c.energy_j for c in computes if nodes[c.node].is_device)
     dev_tx_j = sum(t.tx_energy_j for t in transfers if nodes[t.src].is_device)
     dev_rx_j = sum(t.rx_energy_j for t in transfers if nodes[t.dst].is_device)
-    server_j = (sum(c.energy_j for c in computes if not nodes[c.node].is_device)
-                + sum(t.tx_energy_j for t in transfers if not nodes[t.src].is_device)
-                + sum(t.rx_energy_j for t in transfers if not nodes[t.dst].is_device))
+    server_j = (
+        sum(c.energy_j for c in computes if not nodes[c.node].is_device)
+        + sum(t.tx_energy_j for t in transfers if not nodes[t.src].is_device)
+        + sum(t.rx_energy_j for t in transfers if not nodes[t.dst].is_device)
+    )
     busy_s: dict[str, float] = {}
     for c in computes:
         busy_s[c.node] = busy_s.get(c.node, 0.0) + c.duration_s
@@ -72,8 +74,11 @@ def round_row(
         for name in (t.src, t.dst):
             busy_s[name] = busy_s.get(name, 0.0) + t.duration_s
     duration = t1_s - t0_s
-    idle_j = sum(n.compute.idle_power_w * max(duration - busy_s.get(n.name, 0.0), 0.0)
-                 for n in nodes.values() if n.is_device)
+    idle_j = sum(
+        n.compute.idle_power_w * max(duration - busy_s.get(n.name, 0.0), 0.0)
+        for n in nodes.values()
+        if n.is_device
+    )
     airtime = union_length_s((t.start_s, t.end_s) for t in transfers)
     row: dict[str, Any] = {
         "round": r,
@@ -93,8 +98,12 @@ def round_row(
         "device_rx_energy_j": dev_rx_j,
         "device_idle_energy_j": idle_j,
         "server_energy_j": server_j,
-        **split_time(t0_s, t1_s, [(t.start_s, t.end_s) for t in transfers],
-                     [(c.start_s, c.end_s) for c in computes]),
+        **split_time(
+            t0_s,
+            t1_s,
+            [(t.start_s, t.end_s) for t in transfers],
+            [(c.start_s, c.end_s) for c in computes],
+        ),
     }
     row.update(summary.extra)
     return row
@@ -107,15 +116,25 @@ def _devices_frame(world: World) -> pd.DataFrame:
         e = n.energy
         busy = e.compute_s + e.tx_s + e.rx_s
         idle_j = n.compute.idle_power_w * max(end - busy, 0.0)
-        rows.append({
-            "node": n.name, "kind": n.kind, "compute_profile": n.compute.name,
-            "link_profile": n.link.name if n.link else "",
-            "num_samples": world.num_samples(n) if n.is_device else 0,
-            "x_m": float(n.position_m[0]), "y_m": float(n.position_m[1]),
-            "compute_s": e.compute_s, "tx_s": e.tx_s, "rx_s": e.rx_s,
-            "compute_energy_j": e.compute_j, "tx_energy_j": e.tx_j, "rx_energy_j": e.rx_j,
-            "idle_energy_j": idle_j, "energy_j": e.total_j,
-        })
+        rows.append(
+            {
+                "node": n.name,
+                "kind": n.kind,
+                "compute_profile": n.compute.name,
+                "link_profile": n.link.name if n.link else "",
+                "num_samples": world.num_samples(n) if n.is_device else 0,
+                "x_m": float(n.position_m[0]),
+                "y_m": float(n.position_m[1]),
+                "compute_s": e.compute_s,
+                "tx_s": e.tx_s,
+                "rx_s": e.rx_s,
+                "compute_energy_j": e.compute_j,
+                "tx_energy_j": e.tx_j,
+                "rx_energy_j": e.rx_j,
+                "idle_energy_j": idle_j,
+                "energy_j": e.total_j,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -131,7 +150,8 @@ def run(
     wall0 = time.perf_counter()
     world = World(scenario, source)
     algorithm: Algorithm = get_algorithm(scenario.algorithm.name)(
-        world, scenario.algorithm_config())
+        world, scenario.algorithm_config()
+    )
     tr = scenario.training
     env, rec = world.env, world.recorder
     nodes = {n.name: n for n in [world.bs, *world.devices]}
@@ -143,8 +163,9 @@ def run(
         n_tr, n_co = len(rec.transfers), len(rec.computes)
         proc = env.process(algorithm.round(r))
         env.run(until=proc)
-        row = round_row(r, t0, env.now, rec.transfers[n_tr:], rec.computes[n_co:], nodes,
-                        proc.value)
+        row = round_row(
+            r, t0, env.now, rec.transfers[n_tr:], rec.computes[n_co:], nodes, proc.value
+        )
         over_budget = tr.time_budget_s is not None and env.now >= tr.time_budget_s
         last = r == tr.rounds - 1 or over_budget
         acc = loss = float("nan")
@@ -171,9 +192,12 @@ def run(
         devices=_devices_frame(world),
         stop_reason=stop_reason,
         wall_time_s=time.perf_counter() - wall0,
-        info={"model_params": world.model.num_params, "model_size_bits": world.model.size_bits,
-              "train_flops_per_sample": world.model.flops.train_per_sample,
-              "inference_flops_per_sample": world.model.flops.inference_per_sample,
-              "num_train_samples": len(world.dataset.train_y),
-              "num_test_samples": len(world.dataset.test_y)},
+        info={
+            "model_params": world.model.num_params,
+            "model_size_bits": world.model.size_bits,
+            "train_flops_per_sample": world.model.flops.train_per_sample,
+            "inference_flops_per_sample": world.model.flops.inference_per_sample,
+            "num_train_samples": len(world.dataset.train_y),
+            "num_test_samples": len(world.dataset.test_y),
+        },
     )

@@ -142,8 +142,11 @@ class PartitionSection(_Strict):
 
     @model_validator(mode="after")
     def _params_match_scheme(self) -> PartitionSection:
-        given = {k for k in _PARTITION_PARAMS["dirichlet"] | {"shards_per_device", "fraction",
-                 "classes"} if getattr(self, k) is not None}
+        given = {
+            k
+            for k in _PARTITION_PARAMS["dirichlet"] | {"shards_per_device", "fraction", "classes"}
+            if getattr(self, k) is not None
+        }
         extra = given - _PARTITION_PARAMS[self.scheme]
         if extra:
             allowed = ", ".join(sorted(_PARTITION_PARAMS[self.scheme])) or "none"
@@ -154,8 +157,11 @@ class PartitionSection(_Strict):
         return self
 
     def params(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in _PARTITION_PARAMS[self.scheme]
-                if getattr(self, k) is not None}
+        return {
+            k: getattr(self, k)
+            for k in _PARTITION_PARAMS[self.scheme]
+            if getattr(self, k) is not None
+        }
 
 
 class SyntheticSection(_Strict):
@@ -244,12 +250,15 @@ class Scenario(_Strict):
     def resolved(self) -> dict[str, Any]:
         """The scenario with every default filled in, as plain data."""
         data = self.model_dump(mode="json")
-        data["algorithm"] = {"name": self.algorithm.name,
-                             **self.algorithm_config().model_dump(mode="json")}
+        data["algorithm"] = {
+            "name": self.algorithm.name,
+            **self.algorithm_config().model_dump(mode="json"),
+        }
         return data
 
 
 # -- errors ----------------------------------------------------------------
+
 
 def _model_at(loc: tuple) -> type[BaseModel] | None:
     """The pydantic model class that owns the last key of ``loc``."""
@@ -301,16 +310,23 @@ def parse_scenario(data: Any, source: str = "<scenario>") -> Scenario:
 
     name = scenario.algorithm.name
     if name not in ALGORITHMS:
-        raise ScenarioError(source, [(
-            "algorithm.name", f"unknown algorithm {name!r} (valid: {', '.join(sorted(ALGORITHMS))})"
-        )])
+        raise ScenarioError(
+            source,
+            [
+                (
+                    "algorithm.name",
+                    f"unknown algorithm {name!r} (valid: {', '.join(sorted(ALGORITHMS))})",
+                )
+            ],
+        )
     try:
         scenario.algorithm_config()
     except ValidationError as err:
         probs = _problems(err, ("algorithm",))
         fields = ", ".join(["name", *ALGORITHMS[name].Config.model_fields])
-        probs = [(p, m.replace("unknown key", f"unknown key (valid keys: {fields})"))
-                 for p, m in probs]
+        probs = [
+            (p, m.replace("unknown key", f"unknown key (valid keys: {fields})")) for p, m in probs
+        ]
         raise ScenarioError(source, probs) from None
     return scenario
 
@@ -327,7 +343,9 @@ def apply_overrides(data: dict, overrides: list[str], source: str = "--set") -> 
     data = copy.deepcopy(data)
     for item in overrides:
         if "=" not in item:
-            raise ScenarioError(source, [("", f"override {item!r} is not of the form key.path=value")])
+            raise ScenarioError(
+                source, [("", f"override {item!r} is not of the form key.path=value")]
+            )
         path, value = item.split("=", 1)
         keys = path.strip().split(".")
         if not all(keys):

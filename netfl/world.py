@@ -65,9 +65,11 @@ class World:
         self.compute = ComputeEngine(self.env, self.recorder)
         self._build_model()
         self.train_config = TrainConfig(
-            lr=scenario.training.lr, momentum=scenario.training.momentum,
+            lr=scenario.training.lr,
+            momentum=scenario.training.momentum,
             weight_decay=scenario.training.weight_decay,
-            batch_size=scenario.training.batch_size, epochs=scenario.training.local_epochs,
+            batch_size=scenario.training.batch_size,
+            epochs=scenario.training.local_epochs,
         )
         self.executor: SerialExecutor | None = None
         if self.learn:
@@ -77,27 +79,39 @@ class World:
                 self.torch_device = resolve_device(scenario.learning.device)
             except RuntimeError as err:
                 raise UserError(f"{source}: learning.device: {err}") from None
-            self.executor = SerialExecutor(LearningContext(
-                train_x=self.dataset.train_x, train_y=self.dataset.train_y,
-                input_shape=self.dataset.input_shape, num_classes=self.dataset.num_classes,
-                specs={self.model.spec.name: self.model.spec}, device=self.torch_device,
-            ))
-            self._eval_model = self.model.spec.build(self.dataset.input_shape,
-                                                     self.dataset.num_classes)
+            self.executor = SerialExecutor(
+                LearningContext(
+                    train_x=self.dataset.train_x,
+                    train_y=self.dataset.train_y,
+                    input_shape=self.dataset.input_shape,
+                    num_classes=self.dataset.num_classes,
+                    specs={self.model.spec.name: self.model.spec},
+                    device=self.torch_device,
+                )
+            )
+            self._eval_model = self.model.spec.build(
+                self.dataset.input_shape, self.dataset.num_classes
+            )
 
     # -- construction ------------------------------------------------------
     def _build_data(self, source: str) -> None:
         d = self.scenario.data
         options = d.synthetic.model_dump() if d.dataset == "synthetic" else {}
         try:
-            self.dataset = load_dataset(d.dataset, d.root, d.test_fraction, self.scenario.seed,
-                                        **options)
+            self.dataset = load_dataset(
+                d.dataset, d.root, d.test_fraction, self.scenario.seed, **options
+            )
         except DataRootError as err:
             raise UserError(f"{source}: data.root: {err}") from None
         rng = self.streams.generator("partition")
         try:
-            parts = partition(d.partition.scheme, self.dataset.train_y.numpy(),
-                              self.scenario.devices.count, rng, **d.partition.params())
+            parts = partition(
+                d.partition.scheme,
+                self.dataset.train_y.numpy(),
+                self.scenario.devices.count,
+                rng,
+                **d.partition.params(),
+            )
         except PartitionError as err:
             raise UserError(f"{source}: data.partition: {err}") from None
         empty = [i for i, p in enumerate(parts) if len(p) == 0]
@@ -111,19 +125,33 @@ class World:
     def _build_nodes(self) -> None:
         s = self.scenario
         server_profile = get_compute_profile(s.server.compute_profile).with_overrides(
-            **s.server.compute_overrides.model_dump())
+            **s.server.compute_overrides.model_dump()
+        )
         self.bs = Node("bs", "bs", -1, np.zeros(2), server_profile)
-        positions = drop_uniform_disc(self.streams.generator("placement", 0), s.devices.count,
-                                      s.cell.radius_m)
+        positions = drop_uniform_disc(
+            self.streams.generator("placement", 0), s.devices.count, s.cell.radius_m
+        )
         specs: list[tuple[str, str]] = []
         for g in s.devices.groups:
-            specs += [(g.compute_profile or s.devices.compute_profile,
-                       g.link_profile or s.devices.link_profile)] * g.count
-        specs += [(s.devices.compute_profile, s.devices.link_profile)] * (s.devices.count - len(specs))
+            specs += [
+                (
+                    g.compute_profile or s.devices.compute_profile,
+                    g.link_profile or s.devices.link_profile,
+                )
+            ] * g.count
+        specs += [(s.devices.compute_profile, s.devices.link_profile)] * (
+            s.devices.count - len(specs)
+        )
         overrides = s.devices.compute_overrides.model_dump()
         self.devices = [
-            Node(f"ue{i}", "pue", i, positions[i],
-                 get_compute_profile(cp).with_overrides(**overrides), get_link_profile(lp))
+            Node(
+                f"ue{i}",
+                "pue",
+                i,
+                positions[i],
+                get_compute_profile(cp).with_overrides(**overrides),
+                get_link_profile(lp),
+            )
             for i, (cp, lp) in enumerate(specs)
         ]
 
@@ -133,10 +161,18 @@ class World:
         if link.shared:
             cap = get_link_profile(link.capacity_profile or self.scenario.devices.link_profile)
             up = link.uplink_capacity_mbps * 1e6 if link.uplink_capacity_mbps else cap.uplink_bps
-            down = (link.downlink_capacity_mbps * 1e6 if link.downlink_capacity_mbps
-                    else cap.downlink_bps)
-        self.radio = FixedRateRadio(self.env, self.recorder, shared=link.shared,
-                                    uplink_capacity_bps=up, downlink_capacity_bps=down)
+            down = (
+                link.downlink_capacity_mbps * 1e6
+                if link.downlink_capacity_mbps
+                else cap.downlink_bps
+            )
+        self.radio = FixedRateRadio(
+            self.env,
+            self.recorder,
+            shared=link.shared,
+            uplink_capacity_bps=up,
+            downlink_capacity_bps=down,
+        )
 
     def _build_model(self) -> None:
         m = self.scenario.model
@@ -144,8 +180,13 @@ class World:
         shape, classes = self.dataset.input_shape, self.dataset.num_classes
         with torch.random.fork_rng():
             num_params = num_parameters(spec.build(shape, classes))
-        flops = measure_flops((spec.name, shape, classes), lambda: spec.build(shape, classes),
-                              shape, spec.loss_fn(), classes)
+        flops = measure_flops(
+            (spec.name, shape, classes),
+            lambda: spec.build(shape, classes),
+            shape,
+            spec.loss_fn(),
+            classes,
+        )
         size_bits = m.size_bits if m.size_bits is not None else num_params * m.bits_per_param
         self.model = ModelInfo(spec, num_params, float(size_bits), flops)
 
@@ -162,10 +203,18 @@ class World:
 
     def evaluate(self, state: dict[str, torch.Tensor]) -> tuple[float, float]:
         """Accuracy and loss of ``state`` on the server's test set (not charged in time)."""
-        return evaluate(self._eval_model, state, self.dataset.test_x, self.dataset.test_y,
-                        self.model.spec.loss_fn(), self.scenario.learning.eval_batch_size,
-                        self.torch_device)
+        return evaluate(
+            self._eval_model,
+            state,
+            self.dataset.test_x,
+            self.dataset.test_y,
+            self.model.spec.loss_fn(),
+            self.scenario.learning.eval_batch_size,
+            self.torch_device,
+        )
 
     def __repr__(self) -> str:
-        return (f"World({self.scenario.name!r}, devices={len(self.devices)}, "
-                f"radio={self.radio!r}, t={self.env.now:.3f} s)")
+        return (
+            f"World({self.scenario.name!r}, devices={len(self.devices)}, "
+            f"radio={self.radio!r}, t={self.env.now:.3f} s)"
+        )

@@ -12,10 +12,21 @@ from netfl.nodes import Node
 from netfl.records import Recorder
 
 
-def make_node(name: str, kind: str = "pue", link: str | None = "4g_lte",
-              compute: str = "raspberry_pi_4", index: int = 0) -> Node:
-    return Node(name, kind, index if kind != "bs" else -1, np.zeros(2),
-                get_compute_profile(compute), get_link_profile(link) if link else None)
+def make_node(
+    name: str,
+    kind: str = "pue",
+    link: str | None = "4g_lte",
+    compute: str = "raspberry_pi_4",
+    index: int = 0,
+) -> Node:
+    return Node(
+        name,
+        kind,
+        index if kind != "bs" else -1,
+        np.zeros(2),
+        get_compute_profile(compute),
+        get_link_profile(link) if link else None,
+    )
 
 
 @pytest.fixture

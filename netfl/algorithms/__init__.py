@@ -14,6 +14,12 @@ from netfl.algorithms.base import (
 from netfl.algorithms.fedavg import FedAvg, FedAvgConfig
 
 __all__ = [
-    "ALGORITHMS", "Algorithm", "AlgorithmConfig", "RoundSummary", "get_algorithm", "register",
-    "FedAvg", "FedAvgConfig",
+    "ALGORITHMS",
+    "Algorithm",
+    "AlgorithmConfig",
+    "RoundSummary",
+    "get_algorithm",
+    "register",
+    "FedAvg",
+    "FedAvgConfig",
 ]

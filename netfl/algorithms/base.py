@@ -20,7 +20,14 @@ from pydantic import BaseModel, ConfigDict
 if TYPE_CHECKING:
     from netfl.world import World
 
-__all__ = ["Algorithm", "AlgorithmConfig", "RoundSummary", "ALGORITHMS", "register", "get_algorithm"]
+__all__ = [
+    "Algorithm",
+    "AlgorithmConfig",
+    "RoundSummary",
+    "ALGORITHMS",
+    "register",
+    "get_algorithm",
+]
 
 
 class AlgorithmConfig(BaseModel):
@@ -59,10 +66,11 @@ class Algorithm(ABC):
     def evaluate(self) -> tuple[float, float]:
         """Accuracy and loss of the current model(s) on the server's test set."""
 
+    @abstractmethod
     def state_dict(self) -> dict[str, Any]:
         """Everything needed to resume at a round boundary."""
-        return {}
 
+    @abstractmethod
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore what :meth:`state_dict` returned."""
 

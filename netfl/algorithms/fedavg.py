@@ -50,8 +50,10 @@ class FedAvg(Algorithm):
     def select_clients(self, r: int) -> list[Node]:
         """Sample devices without replacement from the ``sampling`` stream of round r."""
         devices = self.world.devices
-        k = min(len(devices), max(self.config.min_clients,
-                                  int(round(self.config.fraction * len(devices)))))
+        k = min(
+            len(devices),
+            max(self.config.min_clients, int(round(self.config.fraction * len(devices)))),
+        )
         rng = self.world.streams.generator("sampling", r)
         chosen = np.sort(rng.choice(len(devices), size=k, replace=False))
         return [devices[i] for i in chosen]
@@ -63,11 +65,13 @@ class FedAvg(Algorithm):
     def client_round(self, r: int, device: Node) -> Generator[simpy.Event, Any, TrainResult | None]:
         """Download, train, upload: one device's part of round r."""
         world = self.world
-        yield world.radio.transfer(world.bs, device, self.model_bits(device), "model_down",
-                                   num_models=1)
+        yield world.radio.transfer(
+            world.bs, device, self.model_bits(device), "model_down", num_models=1
+        )
         result = yield from self.local_update(r, device, self.global_state)
-        yield world.radio.transfer(device, world.bs, self.model_bits(device), "model_up",
-                                   num_models=1)
+        yield world.radio.transfer(
+            device, world.bs, self.model_bits(device), "model_up", num_models=1
+        )
         return result
 
     def local_update(
@@ -88,11 +92,15 @@ class FedAvg(Algorithm):
                 from dataclasses import replace
 
                 cfg = replace(cfg, epochs=epochs)
-            future = world.executor.submit(TrainTask(
-                model=world.model.spec.name, state=state,
-                indices=world.partitions[device.index], config=cfg,
-                seed=world.streams.torch_seed("torch", r, device.index),
-            ))
+            future = world.executor.submit(
+                TrainTask(
+                    model=world.model.spec.name,
+                    state=state,
+                    indices=world.partitions[device.index],
+                    config=cfg,
+                    seed=world.streams.torch_seed("torch", r, device.index),
+                )
+            )
         yield world.compute.run(device, flops, "train")
         return future.result() if future is not None else None
 
@@ -104,8 +112,9 @@ class FedAvg(Algorithm):
         self, r: int, clients: list[Node], results: list[TrainResult | None]
     ) -> Generator[simpy.Event, Any, None]:
         """Aggregate weighted by local data size (McMahan et al., Algorithm 1)."""
-        yield self.world.compute.run(self.world.bs, self.aggregation_flops(len(results)),
-                                     "aggregate")
+        yield self.world.compute.run(
+            self.world.bs, self.aggregation_flops(len(results)), "aggregate"
+        )
         if self.world.learn:
             self.global_state = weighted_average(
                 [res.state for res in results], [res.num_samples for res in results]

@@ -4,4 +4,10 @@ from netfl.compute.energy import EnergyMeter
 from netfl.compute.engine import ComputeEngine
 from netfl.compute.profiles import ComputeProfile, compute_profiles, get_compute_profile
 
-__all__ = ["ComputeEngine", "ComputeProfile", "EnergyMeter", "compute_profiles", "get_compute_profile"]
+__all__ = [
+    "ComputeEngine",
+    "ComputeProfile",
+    "EnergyMeter",
+    "compute_profiles",
+    "get_compute_profile",
+]

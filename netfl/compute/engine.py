@@ -41,7 +41,9 @@ class ComputeEngine:
             raise ValueError(f"negative FLOPs for compute step {kind!r} on {node.name}")
         return self.env.process(self._run(node, float(flops), kind))
 
-    def _run(self, node: Node, flops: float, kind: str) -> Generator[simpy.Event, Any, ComputeRecord]:
+    def _run(
+        self, node: Node, flops: float, kind: str
+    ) -> Generator[simpy.Event, Any, ComputeRecord]:
         with self._slot(node).request() as req:
             yield req
             start = self.env.now
@@ -51,8 +53,13 @@ class ComputeEngine:
             node.energy.compute_s += duration
             node.energy.compute_j += energy
             record = ComputeRecord(
-                round=self.recorder.round, node=node.name, kind=kind, flops=flops,
-                start_s=start, end_s=self.env.now, energy_j=energy,
+                round=self.recorder.round,
+                node=node.name,
+                kind=kind,
+                flops=flops,
+                start_s=start,
+                end_s=self.env.now,
+                energy_j=energy,
             )
             self.recorder.computes.append(record)
             return record

@@ -3,7 +3,7 @@
 Pure torch: nothing here imports SimPy or the radio.
 """
 
-from netfl.learning.datasets import DATASETS, Dataset, DataRootError, load_dataset
+from netfl.learning.datasets import DATASETS, DataRootError, Dataset, load_dataset
 from netfl.learning.executor import LearningContext, SerialExecutor, TrainTask
 from netfl.learning.models import MODELS, ModelSpec, get_model_spec, num_parameters
 from netfl.learning.params import clone_state, state_numel, weighted_average
@@ -11,10 +11,26 @@ from netfl.learning.partition import PARTITIONERS, PartitionError, partition
 from netfl.learning.train import TrainConfig, TrainResult, evaluate, resolve_device, train_local
 
 __all__ = [
-    "DATASETS", "Dataset", "DataRootError", "load_dataset",
-    "LearningContext", "SerialExecutor", "TrainTask",
-    "MODELS", "ModelSpec", "get_model_spec", "num_parameters",
-    "clone_state", "state_numel", "weighted_average",
-    "PARTITIONERS", "PartitionError", "partition",
-    "TrainConfig", "TrainResult", "evaluate", "resolve_device", "train_local",
+    "DATASETS",
+    "Dataset",
+    "DataRootError",
+    "load_dataset",
+    "LearningContext",
+    "SerialExecutor",
+    "TrainTask",
+    "MODELS",
+    "ModelSpec",
+    "get_model_spec",
+    "num_parameters",
+    "clone_state",
+    "state_numel",
+    "weighted_average",
+    "PARTITIONERS",
+    "PartitionError",
+    "partition",
+    "TrainConfig",
+    "TrainResult",
+    "evaluate",
+    "resolve_device",
+    "train_local",
 ]

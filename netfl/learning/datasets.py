@@ -112,15 +112,49 @@ def _load_synthetic(
 
 # torchvision data sets: (class name, folder under root, files to place, classes, kwargs)
 _TV: dict[str, tuple[str, str, list[str], int, dict]] = {
-    "mnist": ("MNIST", "MNIST/raw", ["train-images-idx3-ubyte", "train-labels-idx1-ubyte",
-              "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"], 10, {}),
-    "fashion_mnist": ("FashionMNIST", "FashionMNIST/raw", ["train-images-idx3-ubyte",
-                      "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
-                      "t10k-labels-idx1-ubyte"], 10, {}),
-    "kmnist": ("KMNIST", "KMNIST/raw", ["train-images-idx3-ubyte", "train-labels-idx1-ubyte",
-               "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"], 10, {}),
-    "cifar10": ("CIFAR10", "cifar-10-batches-py", ["data_batch_1", "...", "data_batch_5",
-                "test_batch", "batches.meta"], 10, {}),
+    "mnist": (
+        "MNIST",
+        "MNIST/raw",
+        [
+            "train-images-idx3-ubyte",
+            "train-labels-idx1-ubyte",
+            "t10k-images-idx3-ubyte",
+            "t10k-labels-idx1-ubyte",
+        ],
+        10,
+        {},
+    ),
+    "fashion_mnist": (
+        "FashionMNIST",
+        "FashionMNIST/raw",
+        [
+            "train-images-idx3-ubyte",
+            "train-labels-idx1-ubyte",
+            "t10k-images-idx3-ubyte",
+            "t10k-labels-idx1-ubyte",
+        ],
+        10,
+        {},
+    ),
+    "kmnist": (
+        "KMNIST",
+        "KMNIST/raw",
+        [
+            "train-images-idx3-ubyte",
+            "train-labels-idx1-ubyte",
+            "t10k-images-idx3-ubyte",
+            "t10k-labels-idx1-ubyte",
+        ],
+        10,
+        {},
+    ),
+    "cifar10": (
+        "CIFAR10",
+        "cifar-10-batches-py",
+        ["data_batch_1", "...", "data_batch_5", "test_batch", "batches.meta"],
+        10,
+        {},
+    ),
     "cifar100": ("CIFAR100", "cifar-100-python", ["train", "test", "meta"], 100, {}),
 }
 

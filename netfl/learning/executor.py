@@ -41,7 +41,7 @@ class LearningContext:
     input_shape: tuple[int, ...]
     num_classes: int
     specs: dict[str, ModelSpec]
-    device: torch.device = torch.device("cpu")
+    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
     _models: dict[str, nn.Module] = field(default_factory=dict, repr=False)
 
     def model(self, name: str) -> nn.Module:
@@ -54,8 +54,14 @@ class LearningContext:
         idx = torch.from_numpy(np.asarray(task.indices, dtype=np.int64))
         spec = self.specs[task.model]
         return train_local(
-            self.model(task.model), task.state, self.train_x[idx], self.train_y[idx],
-            task.config, task.seed, spec.loss_fn(), self.device,
+            self.model(task.model),
+            task.state,
+            self.train_x[idx],
+            self.train_y[idx],
+            task.config,
+            task.seed,
+            spec.loss_fn(),
+            self.device,
         )
 
 

@@ -32,7 +32,6 @@ def _flat_features(body: nn.Module, input_shape: tuple[int, ...]) -> int:
         return int(body(torch.zeros(1, *input_shape)).numel())
 
 
-
 def _logreg(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
     return nn.Sequential(nn.Flatten(), nn.Linear(prod(input_shape), num_classes))
 
@@ -40,16 +39,22 @@ def _logreg(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
 def _fcn(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
     return nn.Sequential(
         nn.Flatten(),
-        nn.Linear(prod(input_shape), 200), nn.ReLU(),
-        nn.Linear(200, 200), nn.ReLU(),
+        nn.Linear(prod(input_shape), 200),
+        nn.ReLU(),
+        nn.Linear(200, 200),
+        nn.ReLU(),
         nn.Linear(200, num_classes),
     )
 
 
 def _cnn(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
     body = nn.Sequential(
-        nn.Conv2d(input_shape[0], 32, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(32, 64, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(input_shape[0], 32, 5, padding=2),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 5, padding=2),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
         nn.Flatten(),
     )
     n = _flat_features(body, input_shape)
@@ -58,13 +63,21 @@ def _cnn(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
 
 def _lenet(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
     body = nn.Sequential(
-        nn.Conv2d(input_shape[0], 6, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(6, 16, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(input_shape[0], 6, 5, padding=2),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(6, 16, 5, padding=2),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
         nn.Flatten(),
     )
     n = _flat_features(body, input_shape)
     return nn.Sequential(
-        *body, nn.Linear(n, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(),
+        *body,
+        nn.Linear(n, 120),
+        nn.ReLU(),
+        nn.Linear(120, 84),
+        nn.ReLU(),
         nn.Linear(84, num_classes),
     )
 
@@ -72,8 +85,13 @@ def _lenet(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
 class RowLSTM(nn.Module):
     """Reads an image row by row: ``H`` steps of ``C·W`` features; logits from the last step."""
 
-    def __init__(self, input_shape: tuple[int, ...], num_classes: int,
-                 hidden_size: int = 128, num_layers: int = 2):
+    def __init__(
+        self,
+        input_shape: tuple[int, ...],
+        num_classes: int,
+        hidden_size: int = 128,
+        num_layers: int = 2,
+    ):
         super().__init__()
         c, _h, w = input_shape
         self.lstm = nn.LSTM(c * w, hidden_size, num_layers=num_layers, batch_first=True)

@@ -120,8 +120,10 @@ def classes_per_device(
         raise PartitionError(
             f"{num_devices} devices x {classes} classes cannot cover all {num_classes} classes"
         )
-    held = [[all_classes[(d * classes + j) % num_classes] for j in range(classes)]
-            for d in range(num_devices)]
+    held = [
+        [all_classes[(d * classes + j) % num_classes] for j in range(classes)]
+        for d in range(num_devices)
+    ]
     holders = {c: [d for d in range(num_devices) if c in held[d]] for c in all_classes}
     parts: list[list[np.ndarray]] = [[] for _ in range(num_devices)]
     for c, devs in holders.items():

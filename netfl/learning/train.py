@@ -11,6 +11,7 @@ from torch import nn
 __all__ = ["TrainConfig", "TrainResult", "train_local", "evaluate", "resolve_device"]
 
 State = dict[str, torch.Tensor]
+CPU = torch.device("cpu")
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ def train_local(
     config: TrainConfig,
     seed: int,
     loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
-    device: torch.device = torch.device("cpu"),
+    device: torch.device = CPU,
     extra_loss: Callable[[nn.Module, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
     | None = None,
 ) -> TrainResult:
@@ -66,7 +67,9 @@ def train_local(
     model.to(device)
     model.train()
     opt = torch.optim.SGD(
-        model.parameters(), lr=config.lr, momentum=config.momentum,
+        model.parameters(),
+        lr=config.lr,
+        momentum=config.momentum,
         weight_decay=config.weight_decay,
     )
     gen = torch.Generator().manual_seed(seed)
@@ -77,7 +80,7 @@ def train_local(
     for _ in range(config.epochs):
         perm = torch.randperm(n, generator=gen).to(device)
         for start in range(0, n, config.batch_size):
-            idx = perm[start:start + config.batch_size]
+            idx = perm[start : start + config.batch_size]
             xb, yb = x[idx], y[idx]
             opt.zero_grad(set_to_none=True)
             logits = model(xb)
@@ -100,7 +103,7 @@ def evaluate(
     y: torch.Tensor,
     loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
     batch_size: int = 1000,
-    device: torch.device = torch.device("cpu"),
+    device: torch.device = CPU,
 ) -> tuple[float, float]:
     """Accuracy in [0, 1] and mean loss of ``state`` on ``(x, y)``."""
     model.load_state_dict(state)
@@ -109,8 +112,8 @@ def evaluate(
     correct = 0
     loss_sum = 0.0
     for start in range(0, len(y), batch_size):
-        xb = x[start:start + batch_size].to(device)
-        yb = y[start:start + batch_size].to(device)
+        xb = x[start : start + batch_size].to(device)
+        yb = y[start : start + batch_size].to(device)
         logits = model(xb)
         loss_sum += float(loss_fn(logits, yb)) * len(yb)
         correct += int((logits.argmax(dim=1) == yb).sum())

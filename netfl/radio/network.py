@@ -68,9 +68,17 @@ class Radio(ABC):
         dst.energy.rx_s += duration
         dst.energy.rx_j += rx_j
         record = TransferRecord(
-            round=self.recorder.round, src=src.name, dst=dst.name, kind=kind,
-            direction=direction, size_bits=size_bits, start_s=start, end_s=self.env.now,
-            num_models=num_models, tx_energy_j=tx_j, rx_energy_j=rx_j,
+            round=self.recorder.round,
+            src=src.name,
+            dst=dst.name,
+            kind=kind,
+            direction=direction,
+            size_bits=size_bits,
+            start_s=start,
+            end_s=self.env.now,
+            num_models=num_models,
+            tx_energy_j=tx_j,
+            rx_energy_j=rx_j,
         )
         self.recorder.transfers.append(record)
         return record

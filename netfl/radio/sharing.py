@@ -120,7 +120,9 @@ class SharedMedium(ABC):
         )
         wake_s = min(self.env.now + finish, self._next_change_s())
         if math.isinf(wake_s):
-            raise RuntimeError("shared medium stalled: active flows but no rate and no change ahead")
+            raise RuntimeError(
+                "shared medium stalled: active flows but no rate and no change ahead"
+            )
         generation = self._generation
         timer = self.env.timeout(max(wake_s - self.env.now, 0.0))
         timer.callbacks.append(lambda _ev: self._on_timer(generation))
@@ -129,9 +131,7 @@ class SharedMedium(ABC):
         if generation != self._generation:
             return  # superseded by a later change
         self._advance()
-        finished = [
-            f for f in self.flows if f.remaining_bits <= REL_COMPLETION_TOL * f.size_bits
-        ]
+        finished = [f for f in self.flows if f.remaining_bits <= REL_COMPLETION_TOL * f.size_bits]
         for f in finished:
             self.flows.remove(f)
             f.remaining_bits = 0.0

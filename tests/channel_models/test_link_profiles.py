@@ -4,8 +4,12 @@ from channel_models import get_link_profile, link_profiles
 
 # EcoFed (arXiv 2304.05495) Appendix B.1, Table XI: (upload, download) Mbit/s.
 TABLE_XI = {
-    "3g": (0.4, 3), "3g_hspa_plus": (3, 6), "4g_lte": (5, 20),
-    "4g_lte_advanced": (10, 42), "wifi": (11, 60), "5g": (20, 200),
+    "3g": (0.4, 3),
+    "3g_hspa_plus": (3, 6),
+    "4g_lte": (5, 20),
+    "4g_lte_advanced": (10, 42),
+    "wifi": (11, 60),
+    "5g": (20, 200),
 }
 
 

@@ -35,13 +35,20 @@ def test_steps_on_one_node_queue(env, recorder):
     engine.run(node, 2 * rate, "b")
     env.run()
     assert [(r.kind, r.start_s, r.end_s) for r in recorder.computes] == [
-        ("a", 0.0, 3.0), ("b", 3.0, 5.0)]
+        ("a", 0.0, 3.0),
+        ("b", 3.0, 5.0),
+    ]
 
 
 def test_every_profile_value_has_a_source():
     for p in compute_profiles().values():
-        for key in ("effective_flops_per_s", "busy_power_w", "idle_power_w",
-                    "tx_power_w", "rx_power_w"):
+        for key in (
+            "effective_flops_per_s",
+            "busy_power_w",
+            "idle_power_w",
+            "tx_power_w",
+            "rx_power_w",
+        ):
             assert p.sources.get(key), f"{p.name}.{key} has no source"
         assert p.busy_power_w >= p.idle_power_w > 0
 
@@ -55,16 +62,18 @@ def test_profile_overrides_are_marked():
 def test_linear_flops_match_formula():
     """One linear layer in→out: 2·in·out forward; backward needs only the weight
     gradient (the input needs none), another 2·in·out."""
-    fl = measure_flops(("linear-test", 20, 7), lambda: nn.Linear(20, 7), (20,),
-                       nn.CrossEntropyLoss(), 7)
+    fl = measure_flops(
+        ("linear-test", 20, 7), lambda: nn.Linear(20, 7), (20,), nn.CrossEntropyLoss(), 7
+    )
     assert fl.inference_per_sample == 2 * 20 * 7
     assert fl.train_per_sample == 4 * 20 * 7
 
 
 def test_lstm_flops_counted_by_custom_formula():
     spec = get_model_spec("lstm")
-    fl = measure_flops(("lstm-test",), lambda: spec.build((1, 28, 28), 10), (1, 28, 28),
-                       spec.loss_fn(), 10)
+    fl = measure_flops(
+        ("lstm-test",), lambda: spec.build((1, 28, 28), 10), (1, 28, 28), spec.loss_fn(), 10
+    )
     hidden, steps, feat = 128, 28, 28
     layer1 = 2 * steps * 4 * hidden * (feat + hidden)
     layer2 = 2 * steps * 4 * hidden * (hidden + hidden)
@@ -75,8 +84,9 @@ def test_lstm_flops_counted_by_custom_formula():
 
 def test_cnn_flops_match_hand_count():
     spec = get_model_spec("cnn")
-    fl = measure_flops(("cnn-test",), lambda: spec.build((1, 28, 28), 10), (1, 28, 28),
-                       spec.loss_fn(), 10)
+    fl = measure_flops(
+        ("cnn-test",), lambda: spec.build((1, 28, 28), 10), (1, 28, 28), spec.loss_fn(), 10
+    )
     conv1 = 2 * 28 * 28 * 32 * 1 * 25
     conv2 = 2 * 14 * 14 * 64 * 32 * 25
     fc = 2 * (7 * 7 * 64 * 512 + 512 * 10)

@@ -42,12 +42,14 @@ def test_digits_and_synthetic_shapes():
 def _write_idx(path: Path, array: np.ndarray) -> None:
     """IDX format (LeCun): magic 0x0000 08 NDIM, big-endian dims, uint8 data."""
     header = struct.pack(">BBBB", 0, 0, 0x08, array.ndim) + struct.pack(
-        f">{array.ndim}I", *array.shape)
+        f">{array.ndim}I", *array.shape
+    )
     path.write_bytes(header + array.astype(np.uint8).tobytes())
 
 
-@pytest.mark.parametrize("name,folder", [("mnist", "MNIST"), ("fashion_mnist", "FashionMNIST"),
-                                         ("kmnist", "KMNIST")])
+@pytest.mark.parametrize(
+    "name,folder", [("mnist", "MNIST"), ("fashion_mnist", "FashionMNIST"), ("kmnist", "KMNIST")]
+)
 def test_idx_loaders_read_real_format(tmp_path, name, folder):
     raw = tmp_path / folder / "raw"
     raw.mkdir(parents=True)
@@ -71,15 +73,19 @@ def test_cifar10_loader_reads_real_format(tmp_path, monkeypatch):
     rng = np.random.default_rng(0)
     names = [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]
     for name in names:
-        entry = {"data": rng.integers(0, 256, (4, 3072)).astype(np.uint8),
-                 "labels": [0, 1, 2, 3]}
+        entry = {"data": rng.integers(0, 256, (4, 3072)).astype(np.uint8), "labels": [0, 1, 2, 3]}
         (folder / name).write_bytes(pickle.dumps(entry))
-    (folder / "batches.meta").write_bytes(pickle.dumps({"label_names": [str(i) for i in range(10)]}))
+    (folder / "batches.meta").write_bytes(
+        pickle.dumps({"label_names": [str(i) for i in range(10)]})
+    )
     # The real files' MD5s are checked; point the checks at our tiny files.
     monkeypatch.setattr(tvd.CIFAR10, "train_list", [[n, _md5(folder / n)] for n in names[:5]])
     monkeypatch.setattr(tvd.CIFAR10, "test_list", [["test_batch", _md5(folder / "test_batch")]])
-    monkeypatch.setattr(tvd.CIFAR10, "meta", {"filename": "batches.meta", "key": "label_names",
-                                              "md5": _md5(folder / "batches.meta")})
+    monkeypatch.setattr(
+        tvd.CIFAR10,
+        "meta",
+        {"filename": "batches.meta", "key": "label_names", "md5": _md5(folder / "batches.meta")},
+    )
     ds = load_dataset("cifar10", root=tmp_path)
     assert ds.input_shape == (3, 32, 32) and ds.num_classes == 10
     assert len(ds.train_y) == 20 and len(ds.test_y) == 4
@@ -90,14 +96,19 @@ def test_cifar100_loader_reads_real_format(tmp_path, monkeypatch):
     folder.mkdir()
     rng = np.random.default_rng(0)
     for name, n in (("train", 6), ("test", 3)):
-        entry = {"data": rng.integers(0, 256, (n, 3072)).astype(np.uint8),
-                 "fine_labels": list(range(n))}
+        entry = {
+            "data": rng.integers(0, 256, (n, 3072)).astype(np.uint8),
+            "fine_labels": list(range(n)),
+        }
         (folder / name).write_bytes(pickle.dumps(entry))
     (folder / "meta").write_bytes(pickle.dumps({"fine_label_names": [str(i) for i in range(100)]}))
     monkeypatch.setattr(tvd.CIFAR100, "train_list", [["train", _md5(folder / "train")]])
     monkeypatch.setattr(tvd.CIFAR100, "test_list", [["test", _md5(folder / "test")]])
-    monkeypatch.setattr(tvd.CIFAR100, "meta", {"filename": "meta", "key": "fine_label_names",
-                                               "md5": _md5(folder / "meta")})
+    monkeypatch.setattr(
+        tvd.CIFAR100,
+        "meta",
+        {"filename": "meta", "key": "fine_label_names", "md5": _md5(folder / "meta")},
+    )
     ds = load_dataset("cifar100", root=tmp_path)
     assert ds.num_classes == 100 and ds.train_y.tolist() == list(range(6))
 

@@ -55,8 +55,15 @@ def test_svm_trains_with_hinge_loss():
     spec = get_model_spec("svm")
     assert isinstance(spec.loss_fn(), torch.nn.MultiMarginLoss)
     model = spec.build(ds.input_shape, 10)
-    res = train_local(model, model.state_dict(), ds.train_x, ds.train_y,
-                      TrainConfig(lr=0.05, epochs=3), 1, spec.loss_fn())
+    res = train_local(
+        model,
+        model.state_dict(),
+        ds.train_x,
+        ds.train_y,
+        TrainConfig(lr=0.05, epochs=3),
+        1,
+        spec.loss_fn(),
+    )
     acc, _ = evaluate(model, res.state, ds.test_x, ds.test_y, spec.loss_fn())
     assert acc > 0.85
 
@@ -69,8 +76,15 @@ def test_executor_runs_the_same_job_as_a_direct_call():
     idx = np.arange(0, 300, 2)
     cfg = TrainConfig(lr=0.05, batch_size=10)
     fut = SerialExecutor(ctx).submit(TrainTask("fcn", state, idx, cfg, seed=9))
-    direct = train_local(spec.build(ds.input_shape, 10), state, ds.train_x[idx],
-                         ds.train_y[idx], cfg, 9, spec.loss_fn())
+    direct = train_local(
+        spec.build(ds.input_shape, 10),
+        state,
+        ds.train_x[idx],
+        ds.train_y[idx],
+        cfg,
+        9,
+        spec.loss_fn(),
+    )
     got = fut.result()
     assert got.num_samples == 150
     assert all(torch.equal(got.state[k], direct.state[k]) for k in got.state)

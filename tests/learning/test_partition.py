@@ -9,8 +9,13 @@ from hypothesis import strategies as st
 
 from netfl.learning import PARTITIONERS, PartitionError, partition
 
-PARAMS = {"iid": {}, "dirichlet": {"alpha": 0.5}, "shards": {"shards_per_device": 2},
-          "dominant_label": {"fraction": 0.8}, "classes_per_device": {"classes": 2}}
+PARAMS = {
+    "iid": {},
+    "dirichlet": {"alpha": 0.5},
+    "shards": {"shards_per_device": 2},
+    "dominant_label": {"fraction": 0.8},
+    "classes_per_device": {"classes": 2},
+}
 
 
 def balanced_labels(num_classes=10, per_class=100, seed=0):
@@ -24,8 +29,11 @@ def assert_exact_cover(parts, n):
 
 
 @settings(max_examples=40, deadline=None)
-@given(scheme=st.sampled_from(sorted(PARAMS)), num_devices=st.integers(5, 40),
-       seed=st.integers(0, 2**31))
+@given(
+    scheme=st.sampled_from(sorted(PARAMS)),
+    num_devices=st.integers(5, 40),
+    seed=st.integers(0, 2**31),
+)
 def test_every_sample_used_exactly_once(scheme, num_devices, seed):
     labels = balanced_labels(seed=seed % 7)
     parts = partition(scheme, labels, num_devices, np.random.default_rng(seed), **PARAMS[scheme])
@@ -43,8 +51,9 @@ def test_dirichlet_proportions_have_dirichlet_moments():
     """Per-class shares p_cd ~ Dir(α·1_N): mean 1/N, variance (1/N)(1-1/N)/(Nα+1)."""
     num_classes, per_class, n_dev, alpha = 300, 2000, 10, 0.5
     labels = np.repeat(np.arange(num_classes), per_class)
-    parts = partition("dirichlet", labels, n_dev, np.random.default_rng(5), alpha=alpha,
-                      min_samples=1)
+    parts = partition(
+        "dirichlet", labels, n_dev, np.random.default_rng(5), alpha=alpha, min_samples=1
+    )
     counts = np.array([np.bincount(labels[p], minlength=num_classes) for p in parts]).T
     shares = counts / per_class
     expected_var = (1 / n_dev) * (1 - 1 / n_dev) / (n_dev * alpha + 1)
@@ -68,7 +77,7 @@ def test_dominant_label_fraction_exact_when_divisible():
     for p in parts:
         counts = np.bincount(labels[p], minlength=10)
         assert len(p) == 90
-        assert counts.max() == 72                      # 80 % from one label
+        assert counts.max() == 72  # 80 % from one label
         assert set(np.delete(counts, counts.argmax())) == {2}  # 20 % spread evenly
 
 

@@ -21,14 +21,15 @@ def _log(env, proc, name, out):
     def wrapper():
         yield proc
         out.append((name, env.now))
+
     return env.process(wrapper())
 
 
 def test_dedicated_links_end_at_size_over_rate_exactly(env, recorder):
     radio = FixedRateRadio(env, recorder, shared=False)
     bs = make_node("bs", "bs", link=None, compute="edge_server_cpu")
-    a = make_node("ue0", link="3g_hspa_plus")      # 3 up / 6 down Mbit/s
-    b = make_node("ue1", link="4g_lte", index=1)   # 5 up / 20 down Mbit/s
+    a = make_node("ue0", link="3g_hspa_plus")  # 3 up / 6 down Mbit/s
+    b = make_node("ue1", link="4g_lte", index=1)  # 5 up / 20 down Mbit/s
     size = 53_227_840.0
     out: list = []
     _log(env, radio.transfer(a, bs, size, "model_up"), "up_a", out)
@@ -59,8 +60,9 @@ def test_transfer_energy_is_power_times_time(env, recorder):
 
 
 def test_two_equal_transfers_share_and_end_together(env, recorder):
-    radio = FixedRateRadio(env, recorder, shared=True, uplink_capacity_bps=10e6,
-                           downlink_capacity_bps=40e6)
+    radio = FixedRateRadio(
+        env, recorder, shared=True, uplink_capacity_bps=10e6, downlink_capacity_bps=40e6
+    )
     bs = make_node("bs", "bs", link=None, compute="edge_server_cpu")
     devs = [make_node(f"ue{i}", link="5g", index=i) for i in range(2)]  # caps 20 Mbit/s
     out: list = []
@@ -103,7 +105,7 @@ def test_caps_redistribute_capacity(env):
         yield medium.send(size, cap)
         out.append((name, env.now))
 
-    env.process(flow("slow", 4e6, 2e6))   # 2 Mbit/s → 2 s
+    env.process(flow("slow", 4e6, 2e6))  # 2 Mbit/s → 2 s
     env.process(flow("fast", 16e6, 20e6))  # 8 Mbit/s for 2 s (16 Mbit) → 2 s
     env.run()
     assert [n for n, _ in out] == ["slow", "fast"]

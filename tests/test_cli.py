@@ -1,0 +1,142 @@
+"""The CLI's verbs and exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from netfl.cli import main
+from netfl.errors import ScenarioError
+from tests.conftest import tiny_scenario
+
+
+@pytest.fixture
+def scenario_file(tmp_path) -> Path:
+    f = tmp_path / "tiny.yaml"
+    f.write_text(yaml.safe_dump(tiny_scenario()))
+    return f
+
+
+def test_validate_ok(scenario_file, capsys):
+    assert main(["validate", str(scenario_file)]) == 0
+    assert "valid" in capsys.readouterr().out
+
+
+def test_validate_bad_key_exit_2_one_line(scenario_file, capsys):
+    assert main(["validate", str(scenario_file), "--set", "devices.cnt=3"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert err[0].startswith(f"error: {scenario_file}: devices.cnt: unknown key")
+
+
+def test_debug_shows_the_exception(scenario_file):
+    with pytest.raises(ScenarioError):
+        main(["--debug", "validate", str(scenario_file), "--set", "devices.count=0"])
+
+
+def test_subprocess_exit_code_and_no_traceback(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nmodel: {name: resnet}\n")
+    out = subprocess.run(
+        [sys.executable, "-m", "netfl", "run", str(bad)], capture_output=True, text=True
+    )
+    assert out.returncode == 2
+    assert "Traceback" not in out.stderr
+    assert out.stderr.strip() == (
+        f"error: {bad}: model.name: unknown model 'resnet' "
+        "(valid: 2nn, cnn, fcn, lenet, logreg, lstm, svm)"
+    )
+
+
+def test_run_writes_complete_run_directory(scenario_file, tmp_path, capsys):
+    out = tmp_path / "run1"
+    code = main(
+        [
+            "run",
+            str(scenario_file),
+            "--out",
+            str(out),
+            "--set",
+            "learning.mode=learn",
+            "--set",
+            "outputs.figures=true",
+            "--no-progress",
+        ]
+    )
+    assert code == 0
+    names = {p.name for p in out.iterdir()}
+    assert names == {
+        "scenario.yaml",
+        "manifest.json",
+        "rounds.csv",
+        "devices.csv",
+        "transfers.parquet",
+        "computes.parquet",
+        "figures",
+    }
+    assert {p.name for p in (out / "figures").iterdir()} == {
+        "accuracy_vs_round.png",
+        "accuracy_vs_time.png",
+        "round_time_split.png",
+        "energy_per_device.png",
+    }
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "complete" and manifest["num_rounds"] == 2
+    resolved = yaml.safe_load((out / "scenario.yaml").read_text())
+    assert resolved["learning"]["mode"] == "learn" and resolved["algorithm"]["fraction"] == 1.0
+    assert f"results: {out}" in capsys.readouterr().out
+    # existing run directory: refused, exit 2
+    assert main(["run", str(scenario_file), "--out", str(out)]) == 2
+
+
+def test_report_one_and_many(scenario_file, tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert main(["run", str(scenario_file), "--out", str(a), "--no-progress"]) == 0
+    assert (
+        main(["run", str(scenario_file), "--out", str(b), "--no-progress", "--set", "seed=9"]) == 0
+    )
+    assert main(["report", str(a)]) == 0
+    assert (a / "figures" / "accuracy_vs_time.png").is_file()
+    assert main(["report", str(a), str(b), "--out", str(tmp_path / "cmp")]) == 0
+    assert (tmp_path / "cmp" / "energy_vs_time.png").is_file()
+    assert main(["report", str(a), str(b)]) == 2
+    assert main(["report", str(tmp_path / "nothing")]) == 2
+
+
+def test_list_and_schema(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    for word in ("fedavg", "mnist5k", "cnn", "4g_lte", "raspberry_pi_4", "dirichlet"):
+        assert word in out
+    assert main(["schema"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    assert "cell" in schema["properties"]
+
+
+def test_interrupted_write_leaves_nothing(scenario_file, tmp_path, monkeypatch):
+    import netfl.report
+
+    def boom(*a, **k):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(netfl.report, "run_figures", boom)
+    out = tmp_path / "runs" / "x"
+    with pytest.raises(RuntimeError):
+        main(
+            [
+                "run",
+                str(scenario_file),
+                "--out",
+                str(out),
+                "--set",
+                "outputs.figures=true",
+                "--no-progress",
+            ]
+        )
+    assert not out.exists()
+    assert list((tmp_path / "runs").iterdir()) == []

@@ -1,0 +1,129 @@
+"""Runs end to end: determinism, timing vs learning, conservation, stop rules."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from netfl.results import read_run, write_run
+from netfl.runner import run
+from netfl.scenario import parse_scenario
+from tests.conftest import tiny_scenario
+
+LEARNING_ONLY = ["accuracy", "loss", "train_loss"]
+
+
+def _run(**sections):
+    return run(parse_scenario(tiny_scenario(**sections)))
+
+
+def test_same_seed_identical_rounds_csv(tmp_path):
+    sc = {
+        "data": {"partition": {"scheme": "dirichlet", "alpha": 0.3}},
+        "algorithm": {"name": "fedavg", "fraction": 0.5},
+        "training": {"rounds": 4},
+    }
+    a = write_run(_run(**sc), tmp_path / "a")
+    b = write_run(_run(**sc), tmp_path / "b")
+    assert (a / "rounds.csv").read_bytes() == (b / "rounds.csv").read_bytes()
+    c = _run(**{**sc, "seed": 4})
+    assert not c.rounds.equals(read_run(a)["rounds"])
+
+
+def test_timing_only_columns_equal_learning_mode():
+    sc = {
+        "algorithm": {"name": "fedavg", "fraction": 0.5},
+        "training": {"rounds": 3},
+        "data": {"partition": {"scheme": "dirichlet", "alpha": 0.5}},
+    }
+    timing = _run(**sc, learning={"mode": "timing"})
+    learn = _run(**sc, learning={"mode": "learn"})
+    assert learn.rounds["accuracy"].notna().all() and timing.rounds["accuracy"].isna().all()
+    pd.testing.assert_frame_equal(
+        timing.rounds.drop(columns=LEARNING_ONLY), learn.rounds.drop(columns=LEARNING_ONLY)
+    )
+    pd.testing.assert_frame_equal(timing.transfers, learn.transfers)
+    pd.testing.assert_frame_equal(timing.computes, learn.computes)
+
+
+def test_fedavg_round_time_is_analytic():
+    """Dedicated links: device k ends at S/down + F·n_k·E/rate + S/up; the round at the
+    slowest device's end plus the server's aggregation time."""
+    res = _run(training={"rounds": 1, "local_epochs": 2})
+    info = res.info
+    size = info["model_size_bits"]
+    flops = info["train_flops_per_sample"]
+    up, down, rate = 5e6, 20e6, 3.0e9  # 4g_lte, raspberry_pi_4
+    dev = res.devices[res.devices.kind == "pue"]
+    ends = {
+        r.node: size / down + flops * r.num_samples * 2 / rate + size / up for r in dev.itertuples()
+    }
+    uploads = res.transfers[res.transfers.kind == "model_up"].set_index("src")["end_s"]
+    for node, end in ends.items():
+        assert uploads[node] == pytest.approx(end, rel=1e-12)
+    agg = 2.0 * info["model_params"] * len(dev) / 1.0e11  # edge_server_cpu
+    assert res.rounds["round_time_s"].iloc[0] == pytest.approx(max(ends.values()) + agg, rel=1e-12)
+
+
+def test_bits_models_and_energy_are_conserved():
+    res = _run(algorithm={"name": "fedavg", "fraction": 0.5}, training={"rounds": 3})
+    rounds, tr, co, dev = res.rounds, res.transfers, res.computes, res.devices
+    size = res.info["model_size_bits"]
+    assert (rounds["uplink_bits"] == rounds["num_clients"] * size).all()
+    assert (rounds["downlink_bits"] == rounds["num_clients"] * size).all()
+    assert (rounds["models_sent"] == 2 * rounds["num_clients"]).all()
+    assert rounds["uplink_bits"].sum() + rounds["downlink_bits"].sum() == tr["size_bits"].sum()
+    devices = dev[dev.kind == "pue"]
+    is_dev = set(devices["node"])
+    from_records = (
+        co[co.node.isin(is_dev)]["energy_j"].sum()
+        + tr[tr.src.isin(is_dev)]["tx_energy_j"].sum()
+        + tr[tr.dst.isin(is_dev)]["rx_energy_j"].sum()
+    )
+    assert rounds["device_energy_j"].sum() == pytest.approx(from_records, rel=1e-12)
+    assert devices["energy_j"].sum() == pytest.approx(from_records, rel=1e-12)
+    parts = rounds[["compute_time_s", "comm_time_s", "overlap_time_s", "idle_time_s"]].sum(axis=1)
+    assert parts.to_numpy() == pytest.approx(rounds["round_time_s"].to_numpy(), rel=1e-9)
+
+
+def test_sampling_fraction_and_seeded_selection():
+    res = _run(
+        devices={"count": 10}, algorithm={"name": "fedavg", "fraction": 0.3}, training={"rounds": 5}
+    )
+    assert (res.rounds["num_clients"] == 3).all()
+    chosen = res.transfers[res.transfers.kind == "model_up"].groupby("round")["src"].apply(set)
+    assert len({frozenset(s) for s in chosen}) > 1  # selection differs across rounds
+
+
+def test_stop_on_time_budget():
+    one = _run(training={"rounds": 1})
+    budget = 1.5 * one.rounds["round_time_s"].iloc[0]
+    res = _run(training={"rounds": 10, "time_budget_s": budget})
+    assert res.stop_reason == "time_budget" and len(res.rounds) == 2
+
+
+def test_stop_on_target_accuracy_and_eval_every():
+    res = _run(
+        learning={"mode": "learn"},
+        model={"name": "logreg"},
+        training={
+            "rounds": 30,
+            "lr": 0.1,
+            "momentum": 0.5,
+            "target_accuracy": 0.8,
+            "eval_every": 2,
+        },
+    )
+    assert res.stop_reason == "target_accuracy" and len(res.rounds) < 30
+    assert res.rounds["accuracy"].iloc[-1] >= 0.8
+    assert res.rounds["accuracy"].iloc[::2].isna().all()  # rounds 0, 2, ... not evaluated
+
+
+def test_learning_improves_accuracy():
+    res = _run(
+        learning={"mode": "learn"},
+        model={"name": "fcn"},
+        training={"rounds": 3, "lr": 0.05, "momentum": 0.9},
+    )
+    acc = res.rounds["accuracy"]
+    assert acc.iloc[-1] > 0.8 and acc.iloc[-1] > acc.iloc[0] - 0.05

@@ -1,0 +1,117 @@
+"""Scenario validation: every problem names the file and the key path."""
+
+from __future__ import annotations
+
+import pytest
+
+from netfl.errors import ScenarioError
+from netfl.scenario import apply_overrides, load_scenario, parse_scenario, scenario_schema
+from tests.conftest import tiny_scenario
+
+
+def problems(data, source="s.yaml"):
+    with pytest.raises(ScenarioError) as info:
+        parse_scenario(data, source)
+    return info.value.lines()
+
+
+def test_defaults_fill_in():
+    s = parse_scenario({"name": "x"})
+    assert s.devices.count == 10 and s.algorithm.name == "fedavg"
+    assert s.resolved()["algorithm"] == {"name": "fedavg", "fraction": 1.0, "min_clients": 1}
+
+
+def test_unknown_key_names_path_and_valid_keys():
+    (line,) = problems({"name": "x", "cell": {"radius": 100}})
+    assert line.startswith("s.yaml: cell.radius: unknown key")
+    assert "radius_m" in line and "link" in line
+
+
+def test_bad_value_names_path_and_input():
+    (line,) = problems({"name": "x", "devices": {"count": -3}})
+    assert line.startswith("s.yaml: devices.count: ") and "greater than 0" in line and "-3" in line
+
+
+def test_unknown_profile_lists_valid_names():
+    (line,) = problems({"name": "x", "devices": {"compute_profile": "rpi"}})
+    assert line.startswith("s.yaml: devices.compute_profile: unknown compute profile 'rpi'")
+    assert "raspberry_pi_4" in line
+    (line,) = problems({"name": "x", "devices": {"groups": [{"count": 1, "link_profile": "6g"}]}})
+    assert line.startswith("s.yaml: devices.groups.0.link_profile: unknown link profile '6g'")
+
+
+def test_choices_listed_for_literals():
+    (line,) = problems({"name": "x", "learning": {"mode": "fast"}})
+    assert "learning.mode" in line and "'learn'" in line and "'timing'" in line
+
+
+def test_unknown_algorithm_and_algorithm_options():
+    (line,) = problems({"name": "x", "algorithm": {"name": "fedprox"}})
+    assert line == "s.yaml: algorithm.name: unknown algorithm 'fedprox' (valid: fedavg)"
+    (line,) = problems({"name": "x", "algorithm": {"name": "fedavg", "fracton": 0.5}})
+    assert line.startswith("s.yaml: algorithm.fracton: unknown key") and "fraction" in line
+    (line,) = problems({"name": "x", "algorithm": {"fraction": 1.5}})
+    assert line.startswith("s.yaml: algorithm.fraction: ")
+
+
+def test_partition_parameters_must_match_scheme():
+    (line,) = problems({"name": "x", "data": {"partition": {"scheme": "iid", "alpha": 0.1}}})
+    assert "data.partition" in line and "alpha does not apply to scheme 'iid'" in line
+
+
+def test_several_problems_each_one_line():
+    lines = problems({"name": "x", "seed": -1, "devices": {"count": 0}})
+    assert len(lines) == 2 and all("\n" not in ln for ln in lines)
+
+
+def test_groups_cannot_exceed_count():
+    (line,) = problems({"name": "x", "devices": {"count": 2, "groups": [{"count": 3}]}})
+    assert "devices: " in line and "groups hold 3 devices but count is 2" in line
+
+
+def test_yaml_syntax_error_gives_line_and_column(tmp_path):
+    f = tmp_path / "bad.yaml"
+    f.write_text("name: x\ncell:\n  radius_m: [1, 2\n")
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(f)
+    (line,) = info.value.lines()
+    assert line.startswith(f"{f}: YAML syntax error: line ") and "column" in line
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(ScenarioError, match="file not found"):
+        load_scenario(tmp_path / "nope.yaml")
+
+
+def test_overrides_parse_yaml_values_and_create_sections(tmp_path):
+    data = apply_overrides(
+        tiny_scenario(),
+        [
+            "training.rounds=5",
+            "learning.mode=learn",
+            "cell.link.shared=true",
+            "devices.groups=[{count: 1, compute_profile: jetson_nano}]",
+            "devices.groups.0.count=2",
+        ],
+    )
+    s = parse_scenario(data)
+    assert s.training.rounds == 5 and s.learning.mode == "learn" and s.cell.link.shared is True
+    assert s.devices.groups[0].count == 2
+    with pytest.raises(ScenarioError, match="key.path=value"):
+        apply_overrides({}, ["training.rounds"])
+
+
+def test_override_errors_point_at_the_overridden_key(tmp_path):
+    f = tmp_path / "s.yaml"
+    f.write_text("name: x\n")
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(f, ["training.rouns=3"])
+    assert info.value.lines()[0].startswith(f"{f}: training.rouns: unknown key")
+
+
+def test_schema_lists_algorithm_options():
+    schema = scenario_schema()
+    variants = schema["$defs"]["AlgorithmSection"]["oneOf"]
+    fedavg = next(v for v in variants if v["properties"]["name"]["const"] == "fedavg")
+    assert "fraction" in fedavg["properties"]
+    assert schema["properties"]["devices"]

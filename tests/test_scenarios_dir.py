@@ -1,0 +1,27 @@
+"""Every bundled scenario validates and runs (with tiny overrides)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from netfl.runner import run
+from netfl.scenario import load_scenario
+
+SCENARIOS = sorted((Path(__file__).resolve().parent.parent / "scenarios").glob("*.yaml"))
+TINY = ["training.rounds=1", "outputs.figures=false", "outputs.progress=false"]
+
+
+def test_there_are_scenarios():
+    assert {p.name for p in SCENARIOS} >= {"quickstart.yaml", "fedavg_timing.yaml"}
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
+def test_scenario_runs(path):
+    scenario = load_scenario(path, TINY)
+    result = run(scenario, source=str(path))
+    assert len(result.rounds) == 1
+    assert result.rounds["sim_time_s"].iloc[0] > 0
+    if scenario.learning.mode == "learn":
+        assert 0.0 <= result.rounds["accuracy"].iloc[0] <= 1.0
