@@ -61,7 +61,8 @@ def run_figures(
     ax.set_xlabel("round")
     ax.set_ylabel("simulated time [s]")
     ax.set_title(f"{title}: per-round time split")
-    ax.legend()
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     paths.append(_save(fig, out / "round_time_split.png"))
 
     dev = devices[devices["kind"] != "bs"]
@@ -79,7 +80,7 @@ def run_figures(
     ax.set_ylabel("energy [J]")
     ax.set_title(f"{title}: energy per device")
     ax.tick_params(axis="x", rotation=90)
-    ax.legend()
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     paths.append(_save(fig, out / "energy_per_device.png"))
     return paths
 
