@@ -21,6 +21,8 @@ class TransferRecord:
     or ``"d2d"`` (device → device). ``num_models`` counts the model copies the
     payload carries (FedDif's "transmitted models"); 0 for other payloads.
     Energies are the radio energy of the sender (tx) and receiver (rx) [J].
+    ``rb_subframes`` (RBs held × airtime in 1 ms sub-frames) and ``mean_snr_db``
+    (time-average SNR) exist on OFDMA links only (NaN otherwise).
     """
 
     round: int
@@ -34,10 +36,16 @@ class TransferRecord:
     num_models: int
     tx_energy_j: float
     rx_energy_j: float
+    rb_subframes: float = float("nan")
+    mean_snr_db: float = float("nan")
 
     @property
     def duration_s(self) -> float:
         return self.end_s - self.start_s
+
+    @property
+    def mean_rate_bps(self) -> float:
+        return self.size_bits / self.duration_s if self.duration_s > 0 else float("inf")
 
 
 @dataclass
@@ -61,6 +69,8 @@ def _frame(records: list, cls: type) -> pd.DataFrame:
     columns = [f.name for f in fields(cls)]
     df = pd.DataFrame([asdict(r) for r in records], columns=columns)
     df["duration_s"] = df["end_s"] - df["start_s"]
+    if "size_bits" in df:
+        df["mean_rate_bps"] = df["size_bits"] / df["duration_s"]
     return df
 
 

@@ -90,6 +90,7 @@ def round_row(
         "downlink_bits": bits["downlink"],
         "d2d_bits": bits["d2d"],
         "subframes": math.ceil(airtime / SUBFRAME_S - 1e-9) if airtime > 0 else 0,
+        "rb_subframes": sum(t.rb_subframes for t in transfers),
         "models_sent": sum(t.num_models for t in transfers),
         "num_transfers": len(transfers),
         "device_energy_j": dev_compute_j + dev_tx_j + dev_rx_j,
@@ -159,6 +160,7 @@ def run(
     stop_reason = "rounds"
     for r in range(tr.rounds):
         rec.round = r
+        world.begin_round(r)
         t0 = env.now
         n_tr, n_co = len(rec.transfers), len(rec.computes)
         proc = env.process(algorithm.round(r))

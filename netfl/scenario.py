@@ -28,6 +28,7 @@ from pydantic import (
 )
 
 from channel_models import link_profiles
+from channel_models.channel_profiles import channel_profiles
 from netfl.compute.profiles import compute_profiles
 from netfl.errors import ScenarioError
 from netfl.learning.datasets import DATASETS
@@ -46,25 +47,83 @@ def _check_name(kind: str, name: str | None, valid: dict) -> str | None:
     return name
 
 
-class LinkSection(_Strict):
-    """How transfers get their rate."""
+_FIXED_RATE_KEYS = {"shared", "capacity_profile", "uplink_capacity_mbps", "downlink_capacity_mbps"}
+_OFDMA_KEYS = {
+    "channel_profile",
+    "scheduler",
+    "max_rbs_per_transfer",
+    "bandwidth_hz",
+    "num_rbs",
+    "numerology",
+    "fading",
+    "coherence_time_s",
+    "ue_tx_power_dbm",
+    "bs_tx_power_dbm",
+}
 
-    mode: Literal["fixed_rate"] = "fixed_rate"
+
+class LinkSection(_Strict):
+    """How transfers get their rate: ``fixed_rate`` profiles or ``ofdma`` carriers."""
+
+    mode: Literal["fixed_rate", "ofdma"] = "fixed_rate"
+    # fixed_rate
     shared: bool = Field(False, description="share the BS capacity among concurrent transfers")
     capacity_profile: str | None = Field(
         None, description="link profile giving the BS capacity when shared (default: devices')"
     )
     uplink_capacity_mbps: PositiveFloat | None = None
     downlink_capacity_mbps: PositiveFloat | None = None
+    # ofdma
+    channel_profile: str = Field("feddif", description="named OFDMA channel profile")
+    scheduler: Literal["round_robin", "fcfs"] = "round_robin"
+    max_rbs_per_transfer: PositiveFloat | None = None
+    bandwidth_hz: PositiveFloat | None = Field(
+        None, description="override; sets num_rbs by TS 38.101"
+    )
+    num_rbs: PositiveInt | None = None
+    numerology: int | None = Field(None, ge=0, le=2)
+    fading: Literal["none", "rayleigh"] | None = None
+    coherence_time_s: PositiveFloat | None = None
+    ue_tx_power_dbm: float | None = None
+    bs_tx_power_dbm: float | None = None
 
     _v = field_validator("capacity_profile")(
         lambda v: _check_name("link profile", v, link_profiles())
     )
+    _vc = field_validator("channel_profile")(
+        lambda v: _check_name("channel profile", v, channel_profiles())
+    )
+
+    @model_validator(mode="after")
+    def _keys_match_mode(self) -> LinkSection:
+        other = _OFDMA_KEYS if self.mode == "fixed_rate" else _FIXED_RATE_KEYS
+        given = sorted(k for k in other & self.model_fields_set)
+        if given:
+            raise ValueError(f"{', '.join(given)} does not apply to mode {self.mode!r}")
+        return self
+
+
+class CueSection(_Strict):
+    """Background cellular UEs: spatial PPP, Poisson sessions holding RBs (ofdma only)."""
+
+    density_per_km2: NonNegativeFloat = 0.0
+    session_rate_per_s: NonNegativeFloat = Field(0.1, description="sessions per CUE per second")
+    mean_session_s: PositiveFloat = Field(10.0, description="mean (exponential) session length")
+    demand_rbs: PositiveFloat = 4.0
+    uplink_fraction: float = Field(0.5, ge=0.0, le=1.0)
 
 
 class CellSection(_Strict):
     radius_m: PositiveFloat = 250.0
+    redrop_every_round: bool = Field(False, description="re-drop all UEs at every round start")
     link: LinkSection = LinkSection()
+    cues: CueSection = CueSection()
+
+    @model_validator(mode="after")
+    def _cues_need_ofdma(self) -> CellSection:
+        if self.cues.density_per_km2 > 0 and self.link.mode != "ofdma":
+            raise ValueError("background CUEs (cues.density_per_km2 > 0) need link.mode: ofdma")
+        return self
 
 
 class ComputeOverrides(_Strict):

@@ -14,6 +14,8 @@ import simpy
 import torch
 
 from channel_models import get_link_profile
+from channel_models.channel_profiles import ChannelProfile, get_channel_profile
+from channel_models.numerology import num_resource_blocks
 from netfl.compute import ComputeEngine, get_compute_profile
 from netfl.compute.flops import ModelFlops, measure_flops
 from netfl.errors import UserError
@@ -33,11 +35,40 @@ from netfl.learning import (
 )
 from netfl.nodes import Node
 from netfl.radio import FixedRateRadio, drop_uniform_disc
+from netfl.radio.cues import CueTraffic, CueTrafficConfig
+from netfl.radio.ofdma_radio import OfdmaRadio
 from netfl.records import Recorder
 from netfl.rng import Streams
 from netfl.scenario import Scenario
 
-__all__ = ["World", "ModelInfo"]
+__all__ = ["World", "ModelInfo", "resolve_channel_profile"]
+
+
+def resolve_channel_profile(link) -> ChannelProfile:
+    """The named channel profile with the scenario's ``cell.link`` overrides applied.
+
+    A ``bandwidth_hz`` override without ``num_rbs`` takes N_RB from TS 38.101-1
+    Table 5.3.2-1 for the (possibly overridden) numerology.
+    """
+    base = get_channel_profile(link.channel_profile)
+    numerology = link.numerology if link.numerology is not None else base.numerology
+    bandwidth = link.bandwidth_hz or base.bandwidth_hz
+    num_rbs = link.num_rbs
+    if num_rbs is None and (link.bandwidth_hz is not None or link.numerology is not None):
+        num_rbs = num_resource_blocks(bandwidth, numerology)
+    fading = dict(base.fading)
+    if link.fading is not None:
+        fading = {"model": link.fading, "coherence_time_s": fading.get("coherence_time_s", 1e-3)}
+    if link.coherence_time_s is not None:
+        fading["coherence_time_s"] = link.coherence_time_s
+    return base.with_overrides(
+        numerology=numerology,
+        bandwidth_hz=bandwidth,
+        num_rbs=num_rbs,
+        fading=fading,
+        ue_tx_power_dbm=link.ue_tx_power_dbm,
+        bs_tx_power_dbm=link.bs_tx_power_dbm,
+    )
 
 
 @dataclass(frozen=True)
@@ -157,6 +188,33 @@ class World:
 
     def _build_radio(self) -> None:
         link = self.scenario.cell.link
+        self.cues: CueTraffic | None = None
+        self.channel: ChannelProfile | None = None
+        if link.mode == "ofdma":
+            self.channel = resolve_channel_profile(link)
+            self.radio = OfdmaRadio(
+                self.env,
+                self.recorder,
+                self.channel,
+                link.scheduler,
+                rng_for_transfer=lambda k: self.streams.generator("fading", k),
+                max_rbs_per_transfer=link.max_rbs_per_transfer or float("inf"),
+            )
+            c = self.scenario.cell.cues
+            self.cues = CueTraffic(
+                self.env,
+                self.radio.carriers,
+                CueTrafficConfig(
+                    c.density_per_km2,
+                    c.session_rate_per_s,
+                    c.mean_session_s,
+                    c.demand_rbs,
+                    c.uplink_fraction,
+                ),
+                self.scenario.cell.radius_m,
+                self.streams.generator("cue_traffic"),
+            )
+            return
         up = down = None
         if link.shared:
             cap = get_link_profile(link.capacity_profile or self.scenario.devices.link_profile)
@@ -173,6 +231,25 @@ class World:
             uplink_capacity_bps=up,
             downlink_capacity_bps=down,
         )
+
+    def begin_round(self, r: int) -> None:
+        """Called by the runner before round ``r``: re-drops UEs if the scenario asks."""
+        if self.scenario.cell.redrop_every_round and r > 0:
+            self.redrop(r)
+
+    def redrop(self, *keys: int) -> None:
+        """Re-drop every device uniformly over the cell from the ``placement`` stream of ``keys``.
+
+        Algorithms may call it on demand (e.g. FedDif after each diffusion round) with
+        keys such as ``(r, k)``; the same keys give the same positions.
+        """
+        positions = drop_uniform_disc(
+            self.streams.generator("placement", *keys),
+            len(self.devices),
+            self.scenario.cell.radius_m,
+        )
+        for node, pos in zip(self.devices, positions, strict=True):
+            node.position_m = pos
 
     def _build_model(self) -> None:
         m = self.scenario.model

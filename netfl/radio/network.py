@@ -59,7 +59,7 @@ class Radio(ABC):
     ) -> Generator[simpy.Event, Any, TransferRecord]:
         direction = direction_of(src, dst)
         start = self.env.now
-        yield from self._deliver(src, dst, size_bits, direction)
+        extra = yield from self._deliver(src, dst, size_bits, direction)
         duration = self.env.now - start
         tx_j = src.compute.tx_power_w * duration
         rx_j = dst.compute.rx_power_w * duration
@@ -79,6 +79,7 @@ class Radio(ABC):
             num_models=num_models,
             tx_energy_j=tx_j,
             rx_energy_j=rx_j,
+            **(extra or {}),
         )
         self.recorder.transfers.append(record)
         return record
@@ -86,8 +87,11 @@ class Radio(ABC):
     @abstractmethod
     def _deliver(
         self, src: Node, dst: Node, size_bits: float, direction: str
-    ) -> Generator[simpy.Event, Any, None]:
-        """Yield until ``size_bits`` have been delivered from ``src`` to ``dst``."""
+    ) -> Generator[simpy.Event, Any, dict[str, float] | None]:
+        """Yield until ``size_bits`` have been delivered from ``src`` to ``dst``.
+
+        May return extra accounting fields of the transfer record.
+        """
 
 
 def _own_rate_bps(src: Node, dst: Node, direction: str) -> float:
@@ -137,13 +141,14 @@ class FixedRateRadio(Radio):
 
     def _deliver(
         self, src: Node, dst: Node, size_bits: float, direction: str
-    ) -> Generator[simpy.Event, Any, None]:
+    ) -> Generator[simpy.Event, Any, dict[str, float] | None]:
         rate_bps = _own_rate_bps(src, dst, direction)
         medium = self._media.get(direction)
         if medium is None:
             yield self.env.timeout(size_bits / rate_bps)
         else:
             yield medium.send(size_bits, cap_bps=rate_bps)
+        return None
 
     def __repr__(self) -> str:
         return f"FixedRateRadio(shared={self.shared})"

@@ -1,13 +1,18 @@
-"""Event-driven shared media: processor sharing of a capacity among flows.
+"""Event-driven shared media: a capacity shared among flows and sessions.
 
-A :class:`SharedMedium` holds the active flows of one direction of a link.
-Rates are recomputed only when a flow starts or ends (or, for subclasses,
-when :meth:`SharedMedium._next_change_s` says the channel itself changes, e.g.
-a fading block ends): never per tick. Between changes every flow drains at a
-constant rate, so its bits are conserved exactly up to float rounding.
+A :class:`SharedMedium` holds the active flows (transfers with bits to send)
+and sessions (background users holding capacity for a while) of one carrier.
+Shares are recomputed only when something starts or ends (or, for subclasses,
+when :meth:`SharedMedium._next_change_s` says the channel itself changes):
+never per tick. Between changes each flow's share is constant, so its bits
+are drained exactly and its completion instant is computed, not stepped to.
 
-Extension point (SimPy resource style): subclasses override
-:meth:`_allocate` (who gets which rate) and optionally :meth:`_next_change_s`.
+Extension points (SimPy resource style, one family with few hooks):
+
+- :meth:`_allocate` — the shares of all active entities (the scheduler);
+- :meth:`_drain` — bits a flow delivers between two instants at its share;
+- :meth:`_finish_time` — when a flow would finish at its current share;
+- :meth:`_next_change_s` — the next change of the medium itself.
 """
 
 from __future__ import annotations
@@ -19,110 +24,150 @@ from dataclasses import dataclass, field
 import numpy as np
 import simpy
 
-__all__ = ["Flow", "SharedMedium", "ProcessorSharing", "max_min_fair"]
+__all__ = ["Flow", "Session", "SharedMedium", "ProcessorSharing", "max_min_fair"]
 
 #: A flow is complete when fewer than this fraction of its bits remain
 #: (float rounding of rate × time); well below one bit for any real payload.
 REL_COMPLETION_TOL = 1e-9
 
 
-def max_min_fair(capacity_bps: float, caps_bps: np.ndarray) -> np.ndarray:
-    """Max-min fair (water-filling) split of a capacity among capped flows.
+def max_min_fair(capacity: float, caps: np.ndarray) -> np.ndarray:
+    """Max-min fair (water-filling) split of a capacity among capped claimants.
 
-    Each flow gets ``min(cap_i, fair share)``; capacity a capped flow cannot
-    use is shared among the others. With equal or absent caps this is plain
-    processor sharing (``capacity / n`` each).
+    Each claimant gets ``min(cap_i, fair share)``; what a capped claimant
+    cannot use is shared among the others. With no binding caps this is plain
+    processor sharing / equal share (``capacity / n`` each).
 
     Parameters
     ----------
-    capacity_bps : float
-        Total capacity [bit/s].
-    caps_bps : ndarray, shape (n,)
-        Each flow's own maximum rate [bit/s] (``inf`` for none).
+    capacity : float
+        What is shared (bit/s, or resource blocks).
+    caps : ndarray, shape (n,)
+        Each claimant's own maximum (``inf`` for none).
 
     Returns
     -------
     ndarray, shape (n,)
-        Rates [bit/s], summing to ``min(capacity, sum(caps))``.
+        Shares, summing to ``min(capacity, sum(caps))``.
     """
-    caps = np.asarray(caps_bps, dtype=float)
+    caps = np.asarray(caps, dtype=float)
     n = caps.size
-    rates = np.zeros(n)
-    remaining = float(capacity_bps)
+    shares = np.zeros(n)
+    remaining = float(capacity)
     for i, idx in enumerate(np.argsort(caps, kind="stable")):
         share = remaining / (n - i)
-        rates[idx] = min(caps[idx], share)
-        remaining -= rates[idx]
-    return rates
+        shares[idx] = min(caps[idx], share)
+        remaining -= shares[idx]
+    return shares
 
 
 @dataclass(eq=False)
 class Flow:
-    """An active transfer on a shared medium."""
+    """An active transfer: ``size_bits`` to deliver, at most ``cap`` of the capacity."""
 
     size_bits: float
-    cap_bps: float
+    cap: float
     done: simpy.Event
+    arrival: int = 0
+    start_s: float = 0.0
     remaining_bits: float = field(init=False)
-    rate_bps: float = 0.0
+    share: float = 0.0
 
     def __post_init__(self) -> None:
         self.remaining_bits = self.size_bits
 
 
+@dataclass(eq=False)
+class Session:
+    """A background session holding up to ``demand`` of the capacity (no bits)."""
+
+    demand: float
+    arrival: int = 0
+    share: float = 0.0
+
+
 class SharedMedium(ABC):
-    """Base class: flows share a medium; rates change only at events."""
+    """Base class: flows and sessions share a medium; shares change only at events."""
 
     def __init__(self, env: simpy.Environment):
         self.env = env
         self.flows: list[Flow] = []
+        self.sessions: list[Session] = []
         self._last_update_s = env.now
         self._generation = 0
+        self._arrivals = 0
+        #: (time, share held by sessions, share held by flows) after every change
+        self.occupancy: list[tuple[float, float, float]] = []
 
     # -- extension points -------------------------------------------------
     @abstractmethod
-    def _allocate(self, flows: list[Flow]) -> np.ndarray:
-        """Rates [bit/s] of ``flows`` at the current instant."""
+    def _allocate(self) -> None:
+        """Set ``share`` on every active flow and session."""
+
+    def _drain(self, flow: Flow, t0_s: float, t1_s: float) -> None:
+        """Deliver the bits of ``[t0, t1]`` (default: share is a rate in bit/s)."""
+        flow.remaining_bits -= flow.share * (t1_s - t0_s)
+
+    def _finish_time(self, flow: Flow) -> float:
+        """Absolute time the flow would finish at its current share (default: rate)."""
+        return self.env.now + flow.remaining_bits / flow.share if flow.share > 0 else math.inf
 
     def _next_change_s(self) -> float:
         """Absolute time of the next change of the medium itself (default: none)."""
         return math.inf
 
     # -- mechanism ----------------------------------------------------------
-    def send(self, size_bits: float, cap_bps: float = math.inf) -> simpy.Event:
-        """Start a flow of ``size_bits``; the returned event fires on delivery."""
-        done = self.env.event()
-        if size_bits <= 0:
-            done.succeed()
-            return done
+    def _next_arrival(self) -> int:
+        self._arrivals += 1
+        return self._arrivals
+
+    def add_flow(self, flow: Flow) -> simpy.Event:
+        """Start ``flow``; its ``done`` event fires on delivery of the last bit."""
+        if flow.size_bits <= 0:
+            flow.done.succeed()
+            return flow.done
         self._advance()
-        self.flows.append(Flow(float(size_bits), float(cap_bps), done))
+        flow.arrival = self._next_arrival()
+        flow.start_s = self.env.now
+        self.flows.append(flow)
         self._reschedule()
-        return done
+        return flow.done
+
+    def add_session(self, demand: float) -> Session:
+        """A background session starts holding capacity."""
+        self._advance()
+        session = Session(float(demand), self._next_arrival())
+        self.sessions.append(session)
+        self._reschedule()
+        return session
+
+    def remove_session(self, session: Session) -> None:
+        self._advance()
+        self.sessions.remove(session)
+        self._reschedule()
 
     def _advance(self) -> None:
-        dt = self.env.now - self._last_update_s
-        if dt > 0:
+        now = self.env.now
+        if now > self._last_update_s:
             for f in self.flows:
-                f.remaining_bits -= f.rate_bps * dt
-        self._last_update_s = self.env.now
+                if f.share > 0:
+                    self._drain(f, self._last_update_s, now)
+        self._last_update_s = now
 
     def _reschedule(self) -> None:
         self._generation += 1
+        self._allocate()
+        self.occupancy.append(
+            (self.env.now, sum(s.share for s in self.sessions), sum(f.share for f in self.flows))
+        )
         if not self.flows:
             return
-        rates = self._allocate(self.flows)
-        for f, r in zip(self.flows, rates, strict=True):
-            f.rate_bps = float(r)
-        finish = min(
-            (f.remaining_bits / f.rate_bps for f in self.flows if f.rate_bps > 0),
-            default=math.inf,
-        )
-        wake_s = min(self.env.now + finish, self._next_change_s())
+        finish = min(self._finish_time(f) for f in self.flows)
+        wake_s = min(finish, self._next_change_s())
         if math.isinf(wake_s):
-            raise RuntimeError(
-                "shared medium stalled: active flows but no rate and no change ahead"
-            )
+            if self.sessions:
+                return  # flows wait until a session leaves
+            raise RuntimeError("shared medium stalled: active flows but no capacity")
         generation = self._generation
         timer = self.env.timeout(max(wake_s - self.env.now, 0.0))
         timer.callbacks.append(lambda _ev: self._on_timer(generation))
@@ -141,7 +186,7 @@ class SharedMedium(ABC):
 
 
 class ProcessorSharing(SharedMedium):
-    """A capacity shared max-min fairly, each flow capped by its own link rate."""
+    """A capacity [bit/s] shared max-min fairly, each flow capped by its own link rate."""
 
     def __init__(self, env: simpy.Environment, capacity_bps: float):
         super().__init__(env)
@@ -149,8 +194,18 @@ class ProcessorSharing(SharedMedium):
             raise ValueError("capacity_bps must be positive")
         self.capacity_bps = float(capacity_bps)
 
-    def _allocate(self, flows: list[Flow]) -> np.ndarray:
-        return max_min_fair(self.capacity_bps, np.array([f.cap_bps for f in flows]))
+    def send(self, size_bits: float, cap_bps: float = math.inf) -> simpy.Event:
+        """Start a flow of ``size_bits``; the returned event fires on delivery."""
+        return self.add_flow(Flow(float(size_bits), float(cap_bps), self.env.event()))
+
+    def _allocate(self) -> None:
+        entities = [*self.sessions, *self.flows]
+        caps = np.array([s.demand for s in self.sessions] + [f.cap for f in self.flows])
+        for e, share in zip(entities, max_min_fair(self.capacity_bps, caps), strict=True):
+            e.share = float(share)
 
     def __repr__(self) -> str:
-        return f"ProcessorSharing(capacity={self.capacity_bps / 1e6:g} Mbit/s, flows={len(self.flows)})"
+        return (
+            f"ProcessorSharing(capacity={self.capacity_bps / 1e6:g} Mbit/s, "
+            f"flows={len(self.flows)})"
+        )

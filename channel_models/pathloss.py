@@ -1,0 +1,271 @@
+"""Large-scale path loss laws (vectorised numpy).
+
+All functions return path *loss* in dB (positive numbers; the channel power
+gain is ``10 ** (-loss_db / 10)``). Distances are in metres, frequencies in Hz.
+
+Models
+------
+- :class:`LogDistance` — β_dB = β0 − 10·κ·log10(d/d0) (FedDif eq. (8)); the
+  loss is −β_dB. FedDif's reference values: β0 = −30 dB at d0 = 1 m, κ = 3.75.
+- :class:`FreeSpace` — Friis: 20·log10(4π·d·f/c).
+- :class:`UMa`, :class:`UMi` — 3GPP TR 38.901 V17 Table 7.4.1-1 (urban macro,
+  urban micro street canyon), LOS and NLOS, with the LOS probability of
+  Table 7.4.2-1 and the shadow-fading standard deviations of Table 7.4.1-1.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+__all__ = [
+    "SPEED_OF_LIGHT_M_S",
+    "distance_3d_m",
+    "PathLoss",
+    "LogDistance",
+    "FreeSpace",
+    "UMa",
+    "UMi",
+    "PATHLOSS_MODELS",
+]
+
+SPEED_OF_LIGHT_M_S = 299_792_458.0
+
+
+def distance_3d_m(distance_2d_m: ArrayLike, height_tx_m: float, height_rx_m: float) -> np.ndarray:
+    """3D distance from the ground distance and antenna heights: sqrt(d² + Δh²) [m]."""
+    d = np.asarray(distance_2d_m, dtype=float)
+    return np.sqrt(d**2 + (height_tx_m - height_rx_m) ** 2)
+
+
+class PathLoss(ABC):
+    """A path loss law: ``loss_db(distance_2d_m, rng)`` for antennas at fixed heights.
+
+    Parameters
+    ----------
+    height_tx_m, height_rx_m : float
+        Antenna heights [m] (BS and UT for cellular links; both UT for D2D).
+    shadowing_std_db : float
+        Standard deviation of log-normal shadowing [dB]; 0 disables it.
+    """
+
+    def __init__(
+        self, height_tx_m: float = 0.0, height_rx_m: float = 0.0, shadowing_std_db: float = 0.0
+    ):
+        self.height_tx_m = float(height_tx_m)
+        self.height_rx_m = float(height_rx_m)
+        self.shadowing_std_db = float(shadowing_std_db)
+
+    @abstractmethod
+    def mean_loss_db(self, distance_2d_m: ArrayLike) -> np.ndarray:
+        """Loss without shadowing [dB]."""
+
+    def loss_db(
+        self, distance_2d_m: ArrayLike, rng: np.random.Generator | None = None
+    ) -> np.ndarray:
+        """Loss with log-normal shadowing drawn from ``rng`` (none if ``rng`` is None) [dB]."""
+        loss = self.mean_loss_db(distance_2d_m)
+        if rng is not None and self.shadowing_std_db > 0:
+            loss = loss + rng.normal(0.0, self.shadowing_std_db, np.shape(loss))
+        return loss
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(h_tx={self.height_tx_m:g} m, h_rx={self.height_rx_m:g} m, "
+            f"shadowing={self.shadowing_std_db:g} dB)"
+        )
+
+
+class LogDistance(PathLoss):
+    """Log-distance law of FedDif eq. (8): β_dB = β0 − 10·κ·log10(d/d0), d the 3D distance.
+
+    FedDif's reference implementation adds a 23.5 m height term to every
+    distance: ``height_tx_m - height_rx_m = 23.5``.
+    """
+
+    def __init__(self, beta0_db: float = -30.0, kappa: float = 3.75, d0_m: float = 1.0, **kw):
+        super().__init__(**kw)
+        self.beta0_db, self.kappa, self.d0_m = float(beta0_db), float(kappa), float(d0_m)
+
+    def mean_loss_db(self, distance_2d_m: ArrayLike) -> np.ndarray:
+        d = distance_3d_m(distance_2d_m, self.height_tx_m, self.height_rx_m)
+        d = np.maximum(d, self.d0_m)
+        return -(self.beta0_db - 10.0 * self.kappa * np.log10(d / self.d0_m))
+
+
+class FreeSpace(PathLoss):
+    """Free-space (Friis) loss 20·log10(4π·d·f/c) at the 3D distance."""
+
+    def __init__(self, carrier_hz: float, **kw):
+        super().__init__(**kw)
+        self.carrier_hz = float(carrier_hz)
+
+    def mean_loss_db(self, distance_2d_m: ArrayLike) -> np.ndarray:
+        d = np.maximum(distance_3d_m(distance_2d_m, self.height_tx_m, self.height_rx_m), 1.0)
+        return 20.0 * np.log10(4.0 * np.pi * d * self.carrier_hz / SPEED_OF_LIGHT_M_S)
+
+
+class _TR38901(PathLoss):
+    """Shared machinery of the TR 38.901 scenarios: LOS/NLOS selection and breakpoint."""
+
+    los_shadow_db: float
+    nlos_shadow_db: float
+
+    def __init__(
+        self,
+        carrier_hz: float,
+        los: bool | None = None,
+        height_tx_m: float = 25.0,
+        height_rx_m: float = 1.5,
+        shadowing: bool = False,
+    ):
+        self.carrier_hz = float(carrier_hz)
+        self.los = los
+        self.shadowing = shadowing
+        std = 0.0
+        if shadowing:
+            std = self.los_shadow_db if los else self.nlos_shadow_db
+        super().__init__(height_tx_m, height_rx_m, std)
+
+    @property
+    def fc_ghz(self) -> float:
+        return self.carrier_hz / 1e9
+
+    def breakpoint_m(self) -> float:
+        """d'_BP = 4·h'_BS·h'_UT·f_c/c with effective heights h' = h − h_E, h_E = 1 m (Note 1)."""
+        return (
+            4.0
+            * (self.height_tx_m - 1.0)
+            * (self.height_rx_m - 1.0)
+            * self.carrier_hz
+            / SPEED_OF_LIGHT_M_S
+        )
+
+    @abstractmethod
+    def los_loss_db(self, d2d: np.ndarray) -> np.ndarray: ...
+
+    @abstractmethod
+    def nlos_loss_db(self, d2d: np.ndarray) -> np.ndarray: ...
+
+    @abstractmethod
+    def los_probability(self, d2d: ArrayLike) -> np.ndarray: ...
+
+    def mean_loss_db(self, distance_2d_m: ArrayLike) -> np.ndarray:
+        """LOS or NLOS loss; with ``los=None`` the LOS-probability-weighted loss in dB."""
+        d = np.maximum(np.asarray(distance_2d_m, dtype=float), 10.0)
+        if self.los is True:
+            return self.los_loss_db(d)
+        if self.los is False:
+            return self.nlos_loss_db(d)
+        p = self.los_probability(d)
+        return p * self.los_loss_db(d) + (1.0 - p) * self.nlos_loss_db(d)
+
+    def loss_db(
+        self, distance_2d_m: ArrayLike, rng: np.random.Generator | None = None
+    ) -> np.ndarray:
+        """With ``los=None`` each link's LOS state is drawn from Table 7.4.2-1 (needs ``rng``)."""
+        d = np.maximum(np.asarray(distance_2d_m, dtype=float), 10.0)
+        if self.los is not None:
+            return super().loss_db(d, rng)
+        if rng is None:
+            raise ValueError("a TR 38.901 model with los=None draws LOS states: pass rng")
+        is_los = rng.random(d.shape) < self.los_probability(d)
+        loss = np.where(is_los, self.los_loss_db(d), self.nlos_loss_db(d))
+        if self.shadowing:
+            std = np.where(is_los, self.los_shadow_db, self.nlos_shadow_db)
+            loss = loss + rng.normal(0.0, 1.0, d.shape) * std
+        return loss
+
+
+class UMa(_TR38901):
+    """3GPP TR 38.901 Table 7.4.1-1, UMa (h_BS = 25 m, 1.5 m ≤ h_UT ≤ 22.5 m, h_UT ≤ 13 m here)."""
+
+    los_shadow_db = 4.0
+    nlos_shadow_db = 6.0
+
+    def los_loss_db(self, d2d: np.ndarray) -> np.ndarray:
+        d3 = distance_3d_m(d2d, self.height_tx_m, self.height_rx_m)
+        fc = self.fc_ghz
+        d_bp = self.breakpoint_m()
+        pl1 = 28.0 + 22.0 * np.log10(d3) + 20.0 * np.log10(fc)
+        pl2 = (
+            28.0
+            + 40.0 * np.log10(d3)
+            + 20.0 * np.log10(fc)
+            - 9.0 * np.log10(d_bp**2 + (self.height_tx_m - self.height_rx_m) ** 2)
+        )
+        return np.where(d2d <= d_bp, pl1, pl2)
+
+    def nlos_loss_db(self, d2d: np.ndarray) -> np.ndarray:
+        d3 = distance_3d_m(d2d, self.height_tx_m, self.height_rx_m)
+        pl_nlos = (
+            13.54
+            + 39.08 * np.log10(d3)
+            + 20.0 * np.log10(self.fc_ghz)
+            - 0.6 * (self.height_rx_m - 1.5)
+        )
+        return np.maximum(self.los_loss_db(d2d), pl_nlos)
+
+    def los_probability(self, d2d: ArrayLike) -> np.ndarray:
+        """Table 7.4.2-1, UMa, for h_UT ≤ 13 m (C'(h_UT) = 0)."""
+        d = np.asarray(d2d, dtype=float)
+        with np.errstate(divide="ignore"):
+            p = 18.0 / d + np.exp(-d / 63.0) * (1.0 - 18.0 / d)
+        return np.where(d <= 18.0, 1.0, p)
+
+
+class UMi(_TR38901):
+    """3GPP TR 38.901 Table 7.4.1-1, UMi street canyon (h_BS = 10 m)."""
+
+    los_shadow_db = 4.0
+    nlos_shadow_db = 7.82
+
+    def __init__(
+        self,
+        carrier_hz: float,
+        los: bool | None = None,
+        height_tx_m: float = 10.0,
+        height_rx_m: float = 1.5,
+        shadowing: bool = False,
+    ):
+        super().__init__(carrier_hz, los, height_tx_m, height_rx_m, shadowing)
+
+    def los_loss_db(self, d2d: np.ndarray) -> np.ndarray:
+        d3 = distance_3d_m(d2d, self.height_tx_m, self.height_rx_m)
+        fc = self.fc_ghz
+        d_bp = self.breakpoint_m()
+        pl1 = 32.4 + 21.0 * np.log10(d3) + 20.0 * np.log10(fc)
+        pl2 = (
+            32.4
+            + 40.0 * np.log10(d3)
+            + 20.0 * np.log10(fc)
+            - 9.5 * np.log10(d_bp**2 + (self.height_tx_m - self.height_rx_m) ** 2)
+        )
+        return np.where(d2d <= d_bp, pl1, pl2)
+
+    def nlos_loss_db(self, d2d: np.ndarray) -> np.ndarray:
+        d3 = distance_3d_m(d2d, self.height_tx_m, self.height_rx_m)
+        pl_nlos = (
+            35.3 * np.log10(d3)
+            + 22.4
+            + 21.3 * np.log10(self.fc_ghz)
+            - 0.3 * (self.height_rx_m - 1.5)
+        )
+        return np.maximum(self.los_loss_db(d2d), pl_nlos)
+
+    def los_probability(self, d2d: ArrayLike) -> np.ndarray:
+        """Table 7.4.2-1, UMi street canyon."""
+        d = np.asarray(d2d, dtype=float)
+        with np.errstate(divide="ignore"):
+            p = 18.0 / d + np.exp(-d / 36.0) * (1.0 - 18.0 / d)
+        return np.where(d <= 18.0, 1.0, p)
+
+
+PATHLOSS_MODELS: dict[str, type[PathLoss]] = {
+    "log_distance": LogDistance,
+    "free_space": FreeSpace,
+    "uma": UMa,
+    "umi": UMi,
+}

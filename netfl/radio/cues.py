@@ -1,0 +1,101 @@
+"""Background cellular UEs (CUEs): a spatial Poisson point process with Poisson sessions.
+
+- Space: the number of CUEs is Poisson(λ·area) and they are uniform over the
+  cell's disc (a homogeneous PPP restricted to the disc).
+- Time: each CUE starts sessions as a Poisson process of rate ``a``; the
+  superposition over M CUEs is Poisson of rate M·a, simulated as one stream.
+  A session holds ``demand_rbs`` resource blocks of its carrier for an
+  exponentially distributed duration, so the number of concurrent sessions
+  is M/M/∞: Poisson with mean M·a·E[D] (Little's law). The run starts in that
+  stationary state (Poisson(M·a·E[D]) sessions with exponential residual
+  durations), so there is no warm-up transient.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import simpy
+
+from netfl.radio.geometry import drop_uniform_disc
+from netfl.radio.ofdma import OfdmaCarrier
+
+__all__ = ["CueTrafficConfig", "CueTraffic"]
+
+
+@dataclass(frozen=True)
+class CueTrafficConfig:
+    """Parameters of background traffic (units in names)."""
+
+    density_per_km2: float = 0.0
+    session_rate_per_s: float = 0.1
+    mean_session_s: float = 10.0
+    demand_rbs: float = 4.0
+    uplink_fraction: float = 0.5
+
+
+class CueTraffic:
+    """Drops CUEs and runs their sessions on the carriers as SimPy processes."""
+
+    def __init__(
+        self,
+        env: simpy.Environment,
+        carriers: dict[str, OfdmaCarrier],
+        config: CueTrafficConfig,
+        radius_m: float,
+        rng: np.random.Generator,
+    ):
+        self.env = env
+        self.carriers = carriers
+        self.config = config
+        self.rng = rng
+        area_km2 = np.pi * (radius_m / 1e3) ** 2
+        self.num_cues = int(rng.poisson(config.density_per_km2 * area_km2))
+        self.positions_m = drop_uniform_disc(rng, self.num_cues, radius_m)
+        self.sessions_started = 0
+        self.active = 0
+        if self.num_cues > 0 and config.session_rate_per_s > 0:
+            env.process(self._run())
+
+    @property
+    def arrival_rate_per_s(self) -> float:
+        return self.num_cues * self.config.session_rate_per_s
+
+    @property
+    def mean_concurrent(self) -> float:
+        """M·a·E[D]: mean number of concurrent sessions (Little's law)."""
+        return self.arrival_rate_per_s * self.config.mean_session_s
+
+    def _start(self, duration_s: float) -> None:
+        direction = "uplink" if self.rng.random() < self.config.uplink_fraction else "downlink"
+        self.sessions_started += 1
+        self.env.process(self._session(self.carriers[direction], duration_s))
+
+    def _run(self) -> Generator[simpy.Event, Any, None]:
+        cfg = self.config
+        for _ in range(int(self.rng.poisson(self.mean_concurrent))):
+            self._start(float(self.rng.exponential(cfg.mean_session_s)))
+        rate = self.arrival_rate_per_s
+        while True:
+            yield self.env.timeout(float(self.rng.exponential(1.0 / rate)))
+            self._start(float(self.rng.exponential(cfg.mean_session_s)))
+
+    def _session(
+        self, carrier: OfdmaCarrier, duration_s: float
+    ) -> Generator[simpy.Event, Any, None]:
+        session = carrier.add_session(self.config.demand_rbs)
+        self.active += 1
+        try:
+            yield self.env.timeout(duration_s)
+        finally:
+            carrier.remove_session(session)
+            self.active -= 1
+
+    def __repr__(self) -> str:
+        return (
+            f"CueTraffic({self.num_cues} CUEs, {self.arrival_rate_per_s:g} sessions/s, "
+            f"~{self.mean_concurrent:.0f} concurrent)"
+        )
