@@ -98,3 +98,80 @@ def compare_figures(runs: dict[str, pd.DataFrame], out: str | Path) -> list[Path
     ax.legend()
     paths.append(_save(fig, out / "energy_vs_time.png"))
     return paths
+
+
+def radio_figures(
+    scenario,
+    transfers: pd.DataFrame,
+    devices: pd.DataFrame,
+    radio_tables: dict[str, pd.DataFrame],
+    out: str | Path,
+) -> list[Path]:
+    """OFDMA runs: per-transfer rate over time, RB occupancy, SNR map of the cell."""
+    import numpy as np
+
+    from netfl.world import resolve_channel_profile
+
+    out = Path(out)
+    paths = []
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for direction, color in (("uplink", "C0"), ("downlink", "C1"), ("d2d", "C2")):
+        d = transfers[transfers["direction"] == direction]
+        if len(d):
+            ax.hlines(
+                d["mean_rate_bps"] / 1e6,
+                d["start_s"],
+                d["end_s"],
+                color=color,
+                label=direction,
+                lw=2,
+            )
+    ax.set_yscale("log")
+    ax.set_xlabel("simulated time [s]")
+    ax.set_ylabel("mean rate of the transfer [Mbit/s]")
+    ax.set_title(f"{scenario.name}: transfers")
+    ax.legend(fontsize=8)
+    paths.append(_save(fig, out / "transfer_rates.png"))
+
+    occ = radio_tables["occupancy"]
+    fig, axes = plt.subplots(2, 1, figsize=(7, 5), sharex=True)
+    channel = resolve_channel_profile(scenario.cell.link)
+    for ax, carrier in zip(axes, ("uplink", "downlink"), strict=True):
+        o = occ[occ["carrier"] == carrier]
+        ax.stackplot(
+            o["time_s"],
+            o["session_rbs"],
+            o["flow_rbs"],
+            step="post",
+            labels=["CUE sessions", "FL transfers"],
+        )
+        ax.axhline(channel.num_rbs, color="k", lw=0.8, ls="--")
+        ax.set_ylabel(f"{carrier} RBs")
+    axes[0].legend(fontsize=8, loc="upper right")
+    axes[-1].set_xlabel("simulated time [s]")
+    axes[0].set_title(f"{scenario.name}: resource-block occupancy")
+    paths.append(_save(fig, out / "rb_occupancy.png"))
+
+    radius = scenario.cell.radius_m
+    grid = np.linspace(-radius, radius, 161)
+    xx, yy = np.meshgrid(grid, grid)
+    dist = np.hypot(xx, yy)
+    loss = channel.build_pathloss().mean_loss_db(np.maximum(dist, 1.0))
+    snr_db = 10 * np.log10(channel.ue_tx_power_w / channel.noise_w) - loss
+    snr_db = np.where(dist <= radius, snr_db, np.nan)
+    fig, ax = plt.subplots(figsize=(6, 5))
+    mesh = ax.pcolormesh(xx, yy, snr_db, shading="auto", cmap="viridis")
+    fig.colorbar(mesh, ax=ax, label="mean uplink SNR [dB] (no fading)")
+    cues = radio_tables.get("cues")
+    if cues is not None and len(cues):
+        ax.scatter(cues["x_m"], cues["y_m"], s=4, c="w", alpha=0.6, label="CUEs")
+    dev = devices[devices["kind"] != "bs"]
+    ax.scatter(dev["x_m"], dev["y_m"], s=25, c="r", marker="^", label="PUEs (last drop)")
+    ax.scatter([0], [0], s=80, c="k", marker="s", label="BS")
+    ax.set_aspect("equal")
+    ax.set_xlabel("x [m]")
+    ax.set_ylabel("y [m]")
+    ax.set_title(f"{scenario.name}: SNR map")
+    ax.legend(fontsize=7, loc="upper right")
+    paths.append(_save(fig, out / "snr_map.png"))
+    return paths

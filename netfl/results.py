@@ -98,10 +98,20 @@ def write_run(
         result.devices.to_csv(tmp / "devices.csv", index=False)
         result.transfers.to_parquet(tmp / "transfers.parquet", index=False)
         result.computes.to_parquet(tmp / "computes.parquet", index=False)
+        for name, table in result.radio_tables.items():
+            table.to_parquet(tmp / f"{name}.parquet", index=False)
         if result.scenario.outputs.figures if figures is None else figures:
-            from netfl.report import run_figures
+            from netfl.report import radio_figures, run_figures
 
             run_figures(result.rounds, result.devices, tmp / "figures", title=result.scenario.name)
+            if "occupancy" in result.radio_tables:
+                radio_figures(
+                    result.scenario,
+                    result.transfers,
+                    result.devices,
+                    result.radio_tables,
+                    tmp / "figures",
+                )
         (tmp / "manifest.json").write_text(json.dumps(manifest(result), indent=2))
         os.rename(tmp, target)
     except BaseException:
@@ -111,11 +121,18 @@ def write_run(
 
 
 def read_run(run_dir: str | Path) -> dict[str, Any]:
-    """Load a run directory's tables: ``rounds``, ``devices``, ``transfers``, ``computes``, ``manifest``."""
+    """Load a run directory's tables: ``rounds``, ``devices``, ``transfers``, ``computes``,
+    ``manifest`` and, for OFDMA runs, ``occupancy`` and ``cues``."""
     d = Path(run_dir)
     if not (d / "manifest.json").is_file():
         raise FileNotFoundError(f"{d} is not a complete run directory (no manifest.json)")
+    extra = {
+        p.stem: pd.read_parquet(p)
+        for name in ("occupancy", "cues")
+        if (p := d / f"{name}.parquet").is_file()
+    }
     return {
+        **extra,
         "rounds": pd.read_csv(d / "rounds.csv"),
         "devices": pd.read_csv(d / "devices.csv"),
         "transfers": pd.read_parquet(d / "transfers.parquet"),

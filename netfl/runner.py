@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from netfl.algorithms import Algorithm, RoundSummary, get_algorithm
@@ -44,6 +45,8 @@ class RunResult:
     stop_reason: str
     wall_time_s: float
     info: dict[str, Any] = field(default_factory=dict)
+    #: further tables of the radio (``occupancy``, ``cues``), written as parquet/csv
+    radio_tables: dict[str, pd.DataFrame] = field(default_factory=dict)
 
 
 def round_row(
@@ -184,6 +187,18 @@ def run(
             stop_reason = "time_budget"
             break
     rounds = pd.DataFrame(rows)
+    radio_tables = {}
+    if world.channel is not None:
+        radio_tables["occupancy"] = pd.DataFrame(
+            [
+                (name, t, s, f)
+                for name, c in world.radio.carriers.items()
+                for t, s, f in c.occupancy
+            ],
+            columns=["carrier", "time_s", "session_rbs", "flow_rbs"],
+        )
+        pos = world.cues.positions_m if world.cues is not None else np.zeros((0, 2))
+        radio_tables["cues"] = pd.DataFrame({"x_m": pos[:, 0], "y_m": pos[:, 1]})
     first = ["round", "sim_time_s", "accuracy", "loss"]
     rounds = rounds[first + [c for c in rounds.columns if c not in first]]
     return RunResult(
@@ -194,6 +209,7 @@ def run(
         devices=_devices_frame(world),
         stop_reason=stop_reason,
         wall_time_s=time.perf_counter() - wall0,
+        radio_tables=radio_tables,
         info={
             "model_params": world.model.num_params,
             "model_size_bits": world.model.size_bits,

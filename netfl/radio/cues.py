@@ -86,12 +86,12 @@ class CueTraffic:
     def _session(
         self, carrier: OfdmaCarrier, duration_s: float
     ) -> Generator[simpy.Event, Any, None]:
-        session = carrier.add_session(self.config.demand_rbs)
+        handle = carrier.add_session(self.config.demand_rbs)
         self.active += 1
         try:
             yield self.env.timeout(duration_s)
         finally:
-            carrier.remove_session(session)
+            carrier.remove_session(handle)
             self.active -= 1
 
     def __repr__(self) -> str:

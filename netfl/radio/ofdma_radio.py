@@ -98,7 +98,7 @@ class OfdmaRadio(Radio):
         )
         start = self.env.now
         yield flow.done
-        snr = carrier.mean_snr_over(flow, start, self.env.now)
+        snr = carrier.mean_snr(flow, self.env.now - start)
         return {
             "rb_subframes": flow.rb_seconds / SUBFRAME_S,
             "mean_snr_db": float(linear_to_db(snr)),

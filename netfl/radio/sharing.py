@@ -1,17 +1,22 @@
 """Event-driven shared media: a capacity shared among flows and sessions.
 
-A :class:`SharedMedium` holds the active flows (transfers with bits to send)
-and sessions (background users holding capacity for a while) of one carrier.
-Shares are recomputed only when something starts or ends (or, for subclasses,
-when :meth:`SharedMedium._next_change_s` says the channel itself changes):
-never per tick. Between changes each flow's share is constant, so its bits
-are drained exactly and its completion instant is computed, not stepped to.
+A :class:`SharedMedium` holds the active *flows* (transfers with bits to
+send) and *sessions* (background users holding capacity for a while) of one
+carrier. Shares are recomputed only when something starts or ends (or, for
+subclasses, when :meth:`SharedMedium._next_change_s` says the channel itself
+changes): never per tick. Between changes each flow's share is constant, so
+its bits are drained exactly and its completion instant is computed, not
+stepped to.
 
-Extension points (SimPy resource style, one family with few hooks):
+Sessions are kept in aggregate (by demand, and in arrival order), so a
+thousand background sessions cost one small array operation per event.
 
-- :meth:`_allocate` — the shares of all active entities (the scheduler);
-- :meth:`_drain` — bits a flow delivers between two instants at its share;
-- :meth:`_finish_time` — when a flow would finish at its current share;
+Extension points (SimPy resource style: one family, a few hooks):
+
+- :meth:`_allocate` — set every flow's share, return the sessions' total;
+- :meth:`_drain_all` — deliver the bits of ``[t0, t1]`` at current shares;
+- :meth:`_min_finish_time` — earliest completion at current shares;
+- :meth:`_pop_finished` — remove and return the flows that are done;
 - :meth:`_next_change_s` — the next change of the medium itself.
 """
 
@@ -19,24 +24,25 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
 import simpy
 
-__all__ = ["Flow", "Session", "SharedMedium", "ProcessorSharing", "max_min_fair"]
+__all__ = ["Flow", "SharedMedium", "ProcessorSharing", "max_min_fair"]
 
 #: A flow is complete when fewer than this fraction of its bits remain
 #: (float rounding of rate × time); well below one bit for any real payload.
 REL_COMPLETION_TOL = 1e-9
 
 
-def max_min_fair(capacity: float, caps: np.ndarray) -> np.ndarray:
+def max_min_fair(capacity: float, caps: np.ndarray, counts: np.ndarray | None = None) -> np.ndarray:
     """Max-min fair (water-filling) split of a capacity among capped claimants.
 
-    Each claimant gets ``min(cap_i, fair share)``; what a capped claimant
-    cannot use is shared among the others. With no binding caps this is plain
-    processor sharing / equal share (``capacity / n`` each).
+    Each claimant gets ``min(cap_i, level)`` where the level is such that the
+    shares use the whole capacity (or every claimant is capped). With no
+    binding caps this is plain processor sharing / equal share.
 
     Parameters
     ----------
@@ -44,26 +50,39 @@ def max_min_fair(capacity: float, caps: np.ndarray) -> np.ndarray:
         What is shared (bit/s, or resource blocks).
     caps : ndarray, shape (n,)
         Each claimant's own maximum (``inf`` for none).
+    counts : ndarray, shape (n,), optional
+        Multiplicity of each claimant (identical claimants grouped); default 1.
 
     Returns
     -------
     ndarray, shape (n,)
-        Shares, summing to ``min(capacity, sum(caps))``.
+        The share of *one* claimant of each row; ``sum(counts · shares)`` equals
+        ``min(capacity, sum(counts · caps))``.
     """
     caps = np.asarray(caps, dtype=float)
     n = caps.size
-    shares = np.zeros(n)
-    remaining = float(capacity)
-    for i, idx in enumerate(np.argsort(caps, kind="stable")):
-        share = remaining / (n - i)
-        shares[idx] = min(caps[idx], share)
-        remaining -= shares[idx]
+    if n == 0:
+        return caps.copy()
+    w = np.ones(n) if counts is None else np.asarray(counts, dtype=float)
+    order = np.argsort(caps, kind="stable")
+    c, wc = caps[order], w[order]
+    # level_k: the equal share left for claimants k.. if all before k are capped
+    before = np.concatenate([[0.0], np.cumsum((c * wc)[:-1])])
+    left = np.cumsum(wc[::-1])[::-1]
+    level = (float(capacity) - before) / left
+    shares_sorted = c.copy()
+    uncapped = np.flatnonzero(c > level)
+    if uncapped.size:
+        m = uncapped[0]
+        shares_sorted[m:] = level[m]
+    shares = np.empty(n)
+    shares[order] = shares_sorted
     return shares
 
 
 @dataclass(eq=False)
 class Flow:
-    """An active transfer: ``size_bits`` to deliver, at most ``cap`` of the capacity."""
+    """An active transfer: ``size_bits`` to deliver, holding at most ``cap`` of the capacity."""
 
     size_bits: float
     cap: float
@@ -77,22 +96,19 @@ class Flow:
         self.remaining_bits = self.size_bits
 
 
-@dataclass(eq=False)
-class Session:
-    """A background session holding up to ``demand`` of the capacity (no bits)."""
-
-    demand: float
-    arrival: int = 0
-    share: float = 0.0
-
-
 class SharedMedium(ABC):
     """Base class: flows and sessions share a medium; shares change only at events."""
 
-    def __init__(self, env: simpy.Environment):
+    def __init__(self, env: simpy.Environment, capacity: float):
+        if capacity <= 0:
+            raise ValueError("capacity must be positive")
         self.env = env
+        self.capacity = float(capacity)
         self.flows: list[Flow] = []
-        self.sessions: list[Session] = []
+        #: active sessions: arrival number → demand (insertion order = arrival order)
+        self.sessions: dict[int, float] = {}
+        self._demand_counts: Counter[float] = Counter()
+        self.session_share = 0.0
         self._last_update_s = env.now
         self._generation = 0
         self._arrivals = 0
@@ -101,16 +117,31 @@ class SharedMedium(ABC):
 
     # -- extension points -------------------------------------------------
     @abstractmethod
-    def _allocate(self) -> None:
-        """Set ``share`` on every active flow and session."""
+    def _allocate(self) -> float:
+        """Set ``share`` on every flow; return the total share held by sessions."""
 
-    def _drain(self, flow: Flow, t0_s: float, t1_s: float) -> None:
-        """Deliver the bits of ``[t0, t1]`` (default: share is a rate in bit/s)."""
-        flow.remaining_bits -= flow.share * (t1_s - t0_s)
+    def _drain_all(self, t0_s: float, t1_s: float) -> None:
+        """Deliver the bits of ``[t0, t1]`` (default: shares are rates in bit/s)."""
+        dt = t1_s - t0_s
+        for f in self.flows:
+            f.remaining_bits -= f.share * dt
 
-    def _finish_time(self, flow: Flow) -> float:
-        """Absolute time the flow would finish at its current share (default: rate)."""
-        return self.env.now + flow.remaining_bits / flow.share if flow.share > 0 else math.inf
+    def _min_finish_time(self) -> float:
+        """Earliest absolute completion time at current shares (default: rates)."""
+        return self.env.now + min(
+            (f.remaining_bits / f.share for f in self.flows if f.share > 0), default=math.inf
+        )
+
+    def _pop_finished(self) -> list[Flow]:
+        """Remove and return the flows with no bits left."""
+        done = [f for f in self.flows if f.remaining_bits <= REL_COMPLETION_TOL * f.size_bits]
+        for f in done:
+            self.flows.remove(f)
+            f.remaining_bits = 0.0
+        return done
+
+    def _insert_flow(self, flow: Flow) -> None:
+        self.flows.append(flow)
 
     def _next_change_s(self) -> float:
         """Absolute time of the next change of the medium itself (default: none)."""
@@ -129,41 +160,42 @@ class SharedMedium(ABC):
         self._advance()
         flow.arrival = self._next_arrival()
         flow.start_s = self.env.now
-        self.flows.append(flow)
+        self._insert_flow(flow)
         self._reschedule()
         return flow.done
 
-    def add_session(self, demand: float) -> Session:
-        """A background session starts holding capacity."""
+    def add_session(self, demand: float) -> int:
+        """A background session starts holding up to ``demand``; returns its handle."""
         self._advance()
-        session = Session(float(demand), self._next_arrival())
-        self.sessions.append(session)
+        handle = self._next_arrival()
+        self.sessions[handle] = float(demand)
+        self._demand_counts[float(demand)] += 1
         self._reschedule()
-        return session
+        return handle
 
-    def remove_session(self, session: Session) -> None:
+    def remove_session(self, handle: int) -> None:
         self._advance()
-        self.sessions.remove(session)
+        demand = self.sessions.pop(handle)
+        self._demand_counts[demand] -= 1
+        if not self._demand_counts[demand]:
+            del self._demand_counts[demand]
         self._reschedule()
 
     def _advance(self) -> None:
         now = self.env.now
-        if now > self._last_update_s:
-            for f in self.flows:
-                if f.share > 0:
-                    self._drain(f, self._last_update_s, now)
+        if now > self._last_update_s and self.flows:
+            self._drain_all(self._last_update_s, now)
         self._last_update_s = now
 
     def _reschedule(self) -> None:
         self._generation += 1
-        self._allocate()
+        self.session_share = self._allocate()
         self.occupancy.append(
-            (self.env.now, sum(s.share for s in self.sessions), sum(f.share for f in self.flows))
+            (self.env.now, self.session_share, float(sum(f.share for f in self.flows)))
         )
         if not self.flows:
             return
-        finish = min(self._finish_time(f) for f in self.flows)
-        wake_s = min(finish, self._next_change_s())
+        wake_s = min(self._min_finish_time(), self._next_change_s())
         if math.isinf(wake_s):
             if self.sessions:
                 return  # flows wait until a session leaves
@@ -176,36 +208,59 @@ class SharedMedium(ABC):
         if generation != self._generation:
             return  # superseded by a later change
         self._advance()
-        finished = [f for f in self.flows if f.remaining_bits <= REL_COMPLETION_TOL * f.size_bits]
-        for f in finished:
-            self.flows.remove(f)
-            f.remaining_bits = 0.0
+        finished = self._pop_finished()
         self._reschedule()
         for f in finished:
             f.done.succeed()
+
+    # -- schedulers shared by subclasses -------------------------------------
+    def _equal_share(self) -> float:
+        """Max-min fair shares over sessions (grouped by demand) and flows (capped)."""
+        demands = np.fromiter(self._demand_counts.keys(), float, len(self._demand_counts))
+        counts = np.fromiter(self._demand_counts.values(), float, len(self._demand_counts))
+        caps = np.concatenate([demands, [f.cap for f in self.flows]])
+        shares = max_min_fair(
+            self.capacity, caps, np.concatenate([counts, np.ones(len(self.flows))])
+        )
+        for f, s in zip(self.flows, shares[len(demands) :], strict=True):
+            f.share = float(s)
+        return float(np.dot(shares[: len(demands)], counts))
+
+    def _first_come_first_served(self) -> float:
+        """In arrival order each takes up to its demand/cap while capacity remains."""
+        keys = np.fromiter(self.sessions.keys(), float, len(self.sessions))
+        demands = np.fromiter(self.sessions.values(), float, len(self.sessions))
+        f_keys = np.array([f.arrival for f in self.flows], dtype=float)
+        f_caps = np.array([f.cap for f in self.flows], dtype=float)
+        all_keys = np.concatenate([keys, f_keys])
+        all_want = np.concatenate([demands, f_caps])
+        order = np.argsort(all_keys, kind="stable")
+        want = all_want[order]
+        before = np.concatenate([[0.0], np.cumsum(want[:-1])]) if want.size else want
+        got_sorted = np.minimum(want, np.maximum(0.0, self.capacity - before))
+        got = np.empty_like(got_sorted)
+        got[order] = got_sorted
+        for f, s in zip(self.flows, got[len(keys) :], strict=True):
+            f.share = float(s)
+        return float(got[: len(keys)].sum())
 
 
 class ProcessorSharing(SharedMedium):
     """A capacity [bit/s] shared max-min fairly, each flow capped by its own link rate."""
 
     def __init__(self, env: simpy.Environment, capacity_bps: float):
-        super().__init__(env)
-        if capacity_bps <= 0:
-            raise ValueError("capacity_bps must be positive")
-        self.capacity_bps = float(capacity_bps)
+        super().__init__(env, capacity_bps)
+
+    @property
+    def capacity_bps(self) -> float:
+        return self.capacity
 
     def send(self, size_bits: float, cap_bps: float = math.inf) -> simpy.Event:
         """Start a flow of ``size_bits``; the returned event fires on delivery."""
         return self.add_flow(Flow(float(size_bits), float(cap_bps), self.env.event()))
 
-    def _allocate(self) -> None:
-        entities = [*self.sessions, *self.flows]
-        caps = np.array([s.demand for s in self.sessions] + [f.cap for f in self.flows])
-        for e, share in zip(entities, max_min_fair(self.capacity_bps, caps), strict=True):
-            e.share = float(share)
+    def _allocate(self) -> float:
+        return self._equal_share()
 
     def __repr__(self) -> str:
-        return (
-            f"ProcessorSharing(capacity={self.capacity_bps / 1e6:g} Mbit/s, "
-            f"flows={len(self.flows)})"
-        )
+        return f"ProcessorSharing(capacity={self.capacity / 1e6:g} Mbit/s, flows={len(self.flows)})"
