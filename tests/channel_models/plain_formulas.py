@@ -1,0 +1,66 @@
+"""Second, plain implementations of the channel formulas (scalar math, no numpy).
+
+Written straight from the sources, independent of channel_models, so the
+tests compare two implementations (Sionna style).
+"""
+
+import math
+
+C = 299_792_458.0
+
+
+def log_distance_loss_db(d2d, h=23.5, beta0=-30.0, kappa=3.75, d0=1.0):
+    d = math.sqrt(d2d * d2d + h * h)
+    return -(beta0 - 10 * kappa * math.log10(max(d, d0) / d0))
+
+
+def free_space_loss_db(d3, f_hz):
+    return 20 * math.log10(4 * math.pi * d3 * f_hz / C)
+
+
+def uma_los_db(d2d, fc_hz, h_bs=25.0, h_ut=1.5):
+    d3 = math.sqrt(d2d**2 + (h_bs - h_ut) ** 2)
+    fc = fc_hz / 1e9
+    d_bp = 4 * (h_bs - 1) * (h_ut - 1) * fc_hz / C
+    if d2d <= d_bp:
+        return 28.0 + 22 * math.log10(d3) + 20 * math.log10(fc)
+    return (
+        28.0
+        + 40 * math.log10(d3)
+        + 20 * math.log10(fc)
+        - 9 * math.log10(d_bp**2 + (h_bs - h_ut) ** 2)
+    )
+
+
+def uma_nlos_db(d2d, fc_hz, h_bs=25.0, h_ut=1.5):
+    d3 = math.sqrt(d2d**2 + (h_bs - h_ut) ** 2)
+    pl = 13.54 + 39.08 * math.log10(d3) + 20 * math.log10(fc_hz / 1e9) - 0.6 * (h_ut - 1.5)
+    return max(uma_los_db(d2d, fc_hz, h_bs, h_ut), pl)
+
+
+def umi_los_db(d2d, fc_hz, h_bs=10.0, h_ut=1.5):
+    d3 = math.sqrt(d2d**2 + (h_bs - h_ut) ** 2)
+    fc = fc_hz / 1e9
+    d_bp = 4 * (h_bs - 1) * (h_ut - 1) * fc_hz / C
+    if d2d <= d_bp:
+        return 32.4 + 21 * math.log10(d3) + 20 * math.log10(fc)
+    return (
+        32.4
+        + 40 * math.log10(d3)
+        + 20 * math.log10(fc)
+        - 9.5 * math.log10(d_bp**2 + (h_bs - h_ut) ** 2)
+    )
+
+
+def umi_nlos_db(d2d, fc_hz, h_bs=10.0, h_ut=1.5):
+    d3 = math.sqrt(d2d**2 + (h_bs - h_ut) ** 2)
+    pl = 35.3 * math.log10(d3) + 22.4 + 21.3 * math.log10(fc_hz / 1e9) - 0.3 * (h_ut - 1.5)
+    return max(umi_los_db(d2d, fc_hz, h_bs, h_ut), pl)
+
+
+def uma_p_los(d2d):
+    return 1.0 if d2d <= 18 else (18 / d2d + math.exp(-d2d / 63) * (1 - 18 / d2d))
+
+
+def umi_p_los(d2d):
+    return 1.0 if d2d <= 18 else (18 / d2d + math.exp(-d2d / 36) * (1 - 18 / d2d))

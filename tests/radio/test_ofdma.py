@@ -1,0 +1,221 @@
+"""The event-driven OFDMA carrier against analytic instants and a per-slot reference."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import simpy
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from channel_models.fading import NoFading, RayleighBlockFading
+from channel_models.link_budget import shannon_efficiency
+from netfl.radio.ofdma import OfdmaCarrier
+
+RB_HZ = 180e3
+BLOCK_S = 1e-3
+SLOT_S = 0.5e-3  # reference slot: half a fading block (numerology 1)
+REL = 1e-9
+
+
+def run_carrier(num_rbs, flows, sessions=(), scheduler="round_robin", fading=None):
+    """flows: (start_s, size_bits, mean_snr, seed, cap); sessions: (start_s, end_s, demand).
+
+    Returns delivery times (by flow index), the carrier, and the flow objects."""
+    env = simpy.Environment()
+    carrier = OfdmaCarrier(
+        env,
+        "ul",
+        num_rbs,
+        RB_HZ,
+        fading or RayleighBlockFading(BLOCK_S),
+        shannon_efficiency,
+        scheduler,
+    )
+    ends: dict[int, float] = {}
+    objs: dict[int, object] = {}
+
+    def flow(i, start, size, snr, seed, cap):
+        yield env.timeout(start)
+        f = carrier.send(size, snr, np.random.default_rng(seed), cap_rbs=cap)
+        objs[i] = f
+        yield f.done
+        ends[i] = env.now
+
+    def session(start, end, demand):
+        yield env.timeout(start)
+        h = carrier.add_session(demand)
+        yield env.timeout(end - start)
+        carrier.remove_session(h)
+
+    for s in sessions:
+        env.process(session(*s))
+    for i, f in enumerate(flows):
+        env.process(flow(i, *f))
+    env.run()
+    return ends, carrier, objs
+
+
+# -- a second, brute-force implementation: step every slot ---------------------------------
+
+
+def ref_equal_share(n_rbs, demands):
+    """Plain water-filling: repeatedly give everyone an equal share, capped at their demand."""
+    share = [0.0] * len(demands)
+    active = list(range(len(demands)))
+    left = float(n_rbs)
+    while active and left > 1e-12:
+        each = left / len(active)
+        capped = [i for i in active if demands[i] - share[i] <= each]
+        if not capped:
+            for i in active:
+                share[i] += each
+            break
+        for i in capped:
+            left -= demands[i] - share[i]
+            share[i] = demands[i]
+        active = [i for i in active if i not in capped]
+    return share
+
+
+def ref_fcfs(n_rbs, demands):
+    left, out = float(n_rbs), []
+    for d in demands:
+        out.append(min(d, left))
+        left -= out[-1]
+    return out
+
+
+def reference(num_rbs, flows, sessions, scheduler):
+    """Step slot by slot; within a slot, shares change only when a flow completes."""
+    fading = RayleighBlockFading(BLOCK_S)
+    gains = {}
+    for i, (start, _size, _snr, seed, _cap) in enumerate(flows):
+        k0 = int(math.floor(start / BLOCK_S))
+        gains[i] = (k0, fading.sample(np.random.default_rng(seed), 200_000))
+    remaining = {i: f[1] for i, f in enumerate(flows)}
+    ends = {}
+    step = 0
+    while len(ends) < len(flows):
+        t, t_end = step * SLOT_S, (step + 1) * SLOT_S
+        block = int(math.floor((t + 1e-12) / BLOCK_S))
+        while True:  # sub-steps: a completion inside the slot frees RBs for the rest of it
+            ents = [("s", s[0], s[2]) for s in sessions if s[0] <= t + 1e-12 < s[1] - 1e-12]
+            ents += [
+                ("f", f[0], f[4], i)
+                for i, f in enumerate(flows)
+                if f[0] <= t + 1e-12 and i not in ends
+            ]
+            ents.sort(key=lambda e: e[1])
+            shares = (ref_fcfs if scheduler == "fcfs" else ref_equal_share)(
+                num_rbs, [e[2] for e in ents]
+            )
+            rates = {}
+            for e, share in zip(ents, shares, strict=True):
+                if e[0] == "f" and share > 0:
+                    k0, g = gains[e[3]]
+                    rates[e[3]] = share * RB_HZ * math.log2(1 + flows[e[3]][2] * g[block - k0])
+            dt = min([remaining[i] / r for i, r in rates.items()] + [t_end - t])
+            for i, r in rates.items():
+                remaining[i] -= r * dt
+                if remaining[i] <= 1e-9 * flows[i][1]:
+                    ends[i] = t + dt
+            t += dt
+            if t >= t_end - 1e-15 or len(ends) == len(flows):
+                break
+        step += 1
+    return ends
+
+
+flow_st = st.tuples(
+    st.integers(0, 20).map(lambda k: k * SLOT_S),  # start on a slot boundary
+    st.floats(5e4, 2e6),  # bits
+    st.floats(0.5, 1000.0),  # mean SNR (linear)
+    st.integers(0, 10_000),  # fading seed
+    st.sampled_from([math.inf, 3.0, 10.0]),  # RB cap
+)
+session_st = st.tuples(
+    st.integers(0, 20), st.integers(1, 40), st.sampled_from([1.0, 2.0, 5.0])
+).map(lambda s: (s[0] * SLOT_S, (s[0] + s[1]) * SLOT_S, s[2]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    flows=st.lists(flow_st, min_size=1, max_size=5),
+    sessions=st.lists(session_st, max_size=6),
+    scheduler=st.sampled_from(["round_robin", "fcfs"]),
+)
+def test_engine_matches_per_slot_reference_within_one_slot(flows, sessions, scheduler):
+    num_rbs = 12
+    got, _, _ = run_carrier(num_rbs, flows, sessions, scheduler)
+    want = reference(num_rbs, flows, sessions, scheduler)
+    for i in range(len(flows)):
+        # the issue asks for one slot; with arrivals on slot boundaries both are exact
+        assert abs(got[i] - want[i]) <= 1e-6 * SLOT_S + 1e-9 * got[i], (i, got[i], want[i])
+
+
+def test_equal_transfers_end_together_at_the_analytic_instant():
+    """k flows of S bits on N RBs, no fading, SNR 3 (2 bit/s/Hz): all end at k·S/(N·B·2)."""
+    k, size, n = 4, 3.6e6, 50
+    got, _, _ = run_carrier(
+        n, [(0.0, size, 3.0, i, math.inf) for i in range(k)], fading=NoFading(BLOCK_S)
+    )
+    expected = k * size / (n * RB_HZ * 2.0)
+    assert all(t == pytest.approx(expected, rel=REL) for t in got.values())
+
+
+def test_session_holding_rbs_slows_a_transfer_exactly():
+    """A session holding 2 of 10 RBs for the first 0.1 s (equal share: min(2, 10/2))."""
+    size = 10 * RB_HZ * 2.0 * 1.0  # 1 s alone on 10 RBs at 2 bit/s/Hz
+    got, _, _ = run_carrier(
+        10, [(0.0, size, 3.0, 0, math.inf)], [(0.0, 0.1, 2.0)], fading=NoFading(BLOCK_S)
+    )
+    # 0–0.1 s on 8 RBs, then 10 RBs: 1 s + 0.1·(2/10) = 1.02 s
+    assert got[0] == pytest.approx(1.02, rel=REL)
+
+
+def test_no_rb_double_booked_and_rb_time_conserved():
+    flows = [
+        (0.0, 2e6, 20.0, 1, math.inf),
+        (0.002, 1e6, 5.0, 2, 4.0),
+        (0.004, 3e6, 50.0, 3, math.inf),
+    ]
+    sessions = [(0.0, 0.05, 3.0), (0.001, 0.2, 5.0), (0.01, 0.03, 2.0)]
+    for scheduler in ("round_robin", "fcfs"):
+        ends, carrier, objs = run_carrier(12, flows, sessions, scheduler)
+        occ = np.array(carrier.occupancy)
+        assert np.all(occ[:, 1] + occ[:, 2] <= 12 + 1e-9)
+        # ∫ flow RBs dt from the occupancy log equals the flows' own RB-seconds
+        t, flow_rbs = occ[:, 0], occ[:, 2]
+        integral = float(np.sum(flow_rbs[:-1] * np.diff(t)))
+        assert integral == pytest.approx(sum(f.rb_seconds for f in objs.values()), rel=1e-9)
+        assert all(f.remaining_bits == 0.0 for f in objs.values())
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    flows=st.lists(flow_st, min_size=1, max_size=4),
+    base=st.lists(session_st, max_size=4),
+    extra=st.lists(session_st, min_size=1, max_size=4),
+    scheduler=st.sampled_from(["round_robin", "fcfs"]),
+)
+def test_more_cue_load_never_speeds_a_transfer_up(flows, base, extra, scheduler):
+    light, _, _ = run_carrier(12, flows, base, scheduler)
+    heavy, _, _ = run_carrier(12, flows, base + extra, scheduler)
+    for i in light:
+        assert heavy[i] >= light[i] - 1e-9
+
+
+def test_fading_blocks_create_no_events():
+    """A long transfer over thousands of fading blocks needs only a few wake-ups."""
+    env = simpy.Environment()
+    carrier = OfdmaCarrier(env, "ul", 2, RB_HZ, RayleighBlockFading(BLOCK_S), shannon_efficiency)
+    f = carrier.send(5e6, 10.0, np.random.default_rng(0))
+    steps = 0
+    while not f.done.processed:
+        env.step()
+        steps += 1
+    assert env.now > 2.0  # > 2000 blocks
+    assert steps < 10
