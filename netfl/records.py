@@ -6,7 +6,7 @@ into ``pandas.DataFrame`` tables once at the end.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 
 import pandas as pd
 
@@ -67,7 +67,7 @@ class ComputeRecord:
 
 def _frame(records: list, cls: type) -> pd.DataFrame:
     columns = [f.name for f in fields(cls)]
-    df = pd.DataFrame([asdict(r) for r in records], columns=columns)
+    df = pd.DataFrame([vars(r) for r in records], columns=columns)
     df["duration_s"] = df["end_s"] - df["start_s"]
     if "size_bits" in df:
         df["mean_rate_bps"] = df["size_bits"] / df["duration_s"]

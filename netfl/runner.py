@@ -153,6 +153,7 @@ def run(
     """
     wall0 = time.perf_counter()
     world = World(scenario, source)
+    setup_wall_s = time.perf_counter() - wall0
     algorithm: Algorithm = get_algorithm(scenario.algorithm.name)(
         world, scenario.algorithm_config()
     )
@@ -211,6 +212,7 @@ def run(
         wall_time_s=time.perf_counter() - wall0,
         radio_tables=radio_tables,
         info={
+            "setup_wall_s": setup_wall_s,
             "model_params": world.model.num_params,
             "model_size_bits": world.model.size_bits,
             "train_flops_per_sample": world.model.flops.train_per_sample,

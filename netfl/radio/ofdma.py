@@ -16,12 +16,12 @@ RB is double-booked.
 
 A flow's rate in fading block b is ``share × rb_bandwidth × SE(SNR̄·|h_b|²)``
 (FedDif eqs. (7)-(10); SE is Shannon or the CQI table). Fading is drawn per
-flow from its own generator, vectorised, for as many blocks as its remainder
-needs. All active flows' per-RB bit curves live in one matrix on a common
-block grid, so draining and finding the next completion are a few array
-operations per event, whatever the number of flows; fading blocks create no
-events (the completion instant is found by a vectorised binary search on the
-cumulative bits per RB).
+flow from its own generator, vectorised, for a horizon of blocks ahead. All
+active flows' per-RB bit curves are rows of one matrix on a common block grid,
+so draining and finding the next completion are a few array operations per
+event, whatever the number of flows; fading blocks create no events (the
+completion instant is found by a vectorised two-level search on the cumulative
+bits per RB; a wake-up at the horizon's end extends it).
 """
 
 from __future__ import annotations
@@ -44,11 +44,17 @@ SCHEDULERS = ("round_robin", "fcfs")
 #: beyond the horizon are found after a wake-up at its end (one event per
 #: horizon, not per block), which bounds memory to flows × horizon.
 HORIZON_BLOCKS = 2048
+#: Coarse step of the two-level completion search [blocks].
+_COARSE = 64
 
 
 @dataclass(eq=False)
 class OfdmaFlow(Flow):
-    """A transfer on an OFDMA carrier: its mean SNR, fading generator and accounting."""
+    """A transfer on an OFDMA carrier: its mean SNR, fading generator and accounting.
+
+    While active, its remaining bits, share and accounting live in the
+    carrier's arrays; they are written back here when it completes.
+    """
 
     mean_snr: float = 1.0
     rng: np.random.Generator | None = None
@@ -94,11 +100,35 @@ class OfdmaCarrier(SharedMedium):
         self.block_s = fading.coherence_time_s
         self.efficiency = efficiency
         self.scheduler = scheduler
-        # Row i belongs to self.flows[i]; column c is absolute block self._kb + c.
+        # Row i < n belongs to self.flows[i]; column c is absolute block self._kb + c.
         self._kb = 0
-        self._gains = np.zeros((0, 0))
-        self._bits = np.zeros((0, 0))  # bits one RB carries in each block
-        self._cum = np.zeros((0, 1))  # cumulative bits per RB at block starts
+        self._width = 0
+        self._alloc_rows(8, HORIZON_BLOCKS)
+
+    def _alloc_rows(self, rows: int, width: int) -> None:
+        self._gains = np.zeros((rows, width))
+        self._bits = np.zeros((rows, width))  # bits one RB carries in each block
+        self._cum = np.zeros((rows, width + 1))  # cumulative bits per RB at block starts
+        self._rem = np.zeros(rows)
+        self._share = np.zeros(rows)
+        self._cap = np.zeros(rows)
+        self._arrival = np.zeros(rows)
+        self._snr = np.zeros(rows)
+        self._rbs = np.zeros(rows)
+        self._snrs = np.zeros(rows)
+
+    _ROW_ARRAYS = (
+        "_gains",
+        "_bits",
+        "_cum",
+        "_rem",
+        "_share",
+        "_cap",
+        "_arrival",
+        "_snr",
+        "_rbs",
+        "_snrs",
+    )
 
     # -- API -------------------------------------------------------------------
     def send(
@@ -114,138 +144,156 @@ class OfdmaCarrier(SharedMedium):
 
     @property
     def width(self) -> int:
-        return self._bits.shape[1]
+        return self._width
 
     # -- the block grid ----------------------------------------------------------
-    def _draw(self, flow: OfdmaFlow, num_blocks: int) -> tuple[np.ndarray, np.ndarray]:
-        gains = self.fading.sample(flow.rng, num_blocks)
-        bits = self.rb_bandwidth_hz * self.efficiency(flow.mean_snr * gains) * self.block_s
+    def _draw(
+        self, snr: float, rng: np.random.Generator, num_blocks: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        gains = self.fading.sample(rng, num_blocks)
+        bits = self.rb_bandwidth_hz * self.efficiency(snr * gains) * self.block_s
         return gains, bits
 
     def _grow(self, new_width: int) -> None:
-        """Extend every row to ``new_width`` blocks, drawing each flow's fading."""
-        extra = new_width - self.width
+        """Extend every active row to ``new_width`` blocks, drawing each flow's fading."""
+        extra = new_width - self._width
         if extra <= 0:
             return
         n = len(self.flows)
-        g = np.empty((n, extra))
-        b = np.empty((n, extra))
+        if new_width > self._bits.shape[1]:
+            cap = max(new_width, 2 * self._bits.shape[1])
+            pad = cap - self._bits.shape[1]
+            self._gains = np.pad(self._gains, ((0, 0), (0, pad)))
+            self._bits = np.pad(self._bits, ((0, 0), (0, pad)))
+            self._cum = np.pad(self._cum, ((0, 0), (0, pad)))
+        w0 = self._width
         for i, f in enumerate(self.flows):
-            g[i], b[i] = self._draw(f, extra)
-        self._gains = np.hstack([self._gains, g])
-        self._bits = np.hstack([self._bits, b])
-        self._cum = np.hstack([self._cum, self._cum[:, -1:] + np.cumsum(b, axis=1)])
+            self._gains[i, w0:new_width], self._bits[i, w0:new_width] = self._draw(
+                f.mean_snr, f.rng, extra
+            )
+        self._cum[:n, w0 + 1 : new_width + 1] = self._cum[:n, w0 : w0 + 1] + np.cumsum(
+            self._bits[:n, w0:new_width], axis=1
+        )
+        self._width = new_width
 
     def _rebase(self) -> None:
         """Drop the columns before the last update's block (they are never read again)."""
-        drop = int(math.floor(self._last_update_s / self.block_s)) - self._kb
+        drop = min(int(math.floor(self._last_update_s / self.block_s)) - self._kb, self._width)
         if drop <= 0:
             return
-        drop = min(drop, self.width)
-        self._gains = self._gains[:, drop:]
-        self._bits = self._bits[:, drop:]
-        self._cum = self._cum[:, drop:] - self._cum[:, drop : drop + 1]
+        n, w = len(self.flows), self._width
+        keep = w - drop
+        self._gains[:n, :keep] = self._gains[:n, drop:w]
+        self._bits[:n, :keep] = self._bits[:n, drop:w]
+        self._cum[:n, : keep + 1] = self._cum[:n, drop : w + 1] - self._cum[:n, drop : drop + 1]
         self._kb += drop
+        self._width = keep
 
     def _ensure(self, t_s: float) -> None:
         """Make sure the grid covers ``t_s`` plus a margin (rebasing first)."""
         j = int(math.floor(t_s / self.block_s)) - self._kb
-        if j + 16 >= self.width:
+        if j + 16 >= self._width:
             self._rebase()
             j = int(math.floor(t_s / self.block_s)) - self._kb
             self._grow(j + HORIZON_BLOCKS)
 
     def _positions(self, t_s: float) -> np.ndarray:
-        """Bits one RB has carried for each flow from column 0 until ``t_s``."""
+        """Bits one RB has carried for each active flow from column 0 until ``t_s``."""
+        n = len(self.flows)
         x = t_s / self.block_s - self._kb
         j = int(math.floor(x))
-        if j >= self.width:
-            if j == self.width and x == j:  # exactly at the right edge
-                return self._cum[:, j].copy()
+        if j >= self._width:
+            if j == self._width and x == j:  # exactly at the right edge
+                return self._cum[:n, j].copy()
             self._grow(j + HORIZON_BLOCKS)
-        return self._cum[:, j] + (x - j) * self._bits[:, j]
+        return self._cum[:n, j] + (x - j) * self._bits[:n, j]
 
     # -- SharedMedium hooks ------------------------------------------------------
     def _insert_flow(self, flow: Flow) -> None:
         assert isinstance(flow, OfdmaFlow)
-        if not self.flows:
-            self._kb, width = flow.k0, HORIZON_BLOCKS
-            self._gains = np.zeros((0, 0))
-            self._bits = np.zeros((0, 0))
-            self._cum = np.zeros((0, 1))
+        n = len(self.flows)
+        if n == 0:
+            self._kb, self._width = flow.k0, 0
+            self._grow(HORIZON_BLOCKS)
         else:
-            self._rebase()
-            width = max(self.width, flow.k0 - self._kb + HORIZON_BLOCKS // 4)
-            self._grow(width)
+            self._ensure(self.env.now)
+        if n == self._rem.shape[0]:  # more rows
+            for name in self._ROW_ARRAYS:
+                a = getattr(self, name)
+                setattr(self, name, np.concatenate([a, np.zeros_like(a)], axis=0))
         offset = flow.k0 - self._kb
-        g, b = self._draw(flow, width - offset)
-        gains = np.concatenate([np.full(offset, np.nan), g])
-        bits = np.concatenate([np.zeros(offset), b])
+        g, b = self._draw(flow.mean_snr, flow.rng, self._width - offset)
+        self._gains[n, :offset] = 0.0  # before the flow starts: no SNR, no bits
+        self._bits[n, :offset] = 0.0
+        self._gains[n, offset : self._width] = g
+        self._bits[n, offset : self._width] = b
+        self._cum[n, 0] = 0.0
+        self._cum[n, 1 : self._width + 1] = np.cumsum(self._bits[n, : self._width])
+        self._rem[n] = flow.remaining_bits
+        self._cap[n] = flow.cap
+        self._arrival[n] = flow.arrival
+        self._snr[n] = flow.mean_snr
+        self._rbs[n] = self._snrs[n] = self._share[n] = 0.0
         self.flows.append(flow)
-        if self._bits.shape[0] == 0:
-            self._gains = gains[None, :]
-            self._bits = bits[None, :]
-        else:
-            self._gains = np.vstack([self._gains, gains])
-            self._bits = np.vstack([self._bits, bits])
-        self._cum = np.hstack([np.zeros((len(self.flows), 1)), np.cumsum(self._bits, axis=1)])
 
     def _allocate(self) -> float:
+        n = len(self.flows)
         if self.scheduler == "fcfs":
-            return self._first_come_first_served()
-        return self._equal_share()
+            shares, session_total = self._first_come_first_served(self._cap[:n], self._arrival[:n])
+        else:
+            shares, session_total = self._equal_share(self._cap[:n])
+        self._share[:n] = shares
+        return session_total
 
-    def _shares(self) -> np.ndarray:
-        return np.fromiter((f.share for f in self.flows), float, len(self.flows))
+    def _flow_share_total(self) -> float:
+        return float(self._share[: len(self.flows)].sum())
 
     def _drain_all(self, t0_s: float, t1_s: float) -> None:
-        shares = self._shares()
-        delivered = shares * (self._positions(t1_s) - self._positions(t0_s))
-        snr_s = self._snr_integral(t0_s, t1_s)
-        for f, d, s, sn in zip(self.flows, delivered, shares, snr_s, strict=True):
-            f.remaining_bits -= float(d)
-            if s > 0:
-                f.rb_seconds += float(s) * (t1_s - t0_s)
-                f.snr_seconds += float(sn)
+        n = len(self.flows)
+        share = self._share[:n]
+        self._rem[:n] -= share * (self._positions(t1_s) - self._positions(t0_s))
+        self._rbs[:n] += share * (t1_s - t0_s)
+        self._snrs[:n] += np.where(share > 0, self._snr_integral(t0_s, t1_s), 0.0)
 
     def _snr_integral(self, t0_s: float, t1_s: float) -> np.ndarray:
-        """∫ SNR dt of each flow over ``[t0, t1]`` (blocks clipped to the interval)."""
+        """∫ SNR dt of each active flow over ``[t0, t1]`` (blocks clipped to the interval)."""
+        n = len(self.flows)
         c0 = max(int(math.floor(t0_s / self.block_s)) - self._kb, 0)
-        c1 = min(int(math.ceil(t1_s / self.block_s)) - self._kb, self.width)
+        c1 = min(int(math.ceil(t1_s / self.block_s)) - self._kb, self._width)
         if c1 <= c0:
-            return np.zeros(len(self.flows))
+            return np.zeros(n)
         edges = (self._kb + np.arange(c0, c1 + 1)) * self.block_s
         dur = np.clip(edges[1:], t0_s, t1_s) - np.clip(edges[:-1], t0_s, t1_s)
-        snr = (
-            np.nan_to_num(self._gains[:, c0:c1])
-            * np.array([f.mean_snr for f in self.flows])[:, None]
-        )
-        return snr @ dur
+        return (self._gains[:n, c0:c1] @ dur) * self._snr[:n]
 
     def _min_finish_time(self) -> float:
-        """Earliest completion within the drawn horizon, else the horizon's end."""
+        """Earliest completion within the drawn horizon, else the horizon's end.
+
+        A coarse pass (every 64th cumulative column, a view) brackets each flow's
+        completion block; the fine search runs only for the flows whose bracket can
+        hold the minimum.
+        """
         now = self.env.now
         self._ensure(now)
-        shares = self._shares()
-        horizon_end = (self._kb + self.width) * self.block_s
-        rows = np.flatnonzero(shares > 0)
-        if rows.size == 0:
+        n, w = len(self.flows), self._width
+        share = self._share[:n]
+        active = share > 0
+        if not active.any():
             return math.inf
-        rem = np.array([self.flows[i].remaining_bits for i in rows])
-        target = self._positions(now)[rows] + rem / shares[rows]
-        within = self._cum[rows, -1] >= target
+        horizon_end = (self._kb + w) * self.block_s
+        with np.errstate(divide="ignore"):
+            target = np.where(active, self._positions(now) + self._rem[:n] / share, np.inf)
+        within = self._cum[:n, w] >= target
         if not within.any():
             return horizon_end
-        rows, target = rows[within], target[within]
-        # vectorised binary search: first column c with cum[row, c] >= target
-        lo = np.zeros(rows.size, dtype=np.int64)
-        hi = np.full(rows.size, self.width, dtype=np.int64)
-        while np.any(lo < hi):
-            mid = (lo + hi) // 2
-            below = self._cum[rows, mid] < target
-            lo = np.where(below, mid + 1, lo)
-            hi = np.where(below, hi, mid)
-        col = np.maximum(lo - 1, 0)  # target falls inside block `col`
+        coarse = self._cum[:n, : w + 1 : _COARSE]
+        k = np.maximum((coarse < target[:, None]).sum(axis=1) - 1, 0) * _COARSE
+        upper = np.where(within, np.minimum(k + _COARSE, w), w)
+        candidates = np.flatnonzero(within & (k <= upper[within].min()))
+        rows, target, k = candidates, target[candidates], k[candidates]
+        cols = np.minimum(k[:, None] + np.arange(_COARSE + 1), w)
+        fine = self._cum[rows[:, None], cols]
+        col = np.minimum(np.maximum(k + (fine < target[:, None]).sum(axis=1) - 1, 0), w - 1)
         per_block = self._bits[rows, col]
         safe = np.where(per_block > 0, per_block, 1.0)
         frac = np.where(per_block > 0, (target - self._cum[rows, col]) / safe, 0.0)
@@ -253,18 +301,24 @@ class OfdmaCarrier(SharedMedium):
         return max(float(t_finish.min()), now)
 
     def _pop_finished(self) -> list[Flow]:
-        keep, done = [], []
-        for i, f in enumerate(self.flows):
-            (done if f.remaining_bits <= REL_COMPLETION_TOL * f.size_bits else keep).append(i)
-        if not done:
-            return []
-        finished = [self.flows[i] for i in done]
-        for f in finished:
+        n = len(self.flows)
+        size = np.array([f.size_bits for f in self.flows])
+        done = np.flatnonzero(self._rem[:n] <= REL_COMPLETION_TOL * size)
+        finished = []
+        for i in sorted(done.tolist(), reverse=True):  # swap-remove from the back
+            f = self.flows[i]
+            assert isinstance(f, OfdmaFlow)
             f.remaining_bits = 0.0
-        self.flows = [self.flows[i] for i in keep]
-        self._gains = self._gains[keep]
-        self._bits = self._bits[keep]
-        self._cum = self._cum[keep]
+            f.rb_seconds, f.snr_seconds, f.share = float(self._rbs[i]), float(self._snrs[i]), 0.0
+            finished.append(f)
+            last = len(self.flows) - 1
+            if i != last:
+                self.flows[i] = self.flows[last]
+                for name in self._ROW_ARRAYS:
+                    a = getattr(self, name)
+                    a[i] = a[last]
+            self.flows.pop()
+        finished.sort(key=lambda f: f.arrival)
         return finished
 
     def mean_snr(self, flow: OfdmaFlow, airtime_s: float) -> float:

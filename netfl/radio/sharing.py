@@ -63,6 +63,10 @@ def max_min_fair(capacity: float, caps: np.ndarray, counts: np.ndarray | None = 
     n = caps.size
     if n == 0:
         return caps.copy()
+    if n <= 8:  # few claimants (grouped sessions and flows): plain loop, no array overhead
+        return _max_min_fair_small(
+            float(capacity), caps.tolist(), [1.0] * n if counts is None else list(counts)
+        )
     w = np.ones(n) if counts is None else np.asarray(counts, dtype=float)
     order = np.argsort(caps, kind="stable")
     c, wc = caps[order], w[order]
@@ -78,6 +82,23 @@ def max_min_fair(capacity: float, caps: np.ndarray, counts: np.ndarray | None = 
     shares = np.empty(n)
     shares[order] = shares_sorted
     return shares
+
+
+def _max_min_fair_small(capacity: float, caps: list[float], counts: list[float]) -> np.ndarray:
+    order = sorted(range(len(caps)), key=caps.__getitem__)
+    left_count = float(sum(counts))
+    remaining = capacity
+    shares = [0.0] * len(caps)
+    for pos, i in enumerate(order):
+        level = remaining / left_count
+        if caps[i] > level:  # this and all larger caps get the level
+            for j in order[pos:]:
+                shares[j] = level
+            break
+        shares[i] = caps[i]
+        remaining -= caps[i] * counts[i]
+        left_count -= counts[i]
+    return np.array(shares)
 
 
 @dataclass(eq=False)
@@ -143,6 +164,9 @@ class SharedMedium(ABC):
     def _insert_flow(self, flow: Flow) -> None:
         self.flows.append(flow)
 
+    def _flow_share_total(self) -> float:
+        return float(sum(f.share for f in self.flows))
+
     def _next_change_s(self) -> float:
         """Absolute time of the next change of the medium itself (default: none)."""
         return math.inf
@@ -190,9 +214,7 @@ class SharedMedium(ABC):
     def _reschedule(self) -> None:
         self._generation += 1
         self.session_share = self._allocate()
-        self.occupancy.append(
-            (self.env.now, self.session_share, float(sum(f.share for f in self.flows)))
-        )
+        self.occupancy.append((self.env.now, self.session_share, self._flow_share_total()))
         if not self.flows:
             return
         wake_s = min(self._min_finish_time(), self._next_change_s())
@@ -214,35 +236,38 @@ class SharedMedium(ABC):
             f.done.succeed()
 
     # -- schedulers shared by subclasses -------------------------------------
-    def _equal_share(self) -> float:
-        """Max-min fair shares over sessions (grouped by demand) and flows (capped)."""
-        demands = np.fromiter(self._demand_counts.keys(), float, len(self._demand_counts))
-        counts = np.fromiter(self._demand_counts.values(), float, len(self._demand_counts))
-        caps = np.concatenate([demands, [f.cap for f in self.flows]])
-        shares = max_min_fair(
-            self.capacity, caps, np.concatenate([counts, np.ones(len(self.flows))])
-        )
-        for f, s in zip(self.flows, shares[len(demands) :], strict=True):
-            f.share = float(s)
-        return float(np.dot(shares[: len(demands)], counts))
+    def _equal_share(self, caps: np.ndarray) -> tuple[np.ndarray, float]:
+        """Max-min fair shares of sessions (grouped by demand) and flows with ``caps``.
 
-    def _first_come_first_served(self) -> float:
-        """In arrival order each takes up to its demand/cap while capacity remains."""
-        keys = np.fromiter(self.sessions.keys(), float, len(self.sessions))
-        demands = np.fromiter(self.sessions.values(), float, len(self.sessions))
-        f_keys = np.array([f.arrival for f in self.flows], dtype=float)
-        f_caps = np.array([f.cap for f in self.flows], dtype=float)
-        all_keys = np.concatenate([keys, f_keys])
-        all_want = np.concatenate([demands, f_caps])
+        Returns the flows' shares and the sessions' total.
+        """
+        k = len(self._demand_counts)
+        demands = np.fromiter(self._demand_counts.keys(), float, k)
+        counts = np.fromiter(self._demand_counts.values(), float, k)
+        shares = max_min_fair(
+            self.capacity,
+            np.concatenate([demands, caps]),
+            np.concatenate([counts, np.ones(len(caps))]),
+        )
+        return shares[k:], float(np.dot(shares[:k], counts))
+
+    def _first_come_first_served(
+        self, caps: np.ndarray, arrivals: np.ndarray
+    ) -> tuple[np.ndarray, float]:
+        """In arrival order each takes up to its demand/cap while capacity remains.
+
+        Returns the flows' shares and the sessions' total.
+        """
+        k = len(self.sessions)
+        keys = np.fromiter(self.sessions.keys(), float, k)
+        demands = np.fromiter(self.sessions.values(), float, k)
+        all_keys = np.concatenate([keys, arrivals])
         order = np.argsort(all_keys, kind="stable")
-        want = all_want[order]
+        want = np.concatenate([demands, caps])[order]
         before = np.concatenate([[0.0], np.cumsum(want[:-1])]) if want.size else want
-        got_sorted = np.minimum(want, np.maximum(0.0, self.capacity - before))
-        got = np.empty_like(got_sorted)
-        got[order] = got_sorted
-        for f, s in zip(self.flows, got[len(keys) :], strict=True):
-            f.share = float(s)
-        return float(got[: len(keys)].sum())
+        got = np.empty_like(want)
+        got[order] = np.minimum(want, np.maximum(0.0, self.capacity - before))
+        return got[k:], float(got[:k].sum())
 
 
 class ProcessorSharing(SharedMedium):
@@ -260,7 +285,10 @@ class ProcessorSharing(SharedMedium):
         return self.add_flow(Flow(float(size_bits), float(cap_bps), self.env.event()))
 
     def _allocate(self) -> float:
-        return self._equal_share()
+        shares, session_total = self._equal_share(np.array([f.cap for f in self.flows]))
+        for f, share in zip(self.flows, shares, strict=True):
+            f.share = float(share)
+        return session_total
 
     def __repr__(self) -> str:
         return f"ProcessorSharing(capacity={self.capacity / 1e6:g} Mbit/s, flows={len(self.flows)})"

@@ -1,0 +1,109 @@
+"""Scale of the event-driven radio: timing-only FedAvg on a faded 5G carrier with CUEs.
+
+Target (issue): 100 PUEs and about 1,000 concurrent CUE sessions on a faded
+5G NR carrier, 100 rounds, in at most 10 s of wall time. Also prints events/s
+and the wall time per round at 10, 100 and 1,000 PUEs (growth should be close
+to linear in the number of PUEs).
+
+    .venv/bin/python benchmarks/radio_scale.py [--rounds 100] [--scale-rounds 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import simpy
+
+import netfl.world
+from netfl.runner import run
+from netfl.scenario import parse_scenario
+
+
+class CountingEnvironment(simpy.Environment):
+    """A SimPy environment that counts processed events."""
+
+    events = 0
+
+    def step(self) -> None:
+        CountingEnvironment.events += 1
+        super().step()
+
+
+def scenario(num_pues: int, rounds: int) -> dict:
+    return {
+        "name": f"radio_scale_{num_pues}",
+        "seed": 1,
+        "cell": {
+            "radius_m": 150.0,
+            "link": {"mode": "ofdma", "channel_profile": "nr_fr1_uma", "scheduler": "round_robin"},
+            # 14000 /km² × 0.0707 km² ≈ 990 CUEs, each 0.02 sessions/s of 50 s: ≈ 990 concurrent
+            "cues": {
+                "density_per_km2": 14000.0,
+                "session_rate_per_s": 0.02,
+                "mean_session_s": 50.0,
+                "demand_rbs": 0.2,
+            },
+        },
+        "devices": {"count": num_pues, "compute_profile": "smartphone"},
+        "data": {"dataset": "mnist5k"},
+        "model": {"name": "lenet"},
+        "training": {"rounds": rounds},
+        "learning": {"mode": "timing"},
+        "outputs": {"figures": False, "progress": False},
+    }
+
+
+def measure(num_pues: int, rounds: int) -> dict:
+    CountingEnvironment.events = 0
+    s = parse_scenario(scenario(num_pues, rounds))
+    t0 = time.perf_counter()
+    result = run(s)
+    wall = time.perf_counter() - t0
+    occ = result.radio_tables["occupancy"]
+    sessions_ul = occ[occ.carrier == "uplink"]
+    return {
+        "pues": num_pues,
+        "rounds": len(result.rounds),
+        "wall_s": wall,
+        "setup_s": result.info["setup_wall_s"],
+        "sim_wall_s": wall - result.info["setup_wall_s"],
+        "events": CountingEnvironment.events,
+        "sim_time_s": float(result.rounds["sim_time_s"].iloc[-1]),
+        "mean_session_rbs_ul": float(sessions_ul["session_rbs"].mean()),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=100)
+    ap.add_argument("--scale-rounds", type=int, default=5)
+    args = ap.parse_args()
+    netfl.world.simpy.Environment = CountingEnvironment  # count events of every run below
+
+    m = measure(100, args.rounds)
+    print(
+        f"target run: {m['pues']} PUEs, {m['rounds']} rounds, ~1000 CUE sessions: "
+        f"wall {m['wall_s']:.2f} s (target <= 10 s; setup {m['setup_s']:.2f} s, "
+        f"simulation {m['sim_wall_s']:.2f} s), {m['events']} events, "
+        f"{m['events'] / m['sim_wall_s']:.0f} events/s, simulated {m['sim_time_s']:.0f} s"
+    )
+    print(f"\nscaling ({args.scale_rounds} rounds each; wall of the simulation, setup excluded):")
+    print(
+        f"{'PUEs':>6} {'sim wall s':>10} {'wall s/round':>13} {'events':>9} {'events/s':>9} "
+        f"{'sim s/round':>12}"
+    )
+    base = None
+    for n in (10, 100, 1000):
+        m = measure(n, args.scale_rounds)
+        per_round = m["sim_wall_s"] / m["rounds"]
+        base = base or per_round
+        print(
+            f"{n:>6} {m['sim_wall_s']:>10.2f} {per_round:>13.3f} {m['events']:>9} "
+            f"{m['events'] / m['sim_wall_s']:>9.0f} {m['sim_time_s'] / m['rounds']:>12.1f}"
+            f"   (x{per_round / base:.1f} of 10 PUEs)"
+        )
+
+
+if __name__ == "__main__":
+    main()
