@@ -25,6 +25,7 @@ lint: $(BIN)/.installed
 
 bench: $(BIN)/.installed
 	$(BIN)/python benchmarks/overhead.py
+	$(BIN)/python benchmarks/radio_scale.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

@@ -75,6 +75,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 def _cmd_list(args: argparse.Namespace) -> int:
     from channel_models import link_profiles
+    from channel_models.channel_profiles import channel_profiles
     from netfl.algorithms import ALGORITHMS
     from netfl.compute import compute_profiles
     from netfl.learning import MODELS, PARTITIONERS
@@ -89,6 +90,11 @@ def _cmd_list(args: argparse.Namespace) -> int:
             n: f"up {p.uplink_bps / 1e6:g} Mbit/s, down {p.downlink_bps / 1e6:g} "
             f"Mbit/s  {p.description}"
             for n, p in link_profiles().items()
+        },
+        "channel-profiles": {
+            n: f"{p.num_rbs} RBs, {p.bandwidth_hz / 1e6:g} MHz, {p.pathloss['model']}, "
+            f"{p.fading['model']}  {p.description}"
+            for n, p in channel_profiles().items()
         },
         "compute-profiles": {
             n: f"{p.effective_flops_per_s:.3g} FLOP/s, busy {p.busy_power_w:g} W,"
@@ -170,6 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
             "models",
             "partitions",
             "link-profiles",
+            "channel-profiles",
             "compute-profiles",
         ],
     )

@@ -52,6 +52,7 @@ _OFDMA_KEYS = {
     "channel_profile",
     "scheduler",
     "max_rbs_per_transfer",
+    "pf_window_blocks",
     "bandwidth_hz",
     "num_rbs",
     "numerology",
@@ -75,8 +76,11 @@ class LinkSection(_Strict):
     downlink_capacity_mbps: PositiveFloat | None = None
     # ofdma
     channel_profile: str = Field("feddif", description="named OFDMA channel profile")
-    scheduler: Literal["round_robin", "fcfs"] = "round_robin"
+    scheduler: Literal["round_robin", "fcfs", "proportional_fair"] = "round_robin"
     max_rbs_per_transfer: PositiveFloat | None = None
+    pf_window_blocks: PositiveFloat | None = Field(
+        None, description="proportional fair: averaging window [fading blocks] (default 100)"
+    )
     bandwidth_hz: PositiveFloat | None = Field(
         None, description="override; sets num_rbs by TS 38.101"
     )

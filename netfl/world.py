@@ -199,6 +199,7 @@ class World:
                 link.scheduler,
                 rng_for_transfer=lambda k: self.streams.generator("fading", k),
                 max_rbs_per_transfer=link.max_rbs_per_transfer or float("inf"),
+                pf_window_blocks=link.pf_window_blocks or 100.0,
             )
             c = self.scenario.cell.cues
             self.cues = CueTraffic(

@@ -10,6 +10,13 @@ the scheduler whenever something starts or ends:
   RB scheduler gives each user on average.
 - ``fcfs`` — first come, first served: in arrival order each takes up to its
   demand (flows: their cap) while RBs remain; later arrivals wait.
+- ``proportional_fair`` — sessions get their round-robin share; the FL
+  transfers' round-robin budget is given, in every fading block, to the
+  transfers with the highest r_i(b)/R̄_i (instantaneous rate over an EWMA of
+  served rate with a window of ``pf_window_blocks``; each up to its cap),
+  so transfers ride their fading peaks (multi-user diversity). This is the
+  one scheduler that needs an event per fading block while two or more
+  transfers are active.
 
 Shares are fractional (time-averaged RBs); they always sum to at most N, so no
 RB is double-booked.
@@ -38,7 +45,7 @@ from netfl.radio.sharing import REL_COMPLETION_TOL, Flow, SharedMedium
 
 __all__ = ["OfdmaFlow", "OfdmaCarrier", "SCHEDULERS"]
 
-SCHEDULERS = ("round_robin", "fcfs")
+SCHEDULERS = ("round_robin", "fcfs", "proportional_fair")
 
 #: Fading blocks drawn ahead of the clock for every active flow. Completions
 #: beyond the horizon are found after a wake-up at its end (one event per
@@ -77,7 +84,9 @@ class OfdmaCarrier(SharedMedium):
     efficiency : callable
         Linear SNR array → spectral efficiency [bit/s/Hz].
     scheduler : str
-        ``"round_robin"`` or ``"fcfs"``.
+        ``"round_robin"``, ``"fcfs"`` or ``"proportional_fair"``.
+    pf_window_blocks : float
+        Proportional fair: time constant of the served-rate average [blocks].
     """
 
     def __init__(
@@ -89,6 +98,7 @@ class OfdmaCarrier(SharedMedium):
         fading: BlockFading,
         efficiency: Callable[[np.ndarray], np.ndarray],
         scheduler: str = "round_robin",
+        pf_window_blocks: float = 100.0,
     ):
         super().__init__(env, num_rbs)
         if scheduler not in SCHEDULERS:
@@ -100,6 +110,8 @@ class OfdmaCarrier(SharedMedium):
         self.block_s = fading.coherence_time_s
         self.efficiency = efficiency
         self.scheduler = scheduler
+        self._pf_beta = 1.0 / float(pf_window_blocks)
+        self._pf_block = 0  # absolute block up to which the PF averages are updated
         # Row i < n belongs to self.flows[i]; column c is absolute block self._kb + c.
         self._kb = 0
         self._width = 0
@@ -117,6 +129,7 @@ class OfdmaCarrier(SharedMedium):
         self._arrival = np.zeros(rows)
         self._snr = np.zeros(rows)
         self._rbs = np.zeros(rows)
+        self._avg = np.zeros(rows)  # PF: EWMA of the served rate [bit/s]
 
     _ROW_ARRAYS = (
         "_gains",
@@ -130,6 +143,7 @@ class OfdmaCarrier(SharedMedium):
         "_arrival",
         "_snr",
         "_rbs",
+        "_avg",
     )
 
     # -- API -------------------------------------------------------------------
@@ -243,6 +257,7 @@ class OfdmaCarrier(SharedMedium):
         self._arrival[n] = flow.arrival
         self._snr[n] = flow.mean_snr
         self._rbs[n] = self._share[n] = 0.0
+        self._avg[n] = 1.0  # a new transfer has served nothing yet: top PF priority
         self.flows.append(flow)
         self._gstart[n] = self._gain_integral(n, self.env.now)
 
@@ -252,8 +267,56 @@ class OfdmaCarrier(SharedMedium):
             shares, session_total = self._first_come_first_served(self._cap[:n], self._arrival[:n])
         else:
             shares, session_total = self._equal_share(self._cap[:n])
+            if self.scheduler == "proportional_fair" and n > 0:
+                shares = self._proportional_fair(shares)
         self._share[:n] = shares
         return session_total
+
+    def _block_now(self) -> int:
+        """Absolute index of the fading block the clock is in (boundary-safe)."""
+        return int(math.floor(self.env.now / self.block_s + 1e-9))
+
+    def _proportional_fair(self, rr_shares: np.ndarray) -> np.ndarray:
+        """Give the flows' round-robin budget to the best r_i(b)/R̄_i, each up to its cap."""
+        n = len(self.flows)
+        self._ensure(self.env.now)
+        block = self._block_now()
+        self._pf_update(block)
+        col = block - self._kb
+        rate = self._bits[:n, col] / self.block_s  # per RB in this block [bit/s]
+        metric = rate / np.maximum(self._avg[:n], 1e-12)
+        order = np.lexsort((self._arrival[:n], -metric))  # best metric, then earliest
+        budget = float(rr_shares.sum())
+        shares = np.zeros(n)
+        for i in order:
+            if budget <= 0:
+                break
+            shares[i] = min(self._cap[i], budget)
+            budget -= shares[i]
+        return shares
+
+    def _pf_update(self, block: int) -> None:
+        """EWMA of served rate over the blocks since the last update (vectorised)."""
+        n = len(self.flows)
+        gap = block - self._pf_block
+        if gap <= 0 or n == 0:
+            self._pf_block = max(self._pf_block, block)
+            return
+        c1 = block - self._kb
+        c0 = max(c1 - gap, 0)
+        served = self._share[:n, None] * self._bits[:n, c0:c1] / self.block_s
+        m = c1 - c0
+        decay = (1.0 - self._pf_beta) ** np.arange(m - 1, -1, -1)
+        self._avg[:n] = (1.0 - self._pf_beta) ** gap * self._avg[:n] + self._pf_beta * (
+            served @ decay
+        )
+        self._pf_block = block
+
+    def _next_change_s(self) -> float:
+        """Proportional fair re-decides at every block boundary while flows compete."""
+        if self.scheduler != "proportional_fair" or len(self.flows) < 2:
+            return math.inf
+        return (self._block_now() + 1) * self.block_s
 
     def _flow_share_total(self) -> float:
         return float(self._share[: len(self.flows)].sum())

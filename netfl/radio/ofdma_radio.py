@@ -37,7 +37,7 @@ class OfdmaRadio(Radio):
     profile : ChannelProfile
         Carrier, path loss, fading, noise and powers.
     scheduler : str
-        ``"round_robin"`` or ``"fcfs"``.
+        ``"round_robin"``, ``"fcfs"`` or ``"proportional_fair"``.
     rng_for_transfer : callable
         ``k → numpy Generator`` for the k-th transfer (fading, shadowing, LOS).
     max_rbs_per_transfer : float
@@ -54,6 +54,7 @@ class OfdmaRadio(Radio):
         scheduler: str,
         rng_for_transfer: Callable[[int], np.random.Generator],
         max_rbs_per_transfer: float = float("inf"),
+        pf_window_blocks: float = 100.0,
     ):
         super().__init__(env, recorder)
         self.profile = profile
@@ -71,6 +72,7 @@ class OfdmaRadio(Radio):
                 profile.build_fading(),
                 profile.efficiency_bps_per_hz,
                 scheduler,
+                pf_window_blocks,
             )
             for d in ("uplink", "downlink")
         }

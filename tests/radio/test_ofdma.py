@@ -231,3 +231,39 @@ def test_mean_snr_over_the_transfer():
     airtime = f.done.env.now - f.start_s
     assert airtime > 5 * HORIZON_BLOCKS * BLOCK_S  # spans several horizons
     assert carrier.mean_snr(f, airtime) == pytest.approx(50.0, rel=0.05)
+
+
+def _pf_vs_rr(num_flows, sessions=()):
+    flows = [(0.0, 2e7, 10.0, seed, math.inf) for seed in range(num_flows)]
+    rr, _, rr_objs = run_carrier(20, flows, sessions, "round_robin")
+    pf, carrier, pf_objs = run_carrier(20, flows, sessions, "proportional_fair")
+    return rr, pf, rr_objs, pf_objs, carrier
+
+
+def test_proportional_fair_exploits_multiuser_diversity_fairly():
+    """Equal mean SNRs under Rayleigh fading: PF rides the peaks, so every transfer
+    ends sooner than under round robin, and RB time stays evenly spread."""
+    rr, pf, _, pf_objs, carrier = _pf_vs_rr(4)
+    assert max(pf.values()) < 0.85 * max(rr.values())
+    rb_s = np.array([f.rb_seconds for f in pf_objs.values()])
+    assert rb_s.max() / rb_s.min() < 1.15
+    occ = np.array(carrier.occupancy)
+    assert np.all(occ[:, 1] + occ[:, 2] <= 20 + 1e-9)
+
+
+def test_proportional_fair_leaves_cue_sessions_their_round_robin_share():
+    sessions = [(0.0, 10.0, 2.0), (0.0, 10.0, 2.0), (0.001, 10.0, 1.0)]
+    _, _, _, _, pf_carrier = _pf_vs_rr(3, sessions)
+    _, rr_carrier, _ = run_carrier(20, [(0.0, 2e7, 10.0, s, math.inf) for s in range(3)],
+                                   sessions, "round_robin")
+    # while all flows are active, sessions hold 5 RBs under both schedulers
+    for occ in (pf_carrier.occupancy, rr_carrier.occupancy):
+        held = [s for t, s, f in occ if 0.001 <= t < 0.5]
+        assert held and all(h == pytest.approx(5.0) for h in held)
+
+
+def test_proportional_fair_with_one_flow_equals_round_robin():
+    flows = [(0.0, 5e6, 10.0, 3, math.inf)]
+    rr, _, _ = run_carrier(10, flows, scheduler="round_robin")
+    pf, _, _ = run_carrier(10, flows, scheduler="proportional_fair")
+    assert pf[0] == pytest.approx(rr[0], rel=1e-12)
