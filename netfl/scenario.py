@@ -113,8 +113,11 @@ class CueSection(_Strict):
     density_per_km2: NonNegativeFloat = 0.0
     session_rate_per_s: NonNegativeFloat = Field(0.1, description="sessions per CUE per second")
     mean_session_s: PositiveFloat = Field(10.0, description="mean (exponential) session length")
-    demand_rbs: PositiveFloat = 4.0
+    demand_rbs: PositiveFloat = Field(4.0, description="RBs a session holds (at most, if sized)")
     uplink_fraction: float = Field(0.5, ge=0.0, le=1.0)
+    mean_session_bits: PositiveFloat | None = Field(
+        None, description="if set, sessions are transfers of Exp(mean) bits instead of durations"
+    )
 
 
 class CellSection(_Strict):

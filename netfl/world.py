@@ -211,9 +211,11 @@ class World:
                     c.mean_session_s,
                     c.demand_rbs,
                     c.uplink_fraction,
+                    c.mean_session_bits,
                 ),
                 self.scenario.cell.radius_m,
                 self.streams.generator("cue_traffic"),
+                mean_snr=self.radio.cue_mean_snr,
             )
             return
         up = down = None

@@ -9,12 +9,16 @@
   is M/M/∞: Poisson with mean M·a·E[D] (Little's law). The run starts in that
   stationary state (Poisson(M·a·E[D]) sessions with exponential residual
   durations), so there is no warm-up transient.
+- Size-based sessions (``mean_session_bits`` set): a session is instead a
+  transfer of Exp(mean) bits between the CUE and the BS, holding at most
+  ``demand_rbs`` RBs at the rate its own channel gives (path loss from its
+  position, fading); it ends when delivered. These start from an empty cell.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +40,7 @@ class CueTrafficConfig:
     mean_session_s: float = 10.0
     demand_rbs: float = 4.0
     uplink_fraction: float = 0.5
+    mean_session_bits: float | None = None
 
 
 class CueTraffic:
@@ -48,11 +53,17 @@ class CueTraffic:
         config: CueTrafficConfig,
         radius_m: float,
         rng: np.random.Generator,
+        mean_snr: Callable[[np.ndarray, str, np.random.Generator], float] | None = None,
     ):
         self.env = env
         self.carriers = carriers
         self.config = config
         self.rng = rng
+        self._mean_snr = mean_snr
+        if config.mean_session_bits is not None and mean_snr is None:
+            raise ValueError(
+                "size-based CUE sessions need the radio's mean_snr(position, direction)"
+            )
         area_km2 = np.pi * (radius_m / 1e3) ** 2
         self.num_cues = int(rng.poisson(config.density_per_km2 * area_km2))
         self.positions_m = drop_uniform_disc(rng, self.num_cues, radius_m)
@@ -73,17 +84,34 @@ class CueTraffic:
     def _start(self, departures: list, duration_s: float) -> None:
         direction = "uplink" if self.rng.random() < self.config.uplink_fraction else "downlink"
         carrier = self.carriers[direction]
-        handle = carrier.add_session(self.config.demand_rbs)
-        heapq.heappush(departures, (self.env.now + duration_s, handle, direction))
         self.sessions_started += 1
         self.active += 1
+        if self.config.mean_session_bits is not None:
+            cue = int(self.rng.integers(self.num_cues))
+            size_bits = float(self.rng.exponential(self.config.mean_session_bits))
+            snr = self._mean_snr(self.positions_m[cue], direction, self.rng)
+            flow = carrier.send(
+                size_bits,
+                snr,
+                np.random.default_rng(self.rng.integers(2**63)),
+                cap_rbs=self.config.demand_rbs,
+                background=True,
+            )
+            flow.done.callbacks.append(self._transfer_done)
+            return
+        handle = carrier.add_session(self.config.demand_rbs)
+        heapq.heappush(departures, (self.env.now + duration_s, handle, direction))
+
+    def _transfer_done(self, _event: simpy.Event) -> None:
+        self.active -= 1
 
     def _run(self) -> Generator[simpy.Event, Any, None]:
         """One process for all sessions: it wakes only at the next arrival or departure."""
         cfg = self.config
         departures: list[tuple[float, int, str]] = []
-        for _ in range(int(self.rng.poisson(self.mean_concurrent))):
-            self._start(departures, float(self.rng.exponential(cfg.mean_session_s)))
+        if cfg.mean_session_bits is None:  # duration-based: start in the stationary state
+            for _ in range(int(self.rng.poisson(self.mean_concurrent))):
+                self._start(departures, float(self.rng.exponential(cfg.mean_session_s)))
         mean_gap_s = 1.0 / self.arrival_rate_per_s
         next_arrival = self.env.now + float(self.rng.exponential(mean_gap_s))
         while True:

@@ -112,6 +112,7 @@ class OfdmaCarrier(SharedMedium):
         self.scheduler = scheduler
         self._pf_beta = 1.0 / float(pf_window_blocks)
         self._pf_block = 0  # absolute block up to which the PF averages are updated
+        self._n_background = 0
         # Row i < n belongs to self.flows[i]; column c is absolute block self._kb + c.
         self._kb = 0
         self._width = 0
@@ -130,6 +131,7 @@ class OfdmaCarrier(SharedMedium):
         self._snr = np.zeros(rows)
         self._rbs = np.zeros(rows)
         self._avg = np.zeros(rows)  # PF: EWMA of the served rate [bit/s]
+        self._bg = np.zeros(rows)  # 1 for background (CUE) flows
 
     _ROW_ARRAYS = (
         "_gains",
@@ -144,15 +146,26 @@ class OfdmaCarrier(SharedMedium):
         "_snr",
         "_rbs",
         "_avg",
+        "_bg",
     )
 
     # -- API -------------------------------------------------------------------
     def send(
-        self, size_bits: float, mean_snr: float, rng: np.random.Generator, cap_rbs: float = math.inf
+        self,
+        size_bits: float,
+        mean_snr: float,
+        rng: np.random.Generator,
+        cap_rbs: float = math.inf,
+        background: bool = False,
     ) -> OfdmaFlow:
-        """Start a flow; ``flow.done`` fires on delivery."""
+        """Start a flow; ``flow.done`` fires on delivery. ``background`` marks CUE traffic."""
         flow = OfdmaFlow(
-            float(size_bits), float(cap_rbs), self.env.event(), mean_snr=float(mean_snr), rng=rng
+            float(size_bits),
+            float(cap_rbs),
+            self.env.event(),
+            mean_snr=float(mean_snr),
+            rng=rng,
+            background=background,
         )
         flow.k0 = int(math.floor(self.env.now / self.block_s))
         self.add_flow(flow)
@@ -258,6 +271,8 @@ class OfdmaCarrier(SharedMedium):
         self._snr[n] = flow.mean_snr
         self._rbs[n] = self._share[n] = 0.0
         self._avg[n] = 1.0  # a new transfer has served nothing yet: top PF priority
+        self._bg[n] = float(flow.background)
+        self._n_background += int(flow.background)
         self.flows.append(flow)
         self._gstart[n] = self._gain_integral(n, self.env.now)
 
@@ -318,8 +333,13 @@ class OfdmaCarrier(SharedMedium):
             return math.inf
         return (self._block_now() + 1) * self.block_s
 
-    def _flow_share_total(self) -> float:
-        return float(self._share[: len(self.flows)].sum())
+    def _flow_share_totals(self) -> tuple[float, float]:
+        n = len(self.flows)
+        total = float(self._share[:n].sum())
+        if not self._n_background:
+            return 0.0, total
+        bg = float(self._share[:n][self._bg[:n] > 0].sum())
+        return bg, total - bg
 
     def _drain_all(self, t0_s: float, t1_s: float) -> None:
         n = len(self.flows)
@@ -377,6 +397,7 @@ class OfdmaCarrier(SharedMedium):
             assert isinstance(f, OfdmaFlow)
             f.remaining_bits = 0.0
             f.rb_seconds, f.share = float(self._rbs[i]), 0.0
+            self._n_background -= int(f.background)
             f.snr_seconds = f.mean_snr * (self._gain_integral(i, self.env.now) - self._gstart[i])
             finished.append(f)
             last = len(self.flows) - 1

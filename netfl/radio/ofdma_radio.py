@@ -84,9 +84,20 @@ class OfdmaRadio(Radio):
         """SNR̄ = p_tx·β(d)/σ² of the link ``src → dst`` (FedDif eq. (9) without fading)."""
         d = float(np.linalg.norm(np.asarray(src.position_m) - np.asarray(dst.position_m)))
         d2d = src.is_device and dst.is_device
+        return self._snr_at(d, d2d, not src.is_device, rng)
+
+    def cue_mean_snr(
+        self, position_m: np.ndarray, direction: str, rng: np.random.Generator | None = None
+    ) -> float:
+        """SNR̄ of a background UE at ``position_m`` to/from the BS at the origin."""
+        return self._snr_at(float(np.hypot(*position_m)), False, direction == "downlink", rng)
+
+    def _snr_at(
+        self, distance_m: float, d2d: bool, from_bs: bool, rng: np.random.Generator | None
+    ) -> float:
         law = self._d2d_pathloss if d2d else self._pathloss
-        loss_db = float(law.loss_db(np.array([d]), rng)[0])
-        p_w = self.profile.ue_tx_power_w if src.is_device else self.profile.bs_tx_power_w
+        loss_db = float(law.loss_db(np.array([distance_m]), rng)[0])
+        p_w = self.profile.bs_tx_power_w if from_bs else self.profile.ue_tx_power_w
         return p_w * 10.0 ** (-loss_db / 10.0) / self.profile.noise_w
 
     def _deliver(

@@ -112,6 +112,8 @@ class Flow:
     start_s: float = 0.0
     remaining_bits: float = field(init=False)
     share: float = 0.0
+    #: background traffic (a CUE's transfer) rather than an FL transfer
+    background: bool = False
 
     def __post_init__(self) -> None:
         self.remaining_bits = self.size_bits
@@ -133,7 +135,8 @@ class SharedMedium(ABC):
         self._last_update_s = env.now
         self._generation = 0
         self._arrivals = 0
-        #: (time, share held by sessions, share held by flows) after every change
+        #: (time, share held by background sessions and flows, share held by FL flows)
+        #: after every change
         self.occupancy: list[tuple[float, float, float]] = []
 
     # -- extension points -------------------------------------------------
@@ -164,8 +167,10 @@ class SharedMedium(ABC):
     def _insert_flow(self, flow: Flow) -> None:
         self.flows.append(flow)
 
-    def _flow_share_total(self) -> float:
-        return float(sum(f.share for f in self.flows))
+    def _flow_share_totals(self) -> tuple[float, float]:
+        """Shares held by background flows and by FL flows."""
+        bg = sum(f.share for f in self.flows if f.background)
+        return float(bg), float(sum(f.share for f in self.flows) - bg)
 
     def _next_change_s(self) -> float:
         """Absolute time of the next change of the medium itself (default: none)."""
@@ -214,7 +219,8 @@ class SharedMedium(ABC):
     def _reschedule(self) -> None:
         self._generation += 1
         self.session_share = self._allocate()
-        self.occupancy.append((self.env.now, self.session_share, self._flow_share_total()))
+        bg, fl = self._flow_share_totals()
+        self.occupancy.append((self.env.now, self.session_share + bg, fl))
         if not self.flows:
             return
         wake_s = min(self._min_finish_time(), self._next_change_s())

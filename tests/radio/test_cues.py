@@ -92,3 +92,45 @@ def test_cue_sessions_slow_fl_transfers():
 
     assert delivery(0.0) == pytest.approx(20e6 / (50 * 180e3 * 2.0))
     assert delivery(2000.0) > delivery(500.0) > delivery(0.0)
+
+
+def test_size_based_sessions_are_background_transfers():
+    """Sized sessions are CUE transfers: capped at their RB demand, counted as CUE
+    occupancy, delivered completely, and they slow FL transfers."""
+    from channel_models.channel_profiles import get_channel_profile
+    from netfl.radio.ofdma_radio import OfdmaRadio
+    from netfl.records import Recorder
+
+    def setup(density):
+        env = simpy.Environment()
+        radio = OfdmaRadio(
+            env,
+            Recorder(),
+            get_channel_profile("feddif"),
+            "round_robin",
+            lambda k: np.random.default_rng(k),
+        )
+        cfg = CueTrafficConfig(density, 0.5, 1.0, 3.0, 1.0, mean_session_bits=2e5)
+        cues = CueTraffic(
+            env, radio.carriers, cfg, 200.0, np.random.default_rng(4), mean_snr=radio.cue_mean_snr
+        )
+        return env, radio, cues
+
+    env, radio, cues = setup(2000.0)
+    env.run(until=20.0)
+    assert cues.sessions_started > 100
+    occ = np.array(radio.carriers["uplink"].occupancy)
+    carrier = radio.carriers["uplink"]
+    assert np.all(occ[:, 2] == 0.0)  # no FL flow: everything is CUE traffic
+    assert np.all(occ[:, 1] <= 106 + 1e-9)
+    assert all(f.background and f.share <= 3.0 + 1e-9 for f in carrier.flows)
+    finished = cues.sessions_started - cues.active
+    assert finished > 0.8 * cues.sessions_started  # most sessions have been delivered
+
+    times = []
+    for density in (0.0, 3000.0):
+        env, radio, _ = setup(density)
+        f = radio.carriers["uplink"].send(3e7, 10.0, np.random.default_rng(9))
+        env.run(until=f.done)
+        times.append(env.now)
+    assert times[1] > times[0]

@@ -254,8 +254,9 @@ def test_proportional_fair_exploits_multiuser_diversity_fairly():
 def test_proportional_fair_leaves_cue_sessions_their_round_robin_share():
     sessions = [(0.0, 10.0, 2.0), (0.0, 10.0, 2.0), (0.001, 10.0, 1.0)]
     _, _, _, _, pf_carrier = _pf_vs_rr(3, sessions)
-    _, rr_carrier, _ = run_carrier(20, [(0.0, 2e7, 10.0, s, math.inf) for s in range(3)],
-                                   sessions, "round_robin")
+    _, rr_carrier, _ = run_carrier(
+        20, [(0.0, 2e7, 10.0, s, math.inf) for s in range(3)], sessions, "round_robin"
+    )
     # while all flows are active, sessions hold 5 RBs under both schedulers
     for occ in (pf_carrier.occupancy, rr_carrier.occupancy):
         held = [s for t, s, f in occ if 0.001 <= t < 0.5]
