@@ -123,6 +123,12 @@ def _cmd_report(args: argparse.Namespace) -> int:
         d, r = next(iter(runs.items()))
         out = Path(args.out) if args.out else Path(d) / "figures"
         paths = run_figures(r["rounds"], r["devices"], out, title=r["manifest"]["scenario"])
+        if "occupancy" in r:
+            from netfl.report import radio_figures
+            from netfl.scenario import load_scenario
+
+            scenario = load_scenario(Path(d) / "scenario.yaml")
+            paths += radio_figures(scenario, r["transfers"], r["devices"], r, out)
     else:
         if not args.out:
             raise UserError("--out: required when comparing several runs")

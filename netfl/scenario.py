@@ -316,6 +316,9 @@ class Scenario(_Strict):
     def resolved(self) -> dict[str, Any]:
         """The scenario with every default filled in, as plain data."""
         data = self.model_dump(mode="json")
+        link = data["cell"]["link"]
+        for key in _OFDMA_KEYS if link["mode"] == "fixed_rate" else _FIXED_RATE_KEYS:
+            link.pop(key, None)  # keys of the other link mode would not validate
         data["algorithm"] = {
             "name": self.algorithm.name,
             **self.algorithm_config().model_dump(mode="json"),

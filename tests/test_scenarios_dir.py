@@ -25,3 +25,14 @@ def test_scenario_runs(path):
     assert result.rounds["sim_time_s"].iloc[0] > 0
     if scenario.learning.mode == "learn":
         assert 0.0 <= result.rounds["accuracy"].iloc[0] <= 1.0
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
+def test_resolved_scenario_reloads_identically(path, tmp_path):
+    import yaml
+
+    from netfl.scenario import parse_scenario
+
+    resolved = load_scenario(path).resolved()
+    again = parse_scenario(yaml.safe_load(yaml.safe_dump(resolved)), "resolved")
+    assert again.resolved() == resolved

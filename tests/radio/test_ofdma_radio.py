@@ -126,3 +126,21 @@ def test_redrop_every_round_is_seeded():
         up.groupby("src")["mean_snr_db"].std().max()
         < moved.groupby("src")["mean_snr_db"].std().max()
     )
+
+
+def test_ofdma_run_directory_and_report(tmp_path):
+    from netfl.cli import main
+
+    f = tmp_path / "cell.yaml"
+    import yaml
+
+    f.write_text(yaml.safe_dump(tiny_scenario(cell={**OFDMA, "cues": {"density_per_km2": 500}})))
+    out = tmp_path / "run"
+    assert main(["run", str(f), "--out", str(out), "--set", "outputs.figures=true"]) == 0
+    assert (out / "occupancy.parquet").is_file() and (out / "cues.parquet").is_file()
+    radio_figs = {"transfer_rates.png", "rb_occupancy.png", "snr_map.png"}
+    assert radio_figs <= {p.name for p in (out / "figures").iterdir()}
+    for name in radio_figs:
+        (out / "figures" / name).unlink()
+    assert main(["report", str(out)]) == 0
+    assert radio_figs <= {p.name for p in (out / "figures").iterdir()}
