@@ -16,6 +16,7 @@ Models
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -179,46 +180,78 @@ class _TR38901(PathLoss):
         return loss
 
 
-class UMa(_TR38901):
-    """3GPP TR 38.901 Table 7.4.1-1, UMa (h_BS = 25 m, 1.5 m ≤ h_UT ≤ 22.5 m, h_UT ≤ 13 m here)."""
+@dataclass(frozen=True)
+class _Coefficients:
+    """One scenario's row of TR 38.901 Table 7.4.1-1 (and its Table 7.4.2-1 LOS decay).
 
-    los_shadow_db = 4.0
-    nlos_shadow_db = 6.0
+    LOS:  PL1 = a + b·log10(d3D) + 20·log10(fc), d2D ≤ d'BP;
+          PL2 = a + 40·log10(d3D) + 20·log10(fc) − c·log10(d'BP² + (hBS − hUT)²).
+    NLOS: PL' = na + nb·log10(d3D) + nf·log10(fc) − nh·(hUT − 1.5); PL = max(PL_LOS, PL').
+    P_LOS = 18/d2D + exp(−d2D/los_decay_m)·(1 − 18/d2D) beyond 18 m.
+    """
+
+    a: float
+    b: float
+    c: float
+    na: float
+    nb: float
+    nf: float
+    nh: float
+    los_decay_m: float
+
+
+class _TR38901Scenario(_TR38901):
+    coefficients: _Coefficients
 
     def los_loss_db(self, d2d: np.ndarray) -> np.ndarray:
+        k = self.coefficients
         d3 = distance_3d_m(d2d, self.height_tx_m, self.height_rx_m)
-        fc = self.fc_ghz
         d_bp = self.breakpoint_m()
-        pl1 = 28.0 + 22.0 * np.log10(d3) + 20.0 * np.log10(fc)
+        freq_term = 20.0 * np.log10(self.fc_ghz)
+        pl1 = k.a + k.b * np.log10(d3) + freq_term
         pl2 = (
-            28.0
+            k.a
             + 40.0 * np.log10(d3)
-            + 20.0 * np.log10(fc)
-            - 9.0 * np.log10(d_bp**2 + (self.height_tx_m - self.height_rx_m) ** 2)
+            + freq_term
+            - k.c * np.log10(d_bp**2 + (self.height_tx_m - self.height_rx_m) ** 2)
         )
         return np.where(d2d <= d_bp, pl1, pl2)
 
     def nlos_loss_db(self, d2d: np.ndarray) -> np.ndarray:
+        k = self.coefficients
         d3 = distance_3d_m(d2d, self.height_tx_m, self.height_rx_m)
         pl_nlos = (
-            13.54
-            + 39.08 * np.log10(d3)
-            + 20.0 * np.log10(self.fc_ghz)
-            - 0.6 * (self.height_rx_m - 1.5)
+            k.na
+            + k.nb * np.log10(d3)
+            + k.nf * np.log10(self.fc_ghz)
+            - k.nh * (self.height_rx_m - 1.5)
         )
         return np.maximum(self.los_loss_db(d2d), pl_nlos)
 
     def los_probability(self, d2d: ArrayLike) -> np.ndarray:
-        """Table 7.4.2-1, UMa, for h_UT ≤ 13 m (C'(h_UT) = 0)."""
+        """Table 7.4.2-1 (UMa with h_UT ≤ 13 m, so C'(h_UT) = 0)."""
         d = np.asarray(d2d, dtype=float)
         with np.errstate(divide="ignore"):
-            p = 18.0 / d + np.exp(-d / 63.0) * (1.0 - 18.0 / d)
+            p = 18.0 / d + np.exp(-d / self.coefficients.los_decay_m) * (1.0 - 18.0 / d)
         return np.where(d <= 18.0, 1.0, p)
 
 
-class UMi(_TR38901):
+class UMa(_TR38901Scenario):
+    """3GPP TR 38.901 Table 7.4.1-1, UMa (h_BS = 25 m, 1.5 m ≤ h_UT ≤ 13 m here)."""
+
+    coefficients = _Coefficients(
+        a=28.0, b=22.0, c=9.0, na=13.54, nb=39.08, nf=20.0, nh=0.6, los_decay_m=63.0
+    )
+    los_shadow_db = 4.0
+    nlos_shadow_db = 6.0
+
+
+class UMi(_TR38901Scenario):
     """3GPP TR 38.901 Table 7.4.1-1, UMi street canyon (h_BS = 10 m)."""
 
+    coefficients = _Coefficients(
+        a=32.4, b=21.0, c=9.5, na=22.4, nb=35.3, nf=21.3, nh=0.3, los_decay_m=36.0
+    )
     los_shadow_db = 4.0
     nlos_shadow_db = 7.82
 
@@ -231,36 +264,6 @@ class UMi(_TR38901):
         shadowing: bool = False,
     ):
         super().__init__(carrier_hz, los, height_tx_m, height_rx_m, shadowing)
-
-    def los_loss_db(self, d2d: np.ndarray) -> np.ndarray:
-        d3 = distance_3d_m(d2d, self.height_tx_m, self.height_rx_m)
-        fc = self.fc_ghz
-        d_bp = self.breakpoint_m()
-        pl1 = 32.4 + 21.0 * np.log10(d3) + 20.0 * np.log10(fc)
-        pl2 = (
-            32.4
-            + 40.0 * np.log10(d3)
-            + 20.0 * np.log10(fc)
-            - 9.5 * np.log10(d_bp**2 + (self.height_tx_m - self.height_rx_m) ** 2)
-        )
-        return np.where(d2d <= d_bp, pl1, pl2)
-
-    def nlos_loss_db(self, d2d: np.ndarray) -> np.ndarray:
-        d3 = distance_3d_m(d2d, self.height_tx_m, self.height_rx_m)
-        pl_nlos = (
-            35.3 * np.log10(d3)
-            + 22.4
-            + 21.3 * np.log10(self.fc_ghz)
-            - 0.3 * (self.height_rx_m - 1.5)
-        )
-        return np.maximum(self.los_loss_db(d2d), pl_nlos)
-
-    def los_probability(self, d2d: ArrayLike) -> np.ndarray:
-        """Table 7.4.2-1, UMi street canyon."""
-        d = np.asarray(d2d, dtype=float)
-        with np.errstate(divide="ignore"):
-            p = 18.0 / d + np.exp(-d / 36.0) * (1.0 - 18.0 / d)
-        return np.where(d <= 18.0, 1.0, p)
 
 
 PATHLOSS_MODELS: dict[str, type[PathLoss]] = {

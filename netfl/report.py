@@ -41,6 +41,13 @@ def _accuracy_curves(runs: dict[str, pd.DataFrame], out: Path, title: str) -> li
     return paths
 
 
+def _stacked_bars(ax, x, df: pd.DataFrame, columns) -> None:
+    bottom = pd.Series(0.0, index=df.index)
+    for col, label in columns:
+        ax.bar(x, df[col], bottom=bottom, label=label)
+        bottom = bottom + df[col]
+
+
 def run_figures(
     rounds: pd.DataFrame, devices: pd.DataFrame, out: str | Path, title: str = ""
 ) -> list[Path]:
@@ -49,15 +56,17 @@ def run_figures(
     paths = _accuracy_curves({title or "run": rounds}, out, title)
 
     fig, ax = plt.subplots(figsize=(7, 4))
-    bottom = pd.Series(0.0, index=rounds.index)
-    for col, label in (
-        ("compute_time_s", "compute only"),
-        ("comm_time_s", "communication only"),
-        ("overlap_time_s", "both"),
-        ("idle_time_s", "neither"),
-    ):
-        ax.bar(rounds["round"], rounds[col], bottom=bottom, label=label)
-        bottom = bottom + rounds[col]
+    _stacked_bars(
+        ax,
+        rounds["round"],
+        rounds,
+        (
+            ("compute_time_s", "compute only"),
+            ("comm_time_s", "communication only"),
+            ("overlap_time_s", "both"),
+            ("idle_time_s", "neither"),
+        ),
+    )
     ax.set_xlabel("round")
     ax.set_ylabel("simulated time [s]")
     ax.set_title(f"{title}: per-round time split")
@@ -67,15 +76,17 @@ def run_figures(
 
     dev = devices[devices["kind"] != "bs"]
     fig, ax = plt.subplots(figsize=(max(6, 0.35 * len(dev)), 4))
-    bottom = pd.Series(0.0, index=dev.index)
-    for col, label in (
-        ("compute_energy_j", "compute"),
-        ("tx_energy_j", "radio tx"),
-        ("rx_energy_j", "radio rx"),
-        ("idle_energy_j", "idle"),
-    ):
-        ax.bar(dev["node"], dev[col], bottom=bottom, label=label)
-        bottom = bottom + dev[col]
+    _stacked_bars(
+        ax,
+        dev["node"],
+        dev,
+        (
+            ("compute_energy_j", "compute"),
+            ("tx_energy_j", "radio tx"),
+            ("rx_energy_j", "radio rx"),
+            ("idle_energy_j", "idle"),
+        ),
+    )
     ax.set_xlabel("device")
     ax.set_ylabel("energy [J]")
     ax.set_title(f"{title}: energy per device")

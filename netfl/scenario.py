@@ -9,11 +9,8 @@ validated by the algorithm's ``Config``.
 
 from __future__ import annotations
 
-import copy
-from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -22,7 +19,6 @@ from pydantic import (
     NonNegativeInt,
     PositiveFloat,
     PositiveInt,
-    ValidationError,
     field_validator,
     model_validator,
 )
@@ -30,7 +26,6 @@ from pydantic import (
 from channel_models import link_profiles
 from channel_models.channel_profiles import channel_profiles
 from netfl.compute.profiles import compute_profiles
-from netfl.errors import ScenarioError
 from netfl.learning.datasets import DATASETS
 from netfl.learning.models import MODELS
 
@@ -326,165 +321,11 @@ class Scenario(_Strict):
         return data
 
 
-# -- errors ----------------------------------------------------------------
-
-
-def _model_at(loc: tuple) -> type[BaseModel] | None:
-    """The pydantic model class that owns the last key of ``loc``."""
-    import typing
-
-    cls: Any = Scenario
-    for part in loc[:-1]:
-        if isinstance(part, int):
-            continue
-        field = cls.model_fields.get(part) if isinstance(cls, type) else None
-        if field is None:
-            return None
-        ann = field.annotation
-        for arg in (ann, *typing.get_args(ann)):
-            if isinstance(arg, type) and issubclass(arg, BaseModel):
-                cls = arg
-                break
-        else:
-            return None
-    return cls if isinstance(cls, type) and issubclass(cls, BaseModel) else None
-
-
-def _problems(err: ValidationError, prefix: tuple = ()) -> list[tuple[str, str]]:
-    out = []
-    for e in err.errors():
-        loc = prefix + tuple(e["loc"])
-        path = ".".join(str(p) for p in loc)
-        msg = e["msg"].removeprefix("Value error, ")
-        if e["type"] == "extra_forbidden":
-            owner = _model_at(tuple(e["loc"])) if not prefix else None
-            msg = "unknown key"
-            if owner is not None:
-                msg += f" (valid keys: {', '.join(owner.model_fields)})"
-        elif e["type"] not in ("value_error", "missing") and "input" in e:
-            msg += f" (got {e['input']!r})"
-        out.append((path, msg))
-    return out
-
-
-def parse_scenario(data: Any, source: str = "<scenario>") -> Scenario:
-    """Validate plain data as a scenario; :class:`ScenarioError` names every bad key."""
-    if not isinstance(data, dict):
-        raise ScenarioError(source, [("", "a scenario must be a mapping of sections")])
-    try:
-        scenario = Scenario.model_validate(data)
-    except ValidationError as err:
-        raise ScenarioError(source, _problems(err)) from None
-    from netfl.algorithms import ALGORITHMS
-
-    name = scenario.algorithm.name
-    if name not in ALGORITHMS:
-        raise ScenarioError(
-            source,
-            [
-                (
-                    "algorithm.name",
-                    f"unknown algorithm {name!r} (valid: {', '.join(sorted(ALGORITHMS))})",
-                )
-            ],
-        )
-    try:
-        scenario.algorithm_config()
-    except ValidationError as err:
-        probs = _problems(err, ("algorithm",))
-        fields = ", ".join(["name", *ALGORITHMS[name].Config.model_fields])
-        probs = [
-            (p, m.replace("unknown key", f"unknown key (valid keys: {fields})")) for p, m in probs
-        ]
-        raise ScenarioError(source, probs) from None
-    return scenario
-
-
-def _parse_value(text: str) -> Any:
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError:
-        return text
-
-
-def apply_overrides(data: dict, overrides: list[str], source: str = "--set") -> dict:
-    """Apply ``key.path=value`` overrides (values parsed as YAML) to a copy of ``data``."""
-    data = copy.deepcopy(data)
-    for item in overrides:
-        if "=" not in item:
-            raise ScenarioError(
-                source, [("", f"override {item!r} is not of the form key.path=value")]
-            )
-        path, value = item.split("=", 1)
-        keys = path.strip().split(".")
-        if not all(keys):
-            raise ScenarioError(source, [(path, "empty key in override path")])
-        node: Any = data
-        for i, key in enumerate(keys[:-1]):
-            if isinstance(node, list):
-                if not key.isdigit() or int(key) >= len(node):
-                    raise ScenarioError(source, [(".".join(keys[: i + 1]), "no such list index")])
-                node = node[int(key)]
-                continue
-            if not isinstance(node, dict):
-                raise ScenarioError(source, [(".".join(keys[:i]), "is not a section")])
-            node = node.setdefault(key, {})
-        last = keys[-1]
-        if isinstance(node, list):
-            if not last.isdigit() or int(last) >= len(node):
-                raise ScenarioError(source, [(path, "no such list index")])
-            node[int(last)] = _parse_value(value)
-        elif isinstance(node, dict):
-            node[last] = _parse_value(value)
-        else:
-            raise ScenarioError(source, [(".".join(keys[:-1]), "is not a section")])
-    return data
-
-
-def read_yaml(path: str | Path) -> Any:
-    """Read a YAML file; syntax errors become one line with line and column."""
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise ScenarioError(str(path), [("", "file not found")]) from None
-    except OSError as err:
-        raise ScenarioError(str(path), [("", f"cannot read ({err.strerror})")]) from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.MarkedYAMLError as err:
-        mark = err.problem_mark or err.context_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        raise ScenarioError(str(path), [("", f"YAML syntax error: {where}{err.problem}")]) from None
-    except yaml.YAMLError as err:
-        raise ScenarioError(str(path), [("", f"YAML syntax error: {err}")]) from None
-
-
-def load_scenario(path: str | Path, overrides: list[str] | None = None) -> Scenario:
-    """Read, override and validate a scenario file."""
-    data = read_yaml(path)
-    if overrides:
-        if data is None:
-            data = {}
-        if not isinstance(data, dict):
-            raise ScenarioError(str(path), [("", "a scenario must be a mapping of sections")])
-        data = apply_overrides(data, overrides)
-    return parse_scenario(data, str(path))
-
-
-def scenario_schema() -> dict[str, Any]:
-    """JSON schema of scenario files, with each algorithm's options under ``algorithm``."""
-    from netfl.algorithms import ALGORITHMS
-
-    schema = Scenario.model_json_schema()
-    variants = []
-    for name, cls in sorted(ALGORITHMS.items()):
-        sub = cls.Config.model_json_schema()
-        sub.setdefault("properties", {})["name"] = {"const": name}
-        sub["required"] = ["name", *sub.get("required", [])]
-        sub["additionalProperties"] = False
-        sub["title"] = f"algorithm: {name}"
-        schema.setdefault("$defs", {}).update(sub.pop("$defs", {}))
-        variants.append(sub)
-    schema["$defs"]["AlgorithmSection"] = {"oneOf": variants, "title": "AlgorithmSection"}
-    return schema
+# Reading, overriding, validating and describing scenario files live in
+# netfl.scenario_io; re-exported here as the public entry points.
+from netfl.scenario_io import (  # noqa: E402
+    apply_overrides,
+    load_scenario,
+    parse_scenario,
+    scenario_schema,
+)
