@@ -41,7 +41,7 @@ import numpy as np
 import simpy
 
 from channel_models.fading import BlockFading
-from netfl.radio.sharing import REL_COMPLETION_TOL, Flow, SharedMedium
+from netfl.radio.sharing import REL_COMPLETION_TOL, Flow, SharedMedium, _max_min_fair_small
 
 __all__ = ["OfdmaFlow", "OfdmaCarrier", "SCHEDULERS"]
 
@@ -113,6 +113,7 @@ class OfdmaCarrier(SharedMedium):
         self._pf_beta = 1.0 / float(pf_window_blocks)
         self._pf_block = 0  # absolute block up to which the PF averages are updated
         self._n_background = 0
+        self._n_capped = 0
         # Row i < n belongs to self.flows[i]; column c is absolute block self._kb + c.
         self._kb = 0
         self._width = 0
@@ -125,6 +126,7 @@ class OfdmaCarrier(SharedMedium):
         self._cumg = np.zeros((rows, width + 1))  # cumulative |h|²·block at block starts
         self._gstart = np.zeros(rows)  # G(start) of each flow on the current base
         self._rem = np.zeros(rows)
+        self._size = np.zeros(rows)
         self._share = np.zeros(rows)
         self._cap = np.zeros(rows)
         self._arrival = np.zeros(rows)
@@ -140,6 +142,7 @@ class OfdmaCarrier(SharedMedium):
         "_cumg",
         "_gstart",
         "_rem",
+        "_size",
         "_share",
         "_cap",
         "_arrival",
@@ -266,6 +269,8 @@ class OfdmaCarrier(SharedMedium):
         self._cum[n, 1 : self._width + 1] = np.cumsum(self._bits[n, : self._width])
         self._cumg[n, 1 : self._width + 1] = self.block_s * np.cumsum(self._gains[n, : self._width])
         self._rem[n] = flow.remaining_bits
+        self._size[n] = flow.size_bits
+        self._n_capped += int(math.isfinite(flow.cap))
         self._cap[n] = flow.cap
         self._arrival[n] = flow.arrival
         self._snr[n] = flow.mean_snr
@@ -280,6 +285,15 @@ class OfdmaCarrier(SharedMedium):
         n = len(self.flows)
         if self.scheduler == "fcfs":
             shares, session_total = self._first_come_first_served(self._cap[:n], self._arrival[:n])
+        elif n and not self._n_capped and len(self._demand_counts) < 8:
+            # all flows uncapped: sessions grouped by demand plus one group of n flows
+            demands = [*self._demand_counts.keys(), math.inf]
+            counts = [*self._demand_counts.values(), n]
+            shares = _max_min_fair_small(self.capacity, demands, counts)
+            self._share[:n] = shares[-1]
+            if self.scheduler == "proportional_fair":
+                self._share[:n] = self._proportional_fair(self._share[:n])
+            return float(sum(s * c for s, c in zip(shares[:-1], counts[:-1], strict=True)))
         else:
             shares, session_total = self._equal_share(self._cap[:n])
             if self.scheduler == "proportional_fair" and n > 0:
@@ -389,8 +403,7 @@ class OfdmaCarrier(SharedMedium):
 
     def _pop_finished(self) -> list[Flow]:
         n = len(self.flows)
-        size = np.array([f.size_bits for f in self.flows])
-        done = np.flatnonzero(self._rem[:n] <= REL_COMPLETION_TOL * size)
+        done = np.flatnonzero(self._rem[:n] <= REL_COMPLETION_TOL * self._size[:n])
         finished = []
         for i in sorted(done.tolist(), reverse=True):  # swap-remove from the back
             f = self.flows[i]
@@ -398,6 +411,7 @@ class OfdmaCarrier(SharedMedium):
             f.remaining_bits = 0.0
             f.rb_seconds, f.share = float(self._rbs[i]), 0.0
             self._n_background -= int(f.background)
+            self._n_capped -= int(math.isfinite(f.cap))
             f.snr_seconds = f.mean_snr * (self._gain_integral(i, self.env.now) - self._gstart[i])
             finished.append(f)
             last = len(self.flows) - 1
