@@ -347,6 +347,9 @@ class OfdmaCarrier(SharedMedium):
             return math.inf
         return (self._block_now() + 1) * self.block_s
 
+    def _shares(self) -> np.ndarray:
+        return self._share[: len(self.flows)]
+
     def _flow_share_totals(self) -> tuple[float, float]:
         n = len(self.flows)
         total = float(self._share[:n].sum())

@@ -134,6 +134,7 @@ class SharedMedium(ABC):
         self.session_share = 0.0
         self._last_update_s = env.now
         self._generation = 0
+        self._timer_pending = False
         self._arrivals = 0
         #: (time, share held by background sessions and flows, share held by FL flows)
         #: after every change
@@ -190,7 +191,7 @@ class SharedMedium(ABC):
         flow.arrival = self._next_arrival()
         flow.start_s = self.env.now
         self._insert_flow(flow)
-        self._reschedule()
+        self._reschedule(flows_changed=True)
         return flow.done
 
     def add_session(self, demand: float) -> int:
@@ -216,11 +217,26 @@ class SharedMedium(ABC):
             self._drain_all(self._last_update_s, now)
         self._last_update_s = now
 
-    def _reschedule(self) -> None:
-        self._generation += 1
+    def _shares(self) -> np.ndarray:
+        """Current share of every active flow (in ``self.flows`` order)."""
+        return np.array([f.share for f in self.flows])
+
+    def _reschedule(self, flows_changed: bool = False) -> None:
+        """Re-allocate; re-arm the timer unless the pending one is still a valid wake-up.
+
+        When no flow came or went and no flow's share grew (e.g. a session
+        arrived), no completion can come sooner than the pending timer, which
+        then at worst fires early and re-arms: the exact next completion need
+        not be recomputed on such events.
+        """
+        before = None if flows_changed or not self._timer_pending else self._shares().copy()
         self.session_share = self._allocate()
         bg, fl = self._flow_share_totals()
         self.occupancy.append((self.env.now, self.session_share + bg, fl))
+        if before is not None and np.all(self._shares() <= before):
+            return
+        self._generation += 1
+        self._timer_pending = False
         if not self.flows:
             return
         wake_s = min(self._min_finish_time(), self._next_change_s())
@@ -231,13 +247,15 @@ class SharedMedium(ABC):
         generation = self._generation
         timer = self.env.timeout(max(wake_s - self.env.now, 0.0))
         timer.callbacks.append(lambda _ev: self._on_timer(generation))
+        self._timer_pending = True
 
     def _on_timer(self, generation: int) -> None:
         if generation != self._generation:
             return  # superseded by a later change
+        self._timer_pending = False
         self._advance()
         finished = self._pop_finished()
-        self._reschedule()
+        self._reschedule(flows_changed=bool(finished))
         for f in finished:
             f.done.succeed()
 
