@@ -35,6 +35,10 @@ class BlockFading(ABC):
     @abstractmethod
     def mean(self) -> float: ...
 
+    @abstractmethod
+    def peak_gain(self, exceed_probability: float = 1e-9) -> float:
+        """The gain exceeded with ``exceed_probability`` in a block (complementary quantile)."""
+
     @property
     @abstractmethod
     def variance(self) -> float: ...
@@ -49,6 +53,9 @@ class NoFading(BlockFading):
     mean = 1.0
     variance = 0.0
 
+    def peak_gain(self, exceed_probability: float = 1e-9) -> float:
+        return 1.0
+
     def __repr__(self) -> str:
         return "NoFading()"
 
@@ -61,6 +68,10 @@ class RayleighBlockFading(BlockFading):
 
     mean = 1.0
     variance = 1.0
+
+    def peak_gain(self, exceed_probability: float = 1e-9) -> float:
+        """P(|h|² > x) = exp(−x) ⇒ x = −ln(p)."""
+        return float(-np.log(exceed_probability))
 
     def __repr__(self) -> str:
         return f"RayleighBlockFading(coherence_time={self.coherence_time_s:g} s)"
@@ -95,6 +106,15 @@ class RicianBlockFading(BlockFading):
     def variance(self) -> float:
         k = self.k_factor
         return (2.0 * k + 1.0) / (k + 1.0) ** 2
+
+    def peak_gain(self, exceed_probability: float = 1e-9) -> float:
+        """2(K+1)·|h|² is non-central χ² with 2 degrees of freedom and non-centrality 2K."""
+        from scipy.stats import ncx2
+
+        k = self.k_factor
+        if k == 0:
+            return float(-np.log(exceed_probability))
+        return float(ncx2.isf(exceed_probability, 2, 2 * k) / (2 * (k + 1)))
 
     def __repr__(self) -> str:
         return f"RicianBlockFading(K={self.k_factor:g}, coherence_time={self.coherence_time_s:g} s)"

@@ -41,3 +41,7 @@ class ScenarioError(UserError):
         if len(lines) <= 1:
             return lines[0] if lines else self.source
         return "\n".join(lines)
+
+
+class LinkBudgetError(UserError):
+    """A transfer can never be delivered: its SNR gives no rate even at a fading peak."""

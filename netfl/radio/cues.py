@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import simpy
 
+from netfl.errors import LinkBudgetError
 from netfl.radio.geometry import drop_uniform_disc
 from netfl.radio.ofdma import OfdmaCarrier
 
@@ -68,6 +69,7 @@ class CueTraffic:
         self.num_cues = int(rng.poisson(config.density_per_km2 * area_km2))
         self.positions_m = drop_uniform_disc(rng, self.num_cues, radius_m)
         self.sessions_started = 0
+        self.sessions_blocked = 0  # size-based sessions of CUEs out of coverage
         self.active = 0
         if self.num_cues > 0 and config.session_rate_per_s > 0:
             env.process(self._run())
@@ -90,13 +92,18 @@ class CueTraffic:
             cue = int(self.rng.integers(self.num_cues))
             size_bits = float(self.rng.exponential(self.config.mean_session_bits))
             snr = self._mean_snr(self.positions_m[cue], direction, self.rng)
-            flow = carrier.send(
-                size_bits,
-                snr,
-                np.random.default_rng(self.rng.integers(2**63)),
-                cap_rbs=self.config.demand_rbs,
-                background=True,
-            )
+            try:
+                flow = carrier.send(
+                    size_bits,
+                    snr,
+                    np.random.default_rng(self.rng.integers(2**63)),
+                    cap_rbs=self.config.demand_rbs,
+                    background=True,
+                )
+            except LinkBudgetError:  # this CUE is out of coverage: its session is blocked
+                self.sessions_blocked += 1
+                self.active -= 1
+                return
             flow.done.callbacks.append(self._transfer_done)
             return
         handle = carrier.add_session(self.config.demand_rbs)

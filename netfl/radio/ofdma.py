@@ -41,6 +41,7 @@ import numpy as np
 import simpy
 
 from channel_models.fading import BlockFading
+from netfl.errors import LinkBudgetError
 from netfl.radio.sharing import REL_COMPLETION_TOL, Flow, SharedMedium, _max_min_fair_small
 
 __all__ = ["OfdmaFlow", "OfdmaCarrier", "SCHEDULERS"]
@@ -161,7 +162,19 @@ class OfdmaCarrier(SharedMedium):
         cap_rbs: float = math.inf,
         background: bool = False,
     ) -> OfdmaFlow:
-        """Start a flow; ``flow.done`` fires on delivery. ``background`` marks CUE traffic."""
+        """Start a flow; ``flow.done`` fires on delivery. ``background`` marks CUE traffic.
+
+        Raises :class:`~netfl.errors.LinkBudgetError` if even a fading peak exceeded
+        with probability 1e-9 gives no rate (e.g. below the lowest CQI): such a
+        transfer would never end.
+        """
+        peak = self.fading.peak_gain(1e-9)
+        if size_bits > 0 and self.efficiency(np.array([mean_snr * peak]))[0] <= 0:
+            raise LinkBudgetError(
+                f"{self.name}: a transfer with mean SNR {10 * math.log10(max(mean_snr, 1e-300)):.1f} dB "
+                "can never be delivered (no rate even at a 1e-9 fading peak); shrink "
+                "cell.radius_m, raise the transmit power or change the channel profile"
+            )
         flow = OfdmaFlow(
             float(size_bits),
             float(cap_rbs),

@@ -232,7 +232,9 @@ class SharedMedium(ABC):
         before = None if flows_changed or not self._timer_pending else self._shares().copy()
         self.session_share = self._allocate()
         bg, fl = self._flow_share_totals()
-        self.occupancy.append((self.env.now, self.session_share + bg, fl))
+        entry = (self.env.now, self.session_share + bg, fl)
+        if not self.occupancy or self.occupancy[-1][1:] != entry[1:]:
+            self.occupancy.append(entry)
         if before is not None and np.all(self._shares() <= before):
             return
         self._generation += 1

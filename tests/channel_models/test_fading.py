@@ -48,3 +48,10 @@ def test_reprs_and_no_fading():
     assert np.all(NoFading().sample(np.random.default_rng(0), 4) == 1.0)
     with pytest.raises(ValueError):
         RayleighBlockFading(0.0)
+
+
+@pytest.mark.parametrize("law", [RayleighBlockFading(1e-3), RicianBlockFading(3.0, 1e-3)])
+def test_peak_gain_is_the_complementary_quantile(law):
+    g = law.sample(np.random.default_rng(11), N)
+    x = law.peak_gain(1e-2)
+    assert np.mean(g > x) == pytest.approx(1e-2, rel=0.1)

@@ -268,3 +268,18 @@ def test_proportional_fair_with_one_flow_equals_round_robin():
     rr, _, _ = run_carrier(10, flows, scheduler="round_robin")
     pf, _, _ = run_carrier(10, flows, scheduler="proportional_fair")
     assert pf[0] == pytest.approx(rr[0], rel=1e-12)
+
+
+def test_undeliverable_transfer_is_a_clear_error_not_an_endless_run():
+    from channel_models.link_budget import cqi_efficiency
+    from netfl.errors import LinkBudgetError
+
+    env = simpy.Environment()
+    carrier = OfdmaCarrier(env, "uplink", 10, RB_HZ, NoFading(BLOCK_S), cqi_efficiency)
+    with pytest.raises(LinkBudgetError, match="mean SNR -20.0 dB can never be delivered"):
+        carrier.send(1e6, 0.01, np.random.default_rng(0))
+    # with Rayleigh fading a rare peak carries it: allowed (slow, but it ends)
+    faded = OfdmaCarrier(env, "uplink", 10, RB_HZ, RayleighBlockFading(BLOCK_S), cqi_efficiency)
+    f = faded.send(1e4, 0.05, np.random.default_rng(0))
+    env.run(until=f.done)
+    assert f.remaining_bits == 0.0
