@@ -51,7 +51,7 @@ SCHEDULERS = ("round_robin", "fcfs", "proportional_fair")
 #: Fading blocks drawn ahead of the clock for every active flow. Completions
 #: beyond the horizon are found after a wake-up at its end (one event per
 #: horizon, not per block), which bounds memory to flows × horizon.
-HORIZON_BLOCKS = 2048
+HORIZON_BLOCKS = 256
 #: Coarse step of the two-level completion search [blocks].
 _COARSE = 64
 
