@@ -54,6 +54,8 @@ SCHEDULERS = ("round_robin", "fcfs", "proportional_fair")
 HORIZON_BLOCKS = 256
 #: Coarse step of the two-level completion search [blocks].
 _COARSE = 64
+#: Below this many (flows × blocks) one direct comparison beats the two-level search.
+_DIRECT_SEARCH_LIMIT = 60_000
 
 
 @dataclass(eq=False)
@@ -386,8 +388,8 @@ class OfdmaCarrier(SharedMedium):
     def _min_finish_time(self) -> float:
         """Earliest completion within the drawn horizon, else the horizon's end.
 
-        A coarse pass (every 64th cumulative column, a view) brackets each flow's
-        completion block; the fine search runs only for the flows whose bracket can
+        Small grids are searched with one comparison; large ones with a coarse pass
+        (every 64th block) and a fine search only for the flows whose bracket can
         hold the minimum.
         """
         now = self.env.now
@@ -403,14 +405,20 @@ class OfdmaCarrier(SharedMedium):
         within = self._cum[:n, w] >= target
         if not within.any():
             return horizon_end
-        coarse = self._cum[:n, : w + 1 : _COARSE]
-        k = np.maximum((coarse < target[:, None]).sum(axis=1) - 1, 0) * _COARSE
-        upper = np.where(within, np.minimum(k + _COARSE, w), w)
-        candidates = np.flatnonzero(within & (k <= upper[within].min()))
-        rows, target, k = candidates, target[candidates], k[candidates]
-        cols = np.minimum(k[:, None] + np.arange(_COARSE + 1), w)
-        fine = self._cum[rows[:, None], cols]
-        col = np.minimum(np.maximum(k + (fine < target[:, None]).sum(axis=1) - 1, 0), w - 1)
+        rows = np.flatnonzero(within)
+        target = target[rows]
+        if rows.size * w > _DIRECT_SEARCH_LIMIT:
+            # coarse pass every 64th block, then the fine search only where it can matter
+            coarse = self._cum[rows, : w + 1 : _COARSE]
+            k = np.maximum((coarse < target[:, None]).sum(axis=1) - 1, 0) * _COARSE
+            keep = k <= np.minimum(k + _COARSE, w).min()
+            rows, target, k = rows[keep], target[keep], k[keep]
+            cols = np.minimum(k[:, None] + np.arange(_COARSE + 1), w)
+            below = (self._cum[rows[:, None], cols] < target[:, None]).sum(axis=1)
+            col = k + below - 1
+        else:  # small grids: one comparison over every drawn block
+            col = (self._cum[rows, : w + 1] < target[:, None]).sum(axis=1) - 1
+        col = np.clip(col, 0, w - 1)
         per_block = self._bits[rows, col]
         safe = np.where(per_block > 0, per_block, 1.0)
         frac = np.where(per_block > 0, (target - self._cum[rows, col]) / safe, 0.0)
