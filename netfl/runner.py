@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from channel_models.numerology import SUBFRAME_S
 from netfl.algorithms import Algorithm, RoundSummary, get_algorithm
 from netfl.nodes import Node
 from netfl.records import ComputeRecord, TransferRecord
@@ -25,12 +26,9 @@ from netfl.scenario import Scenario
 from netfl.timeline import split_time, union_length_s
 from netfl.world import World
 
-__all__ = ["RunResult", "run", "SUBFRAME_S", "round_row"]
+__all__ = ["RunResult", "run", "round_row"]
 
 log = logging.getLogger(__name__)
-
-#: LTE and NR sub-frame duration (3GPP TS 38.211 §4.3.1: 1 ms for every numerology).
-SUBFRAME_S = 1e-3
 
 
 @dataclass

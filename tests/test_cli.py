@@ -144,9 +144,16 @@ def test_interrupted_write_leaves_nothing(scenario_file, tmp_path, monkeypatch):
 
 def test_link_budget_error_exits_2_without_a_run_directory(tmp_path, capsys):
     f = tmp_path / "far.yaml"
-    f.write_text(yaml.safe_dump(tiny_scenario(cell={
-        "radius_m": 3000, "link": {"mode": "ofdma", "channel_profile": "nr_fr1_uma",
-                                    "fading": "none"}})))
+    f.write_text(
+        yaml.safe_dump(
+            tiny_scenario(
+                cell={
+                    "radius_m": 3000,
+                    "link": {"mode": "ofdma", "channel_profile": "nr_fr1_uma", "fading": "none"},
+                }
+            )
+        )
+    )
     out = tmp_path / "run"
     assert main(["run", str(f), "--out", str(out), "--no-progress"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
