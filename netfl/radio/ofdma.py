@@ -42,6 +42,7 @@ import simpy
 
 from channel_models.fading import BlockFading
 from netfl.errors import LinkBudgetError
+from netfl.radio.proportional_fair import pf_average, pf_shares
 from netfl.radio.sharing import REL_COMPLETION_TOL, Flow, SharedMedium, _max_min_fair_small
 
 __all__ = ["OfdmaFlow", "OfdmaCarrier", "SCHEDULERS"]
@@ -321,40 +322,23 @@ class OfdmaCarrier(SharedMedium):
         return int(math.floor(self.env.now / self.block_s + 1e-9))
 
     def _proportional_fair(self, rr_shares: np.ndarray) -> np.ndarray:
-        """Give the flows' round-robin budget to the best r_i(b)/R̄_i, each up to its cap."""
+        """The flows' round-robin budget, handed out by r/R̄ in the current block."""
         n = len(self.flows)
         self._ensure(self.env.now)
         block = self._block_now()
-        self._pf_update(block)
-        col = block - self._kb
-        rate = self._bits[:n, col] / self.block_s  # per RB in this block [bit/s]
-        metric = rate / np.maximum(self._avg[:n], 1e-12)
-        order = np.lexsort((self._arrival[:n], -metric))  # best metric, then earliest
-        budget = float(rr_shares.sum())
-        shares = np.zeros(n)
-        for i in order:
-            if budget <= 0:
-                break
-            shares[i] = min(self._cap[i], budget)
-            budget -= shares[i]
-        return shares
-
-    def _pf_update(self, block: int) -> None:
-        """EWMA of served rate over the blocks since the last update (vectorised)."""
-        n = len(self.flows)
         gap = block - self._pf_block
-        if gap <= 0 or n == 0:
-            self._pf_block = max(self._pf_block, block)
-            return
-        c1 = block - self._kb
-        c0 = max(c1 - gap, 0)
-        served = self._share[:n, None] * self._bits[:n, c0:c1] / self.block_s
-        m = c1 - c0
-        decay = (1.0 - self._pf_beta) ** np.arange(m - 1, -1, -1)
-        self._avg[:n] = (1.0 - self._pf_beta) ** gap * self._avg[:n] + self._pf_beta * (
-            served @ decay
+        if gap > 0:  # update the averages over the blocks since the last decision
+            c1 = block - self._kb
+            c0 = max(c1 - gap, 0)
+            served = self._bits[:n, c0:c1].T
+            self._avg[:n] = pf_average(
+                self._avg[:n], served * (self._share[:n] / self.block_s), self._pf_beta, gap
+            )
+            self._pf_block = block
+        rate = self._bits[:n, block - self._kb] / self.block_s
+        return pf_shares(
+            float(rr_shares.sum()), rate, self._avg[:n], self._cap[:n], self._arrival[:n]
         )
-        self._pf_block = block
 
     def _next_change_s(self) -> float:
         """Proportional fair re-decides at every block boundary while flows compete."""
