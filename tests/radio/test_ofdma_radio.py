@@ -144,3 +144,27 @@ def test_ofdma_run_directory_and_report(tmp_path):
         (out / "figures" / name).unlink()
     assert main(["report", str(out)]) == 0
     assert radio_figs <= {p.name for p in (out / "figures").iterdir()}
+
+
+def test_large_scale_loss_is_drawn_once_per_link_and_drop_and_reciprocal():
+    env = simpy.Environment()
+    profile = get_channel_profile("nr_fr1_uma")  # LOS state and shadowing are drawn
+    radio = OfdmaRadio(
+        env,
+        Recorder(),
+        profile,
+        "round_robin",
+        lambda k: np.random.default_rng(k),
+        lambda k: np.random.default_rng(k),
+    )
+    bs = make_node("bs", "bs", link=None, compute="edge_server_cpu")
+    ue = make_node("ue0")
+    ue.position_m = np.array([90.0, 40.0])
+    up, down = radio.mean_snr(ue, bs), radio.mean_snr(bs, ue)
+    assert radio.mean_snr(ue, bs) == up  # same link, same drop: same draw
+    assert down / up == pytest.approx(profile.bs_tx_power_w / profile.ue_tx_power_w)
+    draws = set()
+    for x in np.linspace(80.0, 100.0, 30):  # new drops: new LOS/shadowing draws
+        ue.position_m = np.array([x, 40.0])
+        draws.add(round(10 * np.log10(radio.mean_snr(ue, bs)), 6))
+    assert len(draws) == 30
