@@ -113,15 +113,19 @@ class _TR38901(PathLoss):
 
     los_shadow_db: float
     nlos_shadow_db: float
+    #: the scenario's BS antenna height (Table 7.4.1-1 applicability range)
+    default_height_tx_m: float
 
     def __init__(
         self,
         carrier_hz: float,
         los: bool | None = None,
-        height_tx_m: float = 25.0,
+        height_tx_m: float | None = None,
         height_rx_m: float = 1.5,
         shadowing: bool = False,
     ):
+        if height_tx_m is None:
+            height_tx_m = self.default_height_tx_m
         self.carrier_hz = float(carrier_hz)
         self.los = los
         self.shadowing = shadowing
@@ -244,6 +248,7 @@ class UMa(_TR38901Scenario):
     )
     los_shadow_db = 4.0
     nlos_shadow_db = 6.0
+    default_height_tx_m = 25.0
 
 
 class UMi(_TR38901Scenario):
@@ -254,16 +259,7 @@ class UMi(_TR38901Scenario):
     )
     los_shadow_db = 4.0
     nlos_shadow_db = 7.82
-
-    def __init__(
-        self,
-        carrier_hz: float,
-        los: bool | None = None,
-        height_tx_m: float = 10.0,
-        height_rx_m: float = 1.5,
-        shadowing: bool = False,
-    ):
-        super().__init__(carrier_hz, los, height_tx_m, height_rx_m, shadowing)
+    default_height_tx_m = 10.0
 
 
 PATHLOSS_MODELS: dict[str, type[PathLoss]] = {
