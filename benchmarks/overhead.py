@@ -22,7 +22,7 @@ import torch
 from netfl.learning import evaluate, get_model_spec, load_dataset, partition
 from netfl.rng import Streams
 from netfl.runner import run
-from netfl.scenario import load_scenario
+from netfl.scenario_io import load_scenario
 
 SCENARIO = Path(__file__).resolve().parent.parent / "scenarios" / "quickstart.yaml"
 

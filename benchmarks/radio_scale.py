@@ -17,7 +17,7 @@ import simpy
 
 import netfl.world
 from netfl.runner import run
-from netfl.scenario import parse_scenario
+from netfl.scenario_io import parse_scenario
 
 
 class CountingEnvironment(simpy.Environment):

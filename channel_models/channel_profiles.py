@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 from importlib import resources
 from typing import Any
 
 import numpy as np
 import yaml
 
+from channel_models.duplex import tdd_time_fraction, validate_tdd_pattern
 from channel_models.fading import FADING_MODELS, BlockFading
 from channel_models.link_budget import cqi_efficiency, noise_power_w, shannon_efficiency
-from channel_models.numerology import SUBFRAME_S, rb_bandwidth_hz
+from channel_models.numerology import SUBFRAME_S, max_resource_blocks, rb_bandwidth_hz
 from channel_models.pathloss import PATHLOSS_MODELS, PathLoss
+from channel_models.registry import lookup
 from channel_models.units import dbm_to_w
 
 __all__ = [
@@ -29,29 +31,34 @@ def build_pathloss(spec: dict[str, Any], carrier_hz: float) -> PathLoss:
     """A :class:`PathLoss` from ``{model: NAME, ...parameters}``."""
     params = dict(spec)
     name = params.pop("model")
-    if name not in PATHLOSS_MODELS:
-        raise KeyError(f"unknown path loss model {name!r} (valid: {', '.join(PATHLOSS_MODELS)})")
-    if name in ("free_space", "uma", "umi"):
+    cls = lookup(PATHLOSS_MODELS, name, "path loss model")
+    if name in ("free_space", "uma", "umi", "rma"):
         params["carrier_hz"] = carrier_hz
-    return PATHLOSS_MODELS[name](**params)
+    return cls(**params)
 
 
 def build_fading(spec: dict[str, Any]) -> BlockFading:
     """A :class:`BlockFading` from ``{model: NAME, coherence_time_s: ..., k_factor: ...}``."""
     params = dict(spec)
     name = params.pop("model")
-    if name not in FADING_MODELS:
-        raise KeyError(f"unknown fading model {name!r} (valid: {', '.join(FADING_MODELS)})")
-    return FADING_MODELS[name](**params)
+    return lookup(FADING_MODELS, name, "fading model")(**params)
 
 
 @dataclass(frozen=True)
 class ChannelProfile:
-    """An OFDMA cell: carrier, resource grid, path loss, fading, noise, powers.
+    """An OFDMA cell: carrier, resource grid, path loss, fading, noise, powers, duplexing.
 
-    SNR of a link (FedDif eq. (9)): p·β·|h|² / (N0·B·F) with B the carrier
-    bandwidth; a resource block then carries ``rb_bandwidth_hz × efficiency(SNR)``
-    bit/s (FedDif eq. (10): bandwidth = bits / efficiency).
+    Downlink SNR of a link (FedDif eq. (9)): p·β·|h|² / (N0·B·F_UE) with B the
+    carrier bandwidth (full-carrier PSD). Uplink and D2D: open-loop power
+    control per allocation (``uplink_power_control: {model: open_loop, p0_dbm,
+    alpha}``, :mod:`channel_models.power_control`) or FedDif's full-carrier
+    formula (``{model: full_carrier}``). A resource block then carries
+    ``time_fraction × rb_bandwidth_hz × (1 − OH) × efficiency(SNR)`` bit/s
+    (FedDif eq. (10); OH of TS 38.306 §4.1.2; time fraction 1 for FDD, the
+    slot-pattern share for TDD).
+
+    Noise figures are per receiver: ``noise_figure_bs_db`` on the uplink,
+    ``noise_figure_ue_db`` on the downlink and D2D.
     """
 
     name: str
@@ -63,12 +70,45 @@ class ChannelProfile:
     d2d_pathloss: dict[str, Any]
     fading: dict[str, Any]
     noise_dbm_per_hz: float
-    noise_figure_db: float
+    noise_figure_ue_db: float
+    noise_figure_bs_db: float
     ue_tx_power_dbm: float
     bs_tx_power_dbm: float
     efficiency: dict[str, Any]
+    uplink_power_control: dict[str, Any] = field(default_factory=lambda: {"model": "full_carrier"})
+    duplex: str = "fdd"
+    tdd_pattern: str = "DDDSU"
+    special_slot_symbols: tuple[int, int, int] = (10, 2, 2)
+    phy_overhead: dict[str, float] = field(default_factory=lambda: {"uplink": 0.0, "downlink": 0.0})
     description: str = ""
     source: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """``ValueError`` naming the inconsistent value (grid, duplexing, power control)."""
+        if self.numerology not in range(0, 5):
+            raise ValueError(f"numerology: {self.numerology} outside 0..4")
+        if self.num_rbs < 1:
+            raise ValueError(f"num_rbs: {self.num_rbs} must be at least 1")
+        occupied_hz = self.num_rbs * self.rb_bandwidth_hz
+        if occupied_hz > self.bandwidth_hz:
+            raise ValueError(
+                f"num_rbs: {self.num_rbs} RBs of {self.rb_bandwidth_hz / 1e3:g} kHz occupy "
+                f"{occupied_hz / 1e6:g} MHz, more than the {self.bandwidth_hz / 1e6:g} MHz carrier "
+                f"(at most {max_resource_blocks(self.bandwidth_hz, self.numerology)})"
+            )
+        if self.duplex not in ("fdd", "tdd"):
+            raise ValueError(f"duplex: {self.duplex!r} is not 'fdd' or 'tdd'")
+        if self.duplex == "tdd":
+            validate_tdd_pattern(self.tdd_pattern, tuple(self.special_slot_symbols))
+        pc = self.uplink_power_control.get("model")
+        if pc not in ("full_carrier", "open_loop"):
+            raise ValueError(f"uplink_power_control.model: {pc!r} (valid: full_carrier, open_loop)")
+        for d, oh in self.phy_overhead.items():
+            if d not in ("uplink", "downlink") or not 0.0 <= oh < 1.0:
+                raise ValueError(f"phy_overhead.{d}: {oh} must be in [0, 1) for uplink/downlink")
 
     @property
     def rb_bandwidth_hz(self) -> float:
@@ -78,9 +118,11 @@ class ChannelProfile:
     def subframe_s(self) -> float:
         return SUBFRAME_S
 
-    @property
-    def noise_w(self) -> float:
-        return float(noise_power_w(self.bandwidth_hz, self.noise_figure_db, self.noise_dbm_per_hz))
+    def noise_w(self, receiver: str = "bs", bandwidth_hz: float | None = None) -> float:
+        """Noise power N0·F·B at a ``"bs"`` or ``"ue"`` receiver [W] (B: the carrier's)."""
+        nf = self.noise_figure_bs_db if receiver == "bs" else self.noise_figure_ue_db
+        b = self.bandwidth_hz if bandwidth_hz is None else bandwidth_hz
+        return float(noise_power_w(b, nf, self.noise_dbm_per_hz))
 
     @property
     def ue_tx_power_w(self) -> float:
@@ -90,18 +132,36 @@ class ChannelProfile:
     def bs_tx_power_w(self) -> float:
         return float(dbm_to_w(self.bs_tx_power_dbm))
 
+    def time_fraction(self, direction: str) -> float:
+        """Share of time ``direction`` owns the carrier: 1 for FDD, the slot share for TDD."""
+        if self.duplex == "fdd":
+            return 1.0
+        return tdd_time_fraction(self.tdd_pattern, direction, tuple(self.special_slot_symbols))
+
     def build_pathloss(self, d2d: bool = False) -> PathLoss:
         return build_pathloss(self.d2d_pathloss if d2d else self.pathloss, self.carrier_hz)
 
     def build_fading(self) -> BlockFading:
         return build_fading(self.fading)
 
-    def efficiency_bps_per_hz(self, snr: np.ndarray) -> np.ndarray:
-        """Spectral efficiency [bit/s/Hz] at linear SNR: Shannon (capped) or CQI table."""
+    def efficiency_bps_per_hz(self, snr: np.ndarray, direction: str = "downlink") -> np.ndarray:
+        """Data bits per s per Hz at linear SNR: Shannon (gap, cap) or CQI table, × (1 − OH)."""
         params = dict(self.efficiency)
-        if params.pop("model") == "cqi":
-            return cqi_efficiency(snr, **params)
-        return shannon_efficiency(snr, params.get("max_bps_per_hz"))
+        model = params.pop("model")
+        cap = params.pop("max_bps_per_hz", None)
+        gap = params.pop("gap_db", 0.0)
+        if model == "cqi":
+            se = cqi_efficiency(snr, gap, params.pop("table", "64qam"))
+            if cap is not None:
+                se = np.minimum(se, cap)
+        else:
+            se = shannon_efficiency(snr, cap, gap)
+        oh = self.phy_overhead.get(direction, 0.0)
+        return se * (1.0 - oh) if oh else se
+
+    def efficiency_for(self, direction: str):
+        """``snr → efficiency`` of one direction (a carrier's rate function)."""
+        return partial(self.efficiency_bps_per_hz, direction=direction)
 
     def with_overrides(self, **overrides: Any) -> ChannelProfile:
         from dataclasses import replace
@@ -114,13 +174,15 @@ def channel_profiles() -> dict[str, ChannelProfile]:
     text = resources.files("channel_models").joinpath("data/channel_profiles.yaml").read_text()
     raw = yaml.safe_load(text)["profiles"]
     return {
-        name: ChannelProfile(name=name, source=" ".join(p.pop("source").split()), **p)
+        name: ChannelProfile(
+            name=name,
+            source=" ".join(p.pop("source").split()),
+            special_slot_symbols=tuple(p.pop("special_slot_symbols", (10, 2, 2))),
+            **p,
+        )
         for name, p in raw.items()
     }
 
 
 def get_channel_profile(name: str) -> ChannelProfile:
-    profiles = channel_profiles()
-    if name not in profiles:
-        raise KeyError(f"unknown channel profile {name!r} (valid: {', '.join(sorted(profiles))})")
-    return profiles[name]
+    return lookup(channel_profiles(), name, "channel profile")

@@ -3,9 +3,12 @@
 - Noise: N = N0·B·F with N0 = −174 dBm/Hz (thermal noise at 290 K) and noise
   figure F; FedDif: σ² = σ0·B (eq. (9)).
 - SNR: |g|²·p / σ² with |g|² = β·|h|² (FedDif eqs. (7)-(9)).
-- Shannon spectral efficiency log2(1 + SNR) (FedDif eq. (9)), optionally
-  capped; or the 3GPP TS 38.214 Table 5.2.2.1-2 CQI table (4-bit CQI, up to
-  64QAM) with an SNR → CQI mapping through a Shannon gap.
+- Shannon spectral efficiency log2(1 + SNR/Γ) (FedDif eq. (9) with Γ = 1),
+  with an optional SNR gap Γ and cap; or the 3GPP TS 38.214 CQI tables
+  (Table 5.2.2.1-2, up to 64QAM; Table 5.2.2.1-3, up to 256QAM) with an
+  SNR → CQI mapping through a Shannon gap.
+- PHY overhead factors of TS 38.306 §4.1.2 (control and reference signals):
+  the data rate is (1 − OH) of the raw one.
 - Outage probability of Rayleigh fading at target efficiency R:
   P_out = 1 − exp(−(2^R − 1)/SNR̄) (FedDif eq. (A.1)).
 """
@@ -23,6 +26,9 @@ __all__ = [
     "snr_linear",
     "shannon_efficiency",
     "CQI_TABLE_38214_5_2_2_1_2",
+    "CQI_TABLE_38214_5_2_2_1_3",
+    "CQI_TABLES",
+    "PHY_OVERHEAD_38306",
     "cqi_from_snr",
     "cqi_efficiency",
     "outage_probability",
@@ -50,9 +56,12 @@ def snr_linear(
     return np.asarray(tx_power_w) * beta * np.asarray(fading_gain) / np.asarray(noise_w)
 
 
-def shannon_efficiency(snr: ArrayLike, max_bps_per_hz: float | None = None) -> np.ndarray:
-    """log2(1 + SNR) [bit/s/Hz], capped at ``max_bps_per_hz`` if given."""
-    se = np.log2(1.0 + np.asarray(snr, dtype=float))
+def shannon_efficiency(
+    snr: ArrayLike, max_bps_per_hz: float | None = None, gap_db: float = 0.0
+) -> np.ndarray:
+    """log2(1 + SNR/Γ) [bit/s/Hz] with SNR gap Γ [dB], capped at ``max_bps_per_hz`` if given."""
+    snr = np.asarray(snr, dtype=float)
+    se = np.log2(1.0 + (snr if gap_db == 0.0 else snr / db_to_linear(gap_db)))
     return se if max_bps_per_hz is None else np.minimum(se, max_bps_per_hz)
 
 
@@ -79,16 +88,49 @@ CQI_TABLE_38214_5_2_2_1_2 = np.array(
 )
 
 
-def cqi_from_snr(snr: ArrayLike, gap_db: float = 0.0) -> np.ndarray:
+#: 3GPP TS 38.214 Table 5.2.2.1-3 (4-bit CQI Table 2, up to 256QAM), same columns.
+CQI_TABLE_38214_5_2_2_1_3 = np.array(
+    [
+        (2, 78, 0.1523),
+        (2, 193, 0.3770),
+        (2, 449, 0.8770),
+        (4, 378, 1.4766),
+        (4, 490, 1.9141),
+        (4, 616, 2.4063),
+        (6, 466, 2.7305),
+        (6, 567, 3.3223),
+        (6, 666, 3.9023),
+        (6, 772, 4.5234),
+        (6, 873, 5.1152),
+        (8, 711, 5.5547),
+        (8, 797, 6.2266),
+        (8, 885, 6.9141),
+        (8, 948, 7.4063),
+    ]
+)
+
+#: CQI tables by name: ``64qam`` (Table 5.2.2.1-2) and ``256qam`` (Table 5.2.2.1-3).
+CQI_TABLES = {"64qam": CQI_TABLE_38214_5_2_2_1_2, "256qam": CQI_TABLE_38214_5_2_2_1_3}
+
+#: TS 38.306 §4.1.2 overhead OH^(j) of the maximum data rate formula, by range and direction.
+PHY_OVERHEAD_38306 = {
+    ("fr1", "downlink"): 0.14,
+    ("fr1", "uplink"): 0.08,
+    ("fr2", "downlink"): 0.18,
+    ("fr2", "uplink"): 0.10,
+}
+
+
+def cqi_from_snr(snr: ArrayLike, gap_db: float = 0.0, table: str = "64qam") -> np.ndarray:
     """Highest CQI whose efficiency ≤ log2(1 + SNR/Γ) (Shannon-gap mapping; 0 = out of range)."""
     usable = np.log2(1.0 + np.asarray(snr, dtype=float) / db_to_linear(gap_db))
-    return np.searchsorted(CQI_TABLE_38214_5_2_2_1_2[:, 2], usable, side="right")
+    return np.searchsorted(CQI_TABLES[table][:, 2], usable, side="right")
 
 
-def cqi_efficiency(snr: ArrayLike, gap_db: float = 0.0) -> np.ndarray:
+def cqi_efficiency(snr: ArrayLike, gap_db: float = 0.0, table: str = "64qam") -> np.ndarray:
     """Spectral efficiency of the CQI chosen for ``snr`` (0 when out of range) [bit/s/Hz]."""
-    eff = np.concatenate([[0.0], CQI_TABLE_38214_5_2_2_1_2[:, 2]])
-    return eff[cqi_from_snr(snr, gap_db)]
+    eff = np.concatenate([[0.0], CQI_TABLES[table][:, 2]])
+    return eff[cqi_from_snr(snr, gap_db, table)]
 
 
 def outage_probability(target_bps_per_hz: ArrayLike, mean_snr: ArrayLike) -> np.ndarray:

@@ -22,6 +22,7 @@ __all__ = [
     "slots_per_subframe",
     "rb_bandwidth_hz",
     "num_resource_blocks",
+    "max_resource_blocks",
 ]
 
 SUBFRAME_S = 1e-3
@@ -70,3 +71,12 @@ def num_resource_blocks(bandwidth_hz: float, mu: int) -> int:
     if bw_mhz not in row:
         raise KeyError(f"no {bw_mhz:g} MHz carrier at {scs_khz} kHz (valid MHz: {sorted(row)})")
     return row[int(bw_mhz)]
+
+
+def max_resource_blocks(bandwidth_hz: float, mu: int) -> int:
+    """Most RBs a carrier can hold: the TS 38.101-1 N_RB where the table has the
+    bandwidth, else ⌊B / (12·Δf)⌋ (no guard bands)."""
+    try:
+        return num_resource_blocks(bandwidth_hz, mu)
+    except KeyError:
+        return int(bandwidth_hz // rb_bandwidth_hz(mu))

@@ -8,6 +8,7 @@ Models
 - :class:`LogDistance` — β_dB = β0 − 10·κ·log10(d/d0) (FedDif eq. (8)); the
   loss is −β_dB. FedDif's reference values: β0 = −30 dB at d0 = 1 m, κ = 3.75.
 - :class:`FreeSpace` — Friis: 20·log10(4π·d·f/c).
+- :class:`RMa` — TR 38.901 Table 7.4.1-1 rural macro (own LOS/NLOS laws).
 - :class:`UMa`, :class:`UMi` — 3GPP TR 38.901 V17 Table 7.4.1-1 (urban macro,
   urban micro street canyon), LOS and NLOS, with the LOS probability of
   Table 7.4.2-1 and the shadow-fading standard deviations of Table 7.4.1-1.
@@ -29,6 +30,7 @@ __all__ = [
     "FreeSpace",
     "UMa",
     "UMi",
+    "RMa",
     "PATHLOSS_MODELS",
 ]
 
@@ -149,13 +151,17 @@ class _TR38901(PathLoss):
         )
 
     @abstractmethod
-    def los_loss_db(self, d2d: np.ndarray) -> np.ndarray: ...
+    def los_loss_db(self, distance_2d_m: np.ndarray) -> np.ndarray: ...
 
     @abstractmethod
-    def nlos_loss_db(self, d2d: np.ndarray) -> np.ndarray: ...
+    def nlos_loss_db(self, distance_2d_m: np.ndarray) -> np.ndarray: ...
 
     @abstractmethod
-    def los_probability(self, d2d: ArrayLike) -> np.ndarray: ...
+    def los_probability(self, distance_2d_m: ArrayLike) -> np.ndarray: ...
+
+    def _los_shadow_std_db(self, distance_2d_m: np.ndarray) -> np.ndarray | float:
+        """σ_SF of LOS links at these distances [dB]."""
+        return self.los_shadow_db
 
     def mean_loss_db(self, distance_2d_m: ArrayLike) -> np.ndarray:
         """LOS or NLOS loss; with ``los=None`` the LOS-probability-weighted loss in dB."""
@@ -179,7 +185,7 @@ class _TR38901(PathLoss):
         is_los = rng.random(d.shape) < self.los_probability(d)
         loss = np.where(is_los, self.los_loss_db(d), self.nlos_loss_db(d))
         if self.shadowing:
-            std = np.where(is_los, self.los_shadow_db, self.nlos_shadow_db)
+            std = np.where(is_los, self._los_shadow_std_db(d), self.nlos_shadow_db)
             loss = loss + rng.normal(0.0, 1.0, d.shape) * std
         return loss
 
@@ -207,9 +213,9 @@ class _Coefficients:
 class _TR38901Scenario(_TR38901):
     coefficients: _Coefficients
 
-    def los_loss_db(self, d2d: np.ndarray) -> np.ndarray:
+    def los_loss_db(self, distance_2d_m: np.ndarray) -> np.ndarray:
         k = self.coefficients
-        d3 = distance_3d_m(d2d, self.height_tx_m, self.height_rx_m)
+        d3 = distance_3d_m(distance_2d_m, self.height_tx_m, self.height_rx_m)
         d_bp = self.breakpoint_m()
         freq_term = 20.0 * np.log10(self.fc_ghz)
         pl1 = k.a + k.b * np.log10(d3) + freq_term
@@ -219,22 +225,22 @@ class _TR38901Scenario(_TR38901):
             + freq_term
             - k.c * np.log10(d_bp**2 + (self.height_tx_m - self.height_rx_m) ** 2)
         )
-        return np.where(d2d <= d_bp, pl1, pl2)
+        return np.where(distance_2d_m <= d_bp, pl1, pl2)
 
-    def nlos_loss_db(self, d2d: np.ndarray) -> np.ndarray:
+    def nlos_loss_db(self, distance_2d_m: np.ndarray) -> np.ndarray:
         k = self.coefficients
-        d3 = distance_3d_m(d2d, self.height_tx_m, self.height_rx_m)
+        d3 = distance_3d_m(distance_2d_m, self.height_tx_m, self.height_rx_m)
         pl_nlos = (
             k.na
             + k.nb * np.log10(d3)
             + k.nf * np.log10(self.fc_ghz)
             - k.nh * (self.height_rx_m - 1.5)
         )
-        return np.maximum(self.los_loss_db(d2d), pl_nlos)
+        return np.maximum(self.los_loss_db(distance_2d_m), pl_nlos)
 
-    def los_probability(self, d2d: ArrayLike) -> np.ndarray:
+    def los_probability(self, distance_2d_m: ArrayLike) -> np.ndarray:
         """Table 7.4.2-1 (UMa with h_UT ≤ 13 m, so C'(h_UT) = 0)."""
-        d = np.asarray(d2d, dtype=float)
+        d = np.asarray(distance_2d_m, dtype=float)
         with np.errstate(divide="ignore"):
             p = 18.0 / d + np.exp(-d / self.coefficients.los_decay_m) * (1.0 - 18.0 / d)
         return np.where(d <= 18.0, 1.0, p)
@@ -262,9 +268,86 @@ class UMi(_TR38901Scenario):
     default_height_tx_m = 10.0
 
 
+class RMa(_TR38901):
+    """3GPP TR 38.901 Table 7.4.1-1, rural macro (h_BS = 35 m, h_UT = 1.5 m).
+
+    Average building height ``building_height_m`` h = 5 m and street width
+    ``street_width_m`` W = 20 m (the table's defaults). LOS:
+    PL1 = 20·log10(40π·d3D·fc/3) + min(0.03·h^1.72, 10)·log10(d3D)
+    − min(0.044·h^1.72, 14.77) + 0.002·log10(h)·d3D up to the breakpoint
+    d_BP = 2π·h_BS·h_UT·fc/c, PL2 = PL1(d_BP) + 40·log10(d3D/d_BP) beyond
+    (σ_SF 4 dB / 6 dB). NLOS: max(PL_LOS, PL'_NLOS) with the table's
+    PL'_NLOS (σ_SF 8 dB). LOS probability (Table 7.4.2-1): 1 up to 10 m,
+    exp(−(d2D − 10)/1000) beyond.
+    """
+
+    los_shadow_db = 4.0  # PL1; PL2 has 6 dB (see _los_shadow_db)
+    nlos_shadow_db = 8.0
+    default_height_tx_m = 35.0
+
+    def __init__(
+        self,
+        carrier_hz: float,
+        los: bool | None = None,
+        height_tx_m: float | None = None,
+        height_rx_m: float = 1.5,
+        shadowing: bool = False,
+        building_height_m: float = 5.0,
+        street_width_m: float = 20.0,
+    ):
+        super().__init__(carrier_hz, los, height_tx_m, height_rx_m, shadowing)
+        self.building_height_m = float(building_height_m)
+        self.street_width_m = float(street_width_m)
+
+    def breakpoint_m(self) -> float:
+        """d_BP = 2π·h_BS·h_UT·fc/c (Table 7.4.1-1 note 5; actual antenna heights)."""
+        return (
+            2.0 * np.pi * self.height_tx_m * self.height_rx_m * self.carrier_hz / SPEED_OF_LIGHT_M_S
+        )
+
+    def _pl1(self, d3: np.ndarray) -> np.ndarray:
+        h = self.building_height_m
+        return (
+            20.0 * np.log10(40.0 * np.pi * d3 * self.fc_ghz / 3.0)
+            + min(0.03 * h**1.72, 10.0) * np.log10(d3)
+            - min(0.044 * h**1.72, 14.77)
+            + 0.002 * np.log10(h) * d3
+        )
+
+    def los_loss_db(self, distance_2d_m: np.ndarray) -> np.ndarray:
+        d3 = distance_3d_m(distance_2d_m, self.height_tx_m, self.height_rx_m)
+        d_bp = self.breakpoint_m()
+        d3_bp = float(distance_3d_m(d_bp, self.height_tx_m, self.height_rx_m))
+        pl2 = self._pl1(np.asarray(d3_bp)) + 40.0 * np.log10(d3 / d3_bp)
+        return np.where(distance_2d_m <= d_bp, self._pl1(d3), pl2)
+
+    def nlos_loss_db(self, distance_2d_m: np.ndarray) -> np.ndarray:
+        d3 = distance_3d_m(distance_2d_m, self.height_tx_m, self.height_rx_m)
+        h, w = self.building_height_m, self.street_width_m
+        h_bs, h_ut = self.height_tx_m, self.height_rx_m
+        pl = (
+            161.04
+            - 7.1 * np.log10(w)
+            + 7.5 * np.log10(h)
+            - (24.37 - 3.7 * (h / h_bs) ** 2) * np.log10(h_bs)
+            + (43.42 - 3.1 * np.log10(h_bs)) * (np.log10(d3) - 3.0)
+            + 20.0 * np.log10(self.fc_ghz)
+            - (3.2 * np.log10(11.75 * h_ut) ** 2 - 4.97)
+        )
+        return np.maximum(self.los_loss_db(distance_2d_m), pl)
+
+    def los_probability(self, distance_2d_m: ArrayLike) -> np.ndarray:
+        d = np.asarray(distance_2d_m, dtype=float)
+        return np.where(d <= 10.0, 1.0, np.exp(-(d - 10.0) / 1000.0))
+
+    def _los_shadow_std_db(self, distance_2d_m: np.ndarray) -> np.ndarray:
+        return np.where(distance_2d_m <= self.breakpoint_m(), 4.0, 6.0)
+
+
 PATHLOSS_MODELS: dict[str, type[PathLoss]] = {
     "log_distance": LogDistance,
     "free_space": FreeSpace,
     "uma": UMa,
     "umi": UMi,
+    "rma": RMa,
 }

@@ -12,9 +12,12 @@ __version__ = "0.1.0"
 
 from netfl.algorithms import ALGORITHMS, Algorithm, FedAvg, RoundSummary, register  # noqa: E402
 from netfl.errors import ScenarioError, UserError  # noqa: E402
-from netfl.results import read_run, write_run  # noqa: E402
-from netfl.runner import RunResult, run  # noqa: E402
-from netfl.scenario import Scenario, load_scenario, parse_scenario  # noqa: E402
+from netfl.report import write_run  # noqa: E402
+from netfl.results import read_run  # noqa: E402
+from netfl.run_result import RunResult  # noqa: E402
+from netfl.runner import run  # noqa: E402
+from netfl.scenario import Scenario  # noqa: E402
+from netfl.scenario_io import load_scenario, parse_scenario  # noqa: E402
 from netfl.world import World  # noqa: E402
 
 __all__ = [

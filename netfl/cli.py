@@ -20,9 +20,9 @@ EXIT_USER_ERROR = 2
 def _cmd_run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from netfl.results import write_run
+    from netfl.report import write_run
     from netfl.runner import run
-    from netfl.scenario import load_scenario
+    from netfl.scenario_io import load_scenario
 
     scenario = load_scenario(args.scenario, args.set)
     out = Path(args.out) if args.out else None
@@ -63,7 +63,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    from netfl.scenario import load_scenario
+    from netfl.scenario_io import load_scenario
 
     scenario = load_scenario(args.scenario, args.set)
     print(
@@ -110,7 +110,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from netfl.report import compare_figures, run_figures
+    from netfl.report import compare_figures, result_figures
     from netfl.results import read_run
 
     runs = {}
@@ -121,21 +121,14 @@ def _cmd_report(args: argparse.Namespace) -> int:
             raise UserError(str(err)) from None
     if len(runs) == 1:
         d, r = next(iter(runs.items()))
-        out = Path(args.out) if args.out else Path(d) / "figures"
-        paths = run_figures(r["rounds"], r["devices"], out, title=r["manifest"]["scenario"])
-        if "occupancy" in r:
-            from netfl.report import radio_figures
-            from netfl.scenario import load_scenario
-
-            scenario = load_scenario(Path(d) / "scenario.yaml")
-            paths += radio_figures(scenario, r["transfers"], r["devices"], r, out)
+        paths = result_figures(r, Path(args.out) if args.out else Path(d) / "figures")
     else:
         if not args.out:
             raise UserError("--out: required when comparing several runs")
         labels = {}
         for d, r in runs.items():
-            label = r["manifest"]["scenario"]
-            labels[label if label not in labels else Path(d).name] = r["rounds"]
+            label = r.scenario.name
+            labels[label if label not in labels else Path(d).name] = r.rounds
         paths = compare_figures(labels, Path(args.out))
     for p in paths:
         print(p)
@@ -143,7 +136,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_schema(args: argparse.Namespace) -> int:
-    from netfl.scenario import scenario_schema
+    from netfl.scenario_io import scenario_schema
 
     print(json.dumps(scenario_schema(), indent=2))
     return 0

@@ -20,8 +20,12 @@ class TransferRecord:
     ``direction`` is ``"uplink"`` (device → BS), ``"downlink"`` (BS → device)
     or ``"d2d"`` (device → device). ``num_models`` counts the model copies the
     payload carries (FedDif's "transmitted models"); 0 for other payloads.
-    Energies are the radio energy of the sender (tx) and receiver (rx) [J].
-    ``rb_subframes`` (RBs held × airtime in 1 ms sub-frames) and ``mean_snr_db``
+    Energies are the radio energy of the sending and receiving UE [J]: tx/rx
+    power × ``airtime_s`` (the time the transfer held resources) plus the
+    waiting power × the rest of its duration; 0 for the BS (charged by its
+    load-dependent power model). A multicast writes one record per receiver
+    with the same ``multicast_group`` (≥ 1; −1 for unicast): its bits went on
+    air once. ``rb_subframes`` (RBs held × airtime in 1 ms sub-frames) and ``mean_snr_db``
     (time-average SNR) exist on OFDMA links only (NaN otherwise).
     """
 
@@ -36,6 +40,8 @@ class TransferRecord:
     num_models: int
     tx_energy_j: float
     rx_energy_j: float
+    airtime_s: float = float("nan")
+    multicast_group: int = -1
     rb_subframes: float = float("nan")
     mean_snr_db: float = float("nan")
 

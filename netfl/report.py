@@ -10,7 +10,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-__all__ = ["run_figures", "compare_figures"]
+from netfl.results import write_run_dir  # noqa: E402
+from netfl.run_result import RunResult  # noqa: E402
+
+__all__ = ["run_figures", "compare_figures", "radio_figures", "write_run", "result_figures"]
 
 
 def _save(fig, path: Path) -> Path:
@@ -121,8 +124,6 @@ def radio_figures(
     """OFDMA runs: per-transfer rate over time, RB occupancy, SNR map of the cell."""
     import numpy as np
 
-    from netfl.world import resolve_channel_profile
-
     out = Path(out)
     paths = []
     fig, ax = plt.subplots(figsize=(7, 4))
@@ -146,7 +147,7 @@ def radio_figures(
 
     occ = radio_tables["occupancy"]
     fig, axes = plt.subplots(2, 1, figsize=(7, 5), sharex=True)
-    channel = resolve_channel_profile(scenario.cell.link)
+    channel = scenario.cell.link.channel_profile_resolved()
     for ax, carrier in zip(axes, ("uplink", "downlink"), strict=True):
         o = occ[occ["carrier"] == carrier]
         ax.stackplot(
@@ -168,11 +169,11 @@ def radio_figures(
     xx, yy = np.meshgrid(grid, grid)
     dist = np.hypot(xx, yy)
     loss = channel.build_pathloss().mean_loss_db(np.maximum(dist, 1.0))
-    snr_db = 10 * np.log10(channel.ue_tx_power_w / channel.noise_w) - loss
+    snr_db = 10 * np.log10(channel.ue_tx_power_w / channel.noise_w("bs")) - loss
     snr_db = np.where(dist <= radius, snr_db, np.nan)
     fig, ax = plt.subplots(figsize=(6, 5))
     mesh = ax.pcolormesh(xx, yy, snr_db, shading="auto", cmap="viridis")
-    fig.colorbar(mesh, ax=ax, label="mean uplink SNR [dB] (no fading)")
+    fig.colorbar(mesh, ax=ax, label="uplink SNR, full power over the carrier [dB] (no fading)")
     cues = radio_tables.get("cues")
     if cues is not None and len(cues):
         ax.scatter(cues["x_m"], cues["y_m"], s=4, c="w", alpha=0.6, label="CUEs")
@@ -186,3 +187,27 @@ def radio_figures(
     ax.legend(fontsize=7, loc="upper right")
     paths.append(_save(fig, out / "snr_map.png"))
     return paths
+
+
+def result_figures(result: RunResult, out: str | Path) -> list[Path]:
+    """Every figure of one run (radio figures for OFDMA runs) into ``out``."""
+    out = Path(out)
+    paths = run_figures(result.rounds, result.devices, out, title=result.scenario.name)
+    if "occupancy" in result.radio_tables:
+        paths += radio_figures(
+            result.scenario, result.transfers, result.devices, result.radio_tables, out
+        )
+    return paths
+
+
+def write_run(
+    result: RunResult, run_dir: str | Path | None = None, figures: bool | None = None
+) -> Path:
+    """Write a run directory with its figures (``figures``: default ``outputs.figures``).
+
+    Atomic: a run directory that exists is complete. Returns its path.
+    """
+    draw = result.scenario.outputs.figures if figures is None else figures
+    return write_run_dir(
+        result, run_dir, (lambda res, tmp: result_figures(res, tmp / "figures")) if draw else None
+    )

@@ -1,8 +1,10 @@
 """Write and read run directories atomically.
 
 A run directory holds ``scenario.yaml`` (fully resolved), ``manifest.json``,
-``rounds.csv``, ``devices.csv``, ``transfers.parquet``, ``computes.parquet``
-and ``figures/``. Everything is written into a hidden temporary directory
+``rounds.csv``, ``devices.csv``, ``transfers.parquet``, ``computes.parquet``,
+the radio's tables and ``figures/`` (drawn by a callback:
+:func:`netfl.report.write_run` passes the figure writer, so this module
+imports neither the runner nor the report). Everything is written into a hidden temporary directory
 next to the target and renamed into place at the end, so a run directory
 that exists is complete; an interrupted run leaves nothing behind.
 """
@@ -16,6 +18,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -25,9 +28,10 @@ import pandas as pd
 import torch
 import yaml
 
-from netfl.runner import RunResult
+from netfl.run_result import RunResult
+from netfl.scenario_io import parse_scenario, resolved
 
-__all__ = ["write_run", "read_run", "default_run_dir", "manifest"]
+__all__ = ["write_run_dir", "read_run", "default_run_dir", "manifest"]
 
 
 def _git_commit() -> str | None:
@@ -78,12 +82,15 @@ def default_run_dir(result: RunResult) -> Path:
     return Path(result.scenario.outputs.dir) / f"{result.scenario.name}-{stamp}"
 
 
-def write_run(
-    result: RunResult, run_dir: str | Path | None = None, figures: bool | None = None
+def write_run_dir(
+    result: RunResult,
+    run_dir: str | Path | None = None,
+    draw: Callable[[RunResult, Path], Any] | None = None,
 ) -> Path:
     """Write ``result`` to ``run_dir`` (default ``outputs.dir/NAME-TIMESTAMP``); return it.
 
-    Fails if ``run_dir`` exists, rather than mixing two runs.
+    ``draw(result, folder)`` may add files (figures) before the directory is
+    renamed into place. Fails if ``run_dir`` exists, rather than mixing two runs.
     """
     target = Path(run_dir) if run_dir is not None else default_run_dir(result)
     if target.exists():
@@ -92,7 +99,7 @@ def write_run(
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
     try:
         (tmp / "scenario.yaml").write_text(
-            yaml.safe_dump(result.scenario.resolved(), sort_keys=False)
+            yaml.safe_dump(resolved(result.scenario), sort_keys=False)
         )
         result.rounds.to_csv(tmp / "rounds.csv", index=False)
         result.devices.to_csv(tmp / "devices.csv", index=False)
@@ -100,18 +107,8 @@ def write_run(
         result.computes.to_parquet(tmp / "computes.parquet", index=False)
         for name, table in result.radio_tables.items():
             table.to_parquet(tmp / f"{name}.parquet", index=False)
-        if result.scenario.outputs.figures if figures is None else figures:
-            from netfl.report import radio_figures, run_figures
-
-            run_figures(result.rounds, result.devices, tmp / "figures", title=result.scenario.name)
-            if "occupancy" in result.radio_tables:
-                radio_figures(
-                    result.scenario,
-                    result.transfers,
-                    result.devices,
-                    result.radio_tables,
-                    tmp / "figures",
-                )
+        if draw is not None:
+            draw(result, tmp)
         (tmp / "manifest.json").write_text(json.dumps(manifest(result), indent=2))
         os.rename(tmp, target)
     except BaseException:
@@ -120,22 +117,29 @@ def write_run(
     return target
 
 
-def read_run(run_dir: str | Path) -> dict[str, Any]:
-    """Load a run directory's tables: ``rounds``, ``devices``, ``transfers``, ``computes``,
-    ``manifest`` and, for OFDMA runs, ``occupancy`` and ``cues``."""
+def read_run(run_dir: str | Path) -> RunResult:
+    """Load a complete run directory as a :class:`~netfl.run_result.RunResult`.
+
+    The radio's further tables (OFDMA: ``occupancy``, ``cues``) land in
+    ``radio_tables``; ``manifest`` holds the provenance.
+    """
     d = Path(run_dir)
     if not (d / "manifest.json").is_file():
         raise FileNotFoundError(f"{d} is not a complete run directory (no manifest.json)")
-    extra = {
-        p.stem: pd.read_parquet(p)
-        for name in ("occupancy", "cues")
-        if (p := d / f"{name}.parquet").is_file()
-    }
-    return {
-        **extra,
-        "rounds": pd.read_csv(d / "rounds.csv"),
-        "devices": pd.read_csv(d / "devices.csv"),
-        "transfers": pd.read_parquet(d / "transfers.parquet"),
-        "computes": pd.read_parquet(d / "computes.parquet"),
-        "manifest": json.loads((d / "manifest.json").read_text()),
-    }
+    core = {"transfers", "computes"}
+    radio_tables = {p.stem: pd.read_parquet(p) for p in sorted(d.glob("*.parquet"))}
+    man = json.loads((d / "manifest.json").read_text())
+    scenario_path = d / "scenario.yaml"
+    scenario = parse_scenario(yaml.safe_load(scenario_path.read_text()), str(scenario_path))
+    return RunResult(
+        scenario=scenario,
+        rounds=pd.read_csv(d / "rounds.csv"),
+        transfers=radio_tables.pop("transfers"),
+        computes=radio_tables.pop("computes"),
+        devices=pd.read_csv(d / "devices.csv"),
+        stop_reason=man.get("stop_reason", ""),
+        wall_time_s=float(man.get("wall_time_s", float("nan"))),
+        info={k: v for k, v in man.items() if k not in core},
+        radio_tables=radio_tables,
+        manifest=man,
+    )

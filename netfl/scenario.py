@@ -5,6 +5,10 @@ training, algorithm, learning, outputs``. Unknown keys are errors. Every
 problem is reported as one line ``FILE: key.path: what is wrong (valid: …)``.
 The ``algorithm`` section holds ``name`` plus that algorithm's own options,
 validated by the algorithm's ``Config``.
+
+This module is the schema only: reading files, ``--set`` overrides, checking
+the algorithm's options against the registry and the resolved form live in
+:mod:`netfl.scenario_io`, which imports this module (never the reverse).
 """
 
 from __future__ import annotations
@@ -24,12 +28,14 @@ from pydantic import (
 )
 
 from channel_models import link_profiles
-from channel_models.channel_profiles import channel_profiles
+from channel_models.channel_profiles import ChannelProfile, channel_profiles, get_channel_profile
+from channel_models.numerology import num_resource_blocks
+from channel_models.registry import UnknownNameError, check_name
 from netfl.compute.profiles import compute_profiles
 from netfl.learning.datasets import DATASETS
 from netfl.learning.models import MODELS
 
-__all__ = ["Scenario", "load_scenario", "parse_scenario", "apply_overrides", "scenario_schema"]
+__all__ = ["Scenario", "LINK_MODE_KEYS"]
 
 
 class _Strict(BaseModel):
@@ -37,11 +43,13 @@ class _Strict(BaseModel):
 
 
 def _check_name(kind: str, name: str | None, valid: dict) -> str | None:
-    if name is not None and name not in valid:
-        raise ValueError(f"unknown {kind} {name!r} (valid: {', '.join(sorted(valid))})")
-    return name
+    try:
+        return check_name(name, valid, kind)
+    except UnknownNameError as err:  # pydantic reports ValueError with the key path
+        raise ValueError(str(err)) from None
 
 
+#: keys of ``cell.link`` that belong to each link mode
 _FIXED_RATE_KEYS = {"shared", "capacity_profile", "uplink_capacity_mbps", "downlink_capacity_mbps"}
 _OFDMA_KEYS = {
     "channel_profile",
@@ -55,7 +63,26 @@ _OFDMA_KEYS = {
     "coherence_time_s",
     "ue_tx_power_dbm",
     "bs_tx_power_dbm",
+    "noise_figure_ue_db",
+    "noise_figure_bs_db",
+    "duplex",
+    "tdd_pattern",
+    "special_slot_symbols",
+    "uplink_power_control",
+    "max_bps_per_hz",
+    "snr_gap_db",
+    "cqi_table",
+    "phy_overhead_uplink",
+    "phy_overhead_downlink",
 }
+
+
+class PowerControlSection(_Strict):
+    """Uplink power control: TS 38.213 §7.1.1 open loop, or FedDif's full-carrier formula."""
+
+    model: Literal["full_carrier", "open_loop"] = "open_loop"
+    p0_dbm: float = Field(-87.0, description="P0 [dBm per 15 kHz-RB equivalent]")
+    alpha: float = Field(0.8, ge=0.0, le=1.0, description="fractional path-loss compensation")
 
 
 class LinkSection(_Strict):
@@ -85,6 +112,21 @@ class LinkSection(_Strict):
     coherence_time_s: PositiveFloat | None = None
     ue_tx_power_dbm: float | None = None
     bs_tx_power_dbm: float | None = None
+    noise_figure_ue_db: NonNegativeFloat | None = None
+    noise_figure_bs_db: NonNegativeFloat | None = None
+    duplex: Literal["fdd", "tdd"] | None = None
+    tdd_pattern: str | None = Field(None, description="TDD slots, e.g. DDDSU (D, S, U)")
+    special_slot_symbols: tuple[NonNegativeInt, NonNegativeInt, NonNegativeInt] | None = Field(
+        None, description="TDD special slot: [downlink, guard, uplink] symbols (sum 14)"
+    )
+    uplink_power_control: PowerControlSection | None = None
+    max_bps_per_hz: PositiveFloat | None = Field(None, description="cap on spectral efficiency")
+    snr_gap_db: NonNegativeFloat | None = Field(None, description="Shannon/CQI SNR gap [dB]")
+    cqi_table: Literal["64qam", "256qam"] | None = Field(
+        None, description="TS 38.214 CQI table (profiles with efficiency model cqi)"
+    )
+    phy_overhead_uplink: float | None = Field(None, ge=0.0, lt=1.0, description="TS 38.306 OH")
+    phy_overhead_downlink: float | None = Field(None, ge=0.0, lt=1.0, description="TS 38.306 OH")
 
     _v = field_validator("capacity_profile")(
         lambda v: _check_name("link profile", v, link_profiles())
@@ -99,7 +141,71 @@ class LinkSection(_Strict):
         given = sorted(k for k in other & self.model_fields_set)
         if given:
             raise ValueError(f"{', '.join(given)} does not apply to mode {self.mode!r}")
+        if self.mode == "ofdma":
+            self.channel_profile_resolved()  # grid, TDD pattern, power control consistent
         return self
+
+    def channel_profile_resolved(self) -> ChannelProfile:
+        """The named channel profile with this section's overrides applied.
+
+        A ``bandwidth_hz`` or ``numerology`` override without ``num_rbs`` takes N_RB
+        from TS 38.101-1 Table 5.3.2-1; ``ValueError`` names an inconsistent value
+        (e.g. more RBs than the bandwidth holds, a bandwidth with no N_RB entry).
+        """
+        base = get_channel_profile(self.channel_profile)
+        numerology = self.numerology if self.numerology is not None else base.numerology
+        bandwidth = self.bandwidth_hz or base.bandwidth_hz
+        num_rbs = self.num_rbs
+        if num_rbs is None and (self.bandwidth_hz is not None or self.numerology is not None):
+            try:
+                num_rbs = num_resource_blocks(bandwidth, numerology)
+            except (KeyError, ValueError) as err:
+                raise ValueError(
+                    f"bandwidth_hz/numerology: {str(err).strip(chr(34))}; set num_rbs to use "
+                    "another bandwidth"
+                ) from None
+        fading = dict(base.fading)
+        if self.fading is not None:
+            fading = {
+                "model": self.fading,
+                "coherence_time_s": fading.get("coherence_time_s", 1e-3),
+            }
+        if self.coherence_time_s is not None:
+            fading["coherence_time_s"] = self.coherence_time_s
+        efficiency = dict(base.efficiency)
+        if self.max_bps_per_hz is not None:
+            efficiency["max_bps_per_hz"] = self.max_bps_per_hz
+        if self.snr_gap_db is not None:
+            efficiency["gap_db"] = self.snr_gap_db
+        if self.cqi_table is not None:
+            if efficiency["model"] != "cqi":
+                raise ValueError(
+                    f"cqi_table: channel profile {base.name!r} uses {efficiency['model']!r} "
+                    "efficiency, not a CQI table"
+                )
+            efficiency["table"] = self.cqi_table
+        overhead = dict(base.phy_overhead)
+        if self.phy_overhead_uplink is not None:
+            overhead["uplink"] = self.phy_overhead_uplink
+        if self.phy_overhead_downlink is not None:
+            overhead["downlink"] = self.phy_overhead_downlink
+        pc = self.uplink_power_control.model_dump() if self.uplink_power_control else None
+        return base.with_overrides(
+            numerology=numerology,
+            bandwidth_hz=bandwidth,
+            num_rbs=num_rbs,
+            fading=fading,
+            ue_tx_power_dbm=self.ue_tx_power_dbm,
+            bs_tx_power_dbm=self.bs_tx_power_dbm,
+            noise_figure_ue_db=self.noise_figure_ue_db,
+            noise_figure_bs_db=self.noise_figure_bs_db,
+            duplex=self.duplex,
+            tdd_pattern=self.tdd_pattern,
+            special_slot_symbols=self.special_slot_symbols,
+            uplink_power_control=pc,
+            efficiency=efficiency,
+            phy_overhead=overhead,
+        )
 
 
 class CueSection(_Strict):
@@ -115,11 +221,23 @@ class CueSection(_Strict):
     )
 
 
+class BsPowerSection(_Strict):
+    """Load-dependent BS power (EARTH, Auer et al. 2011, Table 2 macro values)."""
+
+    p0_w: NonNegativeFloat = Field(130.0, description="power at zero load while active [W]")
+    delta_p: NonNegativeFloat = Field(4.7, description="slope of the load-dependent part")
+    max_tx_power_w: PositiveFloat | None = Field(
+        None, description="RF power at full load [W] (default: the channel profile's BS power)"
+    )
+    num_trx: PositiveInt = Field(1, description="transceiver chains charged")
+
+
 class CellSection(_Strict):
     radius_m: PositiveFloat = 250.0
     redrop_every_round: bool = Field(False, description="re-drop all UEs at every round start")
     link: LinkSection = LinkSection()
     cues: CueSection = CueSection()
+    bs_power: BsPowerSection = BsPowerSection()
 
     @model_validator(mode="after")
     def _cues_need_ofdma(self) -> CellSection:
@@ -137,6 +255,9 @@ class ComputeOverrides(_Strict):
     tx_power_w: NonNegativeFloat | None = None
     rx_power_w: NonNegativeFloat | None = None
     parallel_jobs: PositiveInt | None = None
+    radio_wait_power_w: NonNegativeFloat | None = None
+    rrc_tail_power_w: NonNegativeFloat | None = None
+    rrc_tail_s: NonNegativeFloat | None = None
 
 
 class DeviceGroup(_Strict):
@@ -302,30 +423,6 @@ class Scenario(_Strict):
     learning: LearningSection = LearningSection()
     outputs: OutputsSection = OutputsSection()
 
-    def algorithm_config(self) -> BaseModel:
-        """The algorithm's validated ``Config`` (see :func:`parse_scenario`)."""
-        from netfl.algorithms import get_algorithm
 
-        return get_algorithm(self.algorithm.name).Config(**self.algorithm.options())
-
-    def resolved(self) -> dict[str, Any]:
-        """The scenario with every default filled in, as plain data."""
-        data = self.model_dump(mode="json")
-        link = data["cell"]["link"]
-        for key in _OFDMA_KEYS if link["mode"] == "fixed_rate" else _FIXED_RATE_KEYS:
-            link.pop(key, None)  # keys of the other link mode would not validate
-        data["algorithm"] = {
-            "name": self.algorithm.name,
-            **self.algorithm_config().model_dump(mode="json"),
-        }
-        return data
-
-
-# Reading, overriding, validating and describing scenario files live in
-# netfl.scenario_io; re-exported here as the public entry points.
-from netfl.scenario_io import (  # noqa: E402
-    apply_overrides,
-    load_scenario,
-    parse_scenario,
-    scenario_schema,
-)
+#: ``cell.link`` keys by link mode (the resolved form drops the other mode's keys)
+LINK_MODE_KEYS = {"fixed_rate": _FIXED_RATE_KEYS, "ofdma": _OFDMA_KEYS}

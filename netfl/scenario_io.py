@@ -13,10 +13,19 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from netfl.algorithms import ALGORITHMS, get_algorithm
 from netfl.errors import ScenarioError
-from netfl.scenario import Scenario
+from netfl.scenario import LINK_MODE_KEYS, Scenario
 
-__all__ = ["parse_scenario", "apply_overrides", "read_yaml", "load_scenario", "scenario_schema"]
+__all__ = [
+    "parse_scenario",
+    "apply_overrides",
+    "read_yaml",
+    "load_scenario",
+    "scenario_schema",
+    "algorithm_config",
+    "resolved",
+]
 
 
 def _model_at(loc: tuple) -> type[BaseModel] | None:
@@ -57,6 +66,29 @@ def _problems(err: ValidationError, prefix: tuple = ()) -> list[tuple[str, str]]
     return out
 
 
+def algorithm_config(scenario: Scenario) -> BaseModel:
+    """The scenario's ``algorithm`` options validated by that algorithm's ``Config``."""
+    return get_algorithm(scenario.algorithm.name).Config(**scenario.algorithm.options())
+
+
+def resolved(scenario: Scenario) -> dict[str, Any]:
+    """The scenario with every default filled in (algorithm options too), as plain data.
+
+    Written as a run's ``scenario.yaml``; it parses back to an equal scenario.
+    """
+    data = scenario.model_dump(mode="json")
+    link = data["cell"]["link"]
+    for mode, keys in LINK_MODE_KEYS.items():
+        if mode != link["mode"]:
+            for key in keys:
+                link.pop(key, None)  # keys of the other link mode would not validate
+    data["algorithm"] = {
+        "name": scenario.algorithm.name,
+        **algorithm_config(scenario).model_dump(mode="json"),
+    }
+    return data
+
+
 def parse_scenario(data: Any, source: str = "<scenario>") -> Scenario:
     """Validate plain data as a scenario; :class:`ScenarioError` names every bad key."""
     if not isinstance(data, dict):
@@ -65,7 +97,6 @@ def parse_scenario(data: Any, source: str = "<scenario>") -> Scenario:
         scenario = Scenario.model_validate(data)
     except ValidationError as err:
         raise ScenarioError(source, _problems(err)) from None
-    from netfl.algorithms import ALGORITHMS
 
     name = scenario.algorithm.name
     if name not in ALGORITHMS:
@@ -79,7 +110,7 @@ def parse_scenario(data: Any, source: str = "<scenario>") -> Scenario:
             ],
         )
     try:
-        scenario.algorithm_config()
+        algorithm_config(scenario)
     except ValidationError as err:
         probs = _problems(err, ("algorithm",))
         fields = ", ".join(["name", *ALGORITHMS[name].Config.model_fields])
@@ -164,7 +195,6 @@ def load_scenario(path: str | Path, overrides: list[str] | None = None) -> Scena
 
 def scenario_schema() -> dict[str, Any]:
     """JSON schema of scenario files, with each algorithm's options under ``algorithm``."""
-    from netfl.algorithms import ALGORITHMS
 
     schema = Scenario.model_json_schema()
     variants = []

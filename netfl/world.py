@@ -14,8 +14,7 @@ import simpy
 import torch
 
 from channel_models import get_link_profile
-from channel_models.channel_profiles import ChannelProfile, get_channel_profile
-from channel_models.numerology import num_resource_blocks
+from channel_models.channel_profiles import ChannelProfile
 from netfl.compute import ComputeEngine, get_compute_profile
 from netfl.compute.flops import ModelFlops, measure_flops
 from netfl.errors import UserError
@@ -36,39 +35,13 @@ from netfl.learning import (
 from netfl.nodes import Node
 from netfl.radio import FixedRateRadio, drop_uniform_disc
 from netfl.radio.cues import CueTraffic, CueTrafficConfig
+from netfl.radio.energy import BsPowerModel
 from netfl.radio.ofdma_radio import OfdmaRadio
 from netfl.records import Recorder
 from netfl.rng import Streams
 from netfl.scenario import Scenario
 
-__all__ = ["World", "ModelInfo", "resolve_channel_profile"]
-
-
-def resolve_channel_profile(link) -> ChannelProfile:
-    """The named channel profile with the scenario's ``cell.link`` overrides applied.
-
-    A ``bandwidth_hz`` override without ``num_rbs`` takes N_RB from TS 38.101-1
-    Table 5.3.2-1 for the (possibly overridden) numerology.
-    """
-    base = get_channel_profile(link.channel_profile)
-    numerology = link.numerology if link.numerology is not None else base.numerology
-    bandwidth = link.bandwidth_hz or base.bandwidth_hz
-    num_rbs = link.num_rbs
-    if num_rbs is None and (link.bandwidth_hz is not None or link.numerology is not None):
-        num_rbs = num_resource_blocks(bandwidth, numerology)
-    fading = dict(base.fading)
-    if link.fading is not None:
-        fading = {"model": link.fading, "coherence_time_s": fading.get("coherence_time_s", 1e-3)}
-    if link.coherence_time_s is not None:
-        fading["coherence_time_s"] = link.coherence_time_s
-    return base.with_overrides(
-        numerology=numerology,
-        bandwidth_hz=bandwidth,
-        num_rbs=num_rbs,
-        fading=fading,
-        ue_tx_power_dbm=link.ue_tx_power_dbm,
-        bs_tx_power_dbm=link.bs_tx_power_dbm,
-    )
+__all__ = ["World", "ModelInfo"]
 
 
 @dataclass(frozen=True)
@@ -82,11 +55,20 @@ class ModelInfo:
 
 
 class World:
-    """Everything a run needs, built from a scenario."""
+    """Everything a run needs, built from a scenario.
 
-    def __init__(self, scenario: Scenario, source: str = "scenario"):
+    ``env`` lets a caller run the world on its own SimPy environment (default:
+    a new one); ``source`` names the scenario file in error messages.
+    """
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        env: simpy.Environment | None = None,
+        source: str = "scenario",
+    ):
         self.scenario = scenario
-        self.env = simpy.Environment()
+        self.env = env if env is not None else simpy.Environment()
         self.streams = Streams(scenario.seed)
         self.recorder = Recorder()
         self.learn = scenario.learning.mode == "learn"
@@ -190,8 +172,9 @@ class World:
         link = self.scenario.cell.link
         self.cues: CueTraffic | None = None
         self.channel: ChannelProfile | None = None
+        bp = self.scenario.cell.bs_power
         if link.mode == "ofdma":
-            self.channel = resolve_channel_profile(link)
+            self.channel = link.channel_profile_resolved()
             self.radio = OfdmaRadio(
                 self.env,
                 self.recorder,
@@ -201,6 +184,10 @@ class World:
                 rng_for_link=lambda k: self.streams.generator("shadowing", k),
                 max_rbs_per_transfer=link.max_rbs_per_transfer or float("inf"),
                 pf_window_blocks=link.pf_window_blocks or 100.0,
+                bs=self.bs,
+                bs_power=BsPowerModel(
+                    bp.p0_w, bp.delta_p, bp.max_tx_power_w or self.channel.bs_tx_power_w, bp.num_trx
+                ),
             )
             c = self.scenario.cell.cues
             self.cues = CueTraffic(
@@ -218,6 +205,7 @@ class World:
                 self.streams.generator("cue_traffic"),
                 mean_snr=self.radio.cue_mean_snr,
             )
+            self.radio.cues = self.cues
             return
         up = down = None
         if link.shared:
@@ -234,6 +222,8 @@ class World:
             shared=link.shared,
             uplink_capacity_bps=up,
             downlink_capacity_bps=down,
+            bs=self.bs,
+            bs_power=BsPowerModel(bp.p0_w, bp.delta_p, bp.max_tx_power_w or 20.0, bp.num_trx),
         )
 
     def begin_round(self, r: int) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from netfl.results import read_run, write_run
+from netfl import read_run, write_run
 from netfl.runner import run
-from netfl.scenario import parse_scenario
+from netfl.scenario_io import parse_scenario
 from tests.conftest import tiny_scenario
 
 LEARNING_ONLY = ["accuracy", "loss", "train_loss"]
@@ -27,7 +27,7 @@ def test_same_seed_identical_rounds_csv(tmp_path):
     b = write_run(_run(**sc), tmp_path / "b")
     assert (a / "rounds.csv").read_bytes() == (b / "rounds.csv").read_bytes()
     c = _run(**{**sc, "seed": 4})
-    assert not c.rounds.equals(read_run(a)["rounds"])
+    assert not c.rounds.equals(read_run(a).rounds)
 
 
 def test_timing_only_columns_equal_learning_mode():
@@ -79,7 +79,10 @@ def test_bits_models_and_energy_are_conserved():
         co[co.node.isin(is_dev)]["energy_j"].sum()
         + tr[tr.src.isin(is_dev)]["tx_energy_j"].sum()
         + tr[tr.dst.isin(is_dev)]["rx_energy_j"].sum()
+        + devices["tail_energy_j"].sum()  # RRC tails belong to no transfer
     )
+    assert devices["tail_energy_j"].sum() > 0
+    assert rounds["device_tail_energy_j"].sum() == pytest.approx(devices["tail_energy_j"].sum())
     assert rounds["device_energy_j"].sum() == pytest.approx(from_records, rel=1e-12)
     assert devices["energy_j"].sum() == pytest.approx(from_records, rel=1e-12)
     parts = rounds[["compute_time_s", "comm_time_s", "overlap_time_s", "idle_time_s"]].sum(axis=1)

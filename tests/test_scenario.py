@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from netfl.errors import ScenarioError
-from netfl.scenario import apply_overrides, load_scenario, parse_scenario, scenario_schema
+from netfl.scenario_io import (
+    apply_overrides,
+    load_scenario,
+    parse_scenario,
+    resolved,
+    scenario_schema,
+)
 from tests.conftest import tiny_scenario
 
 
@@ -18,7 +24,7 @@ def problems(data, source="s.yaml"):
 def test_defaults_fill_in():
     s = parse_scenario({"name": "x"})
     assert s.devices.count == 10 and s.algorithm.name == "fedavg"
-    assert s.resolved()["algorithm"] == {"name": "fedavg", "fraction": 1.0, "min_clients": 1}
+    assert resolved(s)["algorithm"] == {"name": "fedavg", "fraction": 1.0, "min_clients": 1}
 
 
 def test_unknown_key_names_path_and_valid_keys():

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from netfl.runner import run
-from netfl.scenario import load_scenario
+from netfl.scenario_io import load_scenario, resolved
 
 SCENARIOS = sorted((Path(__file__).resolve().parent.parent / "scenarios").glob("*.yaml"))
 TINY = ["training.rounds=1", "outputs.figures=false", "outputs.progress=false"]
@@ -31,8 +31,8 @@ def test_scenario_runs(path):
 def test_resolved_scenario_reloads_identically(path, tmp_path):
     import yaml
 
-    from netfl.scenario import parse_scenario
+    from netfl.scenario_io import parse_scenario
 
-    resolved = load_scenario(path).resolved()
-    again = parse_scenario(yaml.safe_load(yaml.safe_dump(resolved)), "resolved")
-    assert again.resolved() == resolved
+    want = resolved(load_scenario(path))
+    again = parse_scenario(yaml.safe_load(yaml.safe_dump(want)), "resolved")
+    assert resolved(again) == want

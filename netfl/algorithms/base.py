@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import simpy
 from pydantic import BaseModel, ConfigDict
 
+from channel_models.registry import lookup
+
 if TYPE_CHECKING:
     from netfl.world import World
 
@@ -88,6 +90,4 @@ def register(cls: type[Algorithm]) -> type[Algorithm]:
 
 def get_algorithm(name: str) -> type[Algorithm]:
     """Look an algorithm up by name; ``KeyError`` lists the valid names."""
-    if name not in ALGORITHMS:
-        raise KeyError(f"unknown algorithm {name!r} (valid: {', '.join(sorted(ALGORITHMS))})")
-    return ALGORITHMS[name]
+    return lookup(ALGORITHMS, name, "algorithm")

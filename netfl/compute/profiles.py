@@ -9,6 +9,8 @@ from typing import Any
 
 import yaml
 
+from channel_models.registry import lookup
+
 __all__ = ["ComputeProfile", "compute_profiles", "get_compute_profile"]
 
 
@@ -28,6 +30,12 @@ class ComputeProfile:
         Electrical radio power while transmitting / receiving [W].
     parallel_jobs : int
         Compute steps that may run at once; further steps queue.
+    radio_wait_power_w : float
+        Modem power while a transfer is active but holds no RBs (queued, RRC
+        connected) [W].
+    rrc_tail_power_w, rrc_tail_s : float
+        Modem power [W] and length [s] of the RRC tail after the last transfer
+        ends (cut short when the next transfer starts).
     """
 
     name: str
@@ -37,6 +45,9 @@ class ComputeProfile:
     tx_power_w: float
     rx_power_w: float
     parallel_jobs: int = 1
+    radio_wait_power_w: float = 0.0
+    rrc_tail_power_w: float = 0.0
+    rrc_tail_s: float = 0.0
     description: str = ""
     sources: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
@@ -71,6 +82,9 @@ def compute_profiles() -> dict[str, ComputeProfile]:
             tx_power_w=float(p["tx_power_w"]),
             rx_power_w=float(p["rx_power_w"]),
             parallel_jobs=int(p.get("parallel_jobs", 1)),
+            radio_wait_power_w=float(p.get("radio_wait_power_w", 0.0)),
+            rrc_tail_power_w=float(p.get("rrc_tail_power_w", 0.0)),
+            rrc_tail_s=float(p.get("rrc_tail_s", 0.0)),
             description=p.get("description", ""),
             sources={k: " ".join(str(v).split()) for k, v in p["sources"].items()},
         )
@@ -80,7 +94,4 @@ def compute_profiles() -> dict[str, ComputeProfile]:
 
 def get_compute_profile(name: str) -> ComputeProfile:
     """Look a profile up by name; ``KeyError`` lists the valid names."""
-    profiles = compute_profiles()
-    if name not in profiles:
-        raise KeyError(f"unknown compute profile {name!r} (valid: {', '.join(sorted(profiles))})")
-    return profiles[name]
+    return lookup(compute_profiles(), name, "compute profile")

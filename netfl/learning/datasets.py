@@ -21,6 +21,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from channel_models.registry import lookup
+
 __all__ = ["Dataset", "load_dataset", "DATASETS", "DATASET_INFO", "DataRootError"]
 
 
@@ -270,6 +272,6 @@ def load_dataset(
     ``options`` go to ``synthetic`` (``num_samples``, ``num_classes``,
     ``shape``, ``noise``).
     """
-    if name not in DATASETS:
-        raise KeyError(f"unknown data set {name!r} (valid: {', '.join(sorted(DATASETS))})")
-    return DATASETS[name](Path(root) if root is not None else None, test_fraction, seed, **options)
+    return lookup(DATASETS, name, "data set")(
+        Path(root) if root is not None else None, test_fraction, seed, **options
+    )

@@ -24,6 +24,8 @@ from math import prod
 import torch
 from torch import nn
 
+from channel_models.registry import lookup
+
 __all__ = ["MODELS", "ModelSpec", "get_model_spec", "num_parameters"]
 
 
@@ -129,9 +131,7 @@ MODELS: dict[str, ModelSpec] = {
 
 
 def get_model_spec(name: str) -> ModelSpec:
-    if name not in MODELS:
-        raise KeyError(f"unknown model {name!r} (valid: {', '.join(MODELS)})")
-    return MODELS[name]
+    return lookup(MODELS, name, "model")
 
 
 def num_parameters(model: nn.Module) -> int:

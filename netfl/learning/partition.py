@@ -26,6 +26,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from channel_models.registry import lookup
+
 __all__ = ["PARTITIONERS", "partition", "PartitionError"]
 
 
@@ -155,6 +157,6 @@ def partition(
     **params: float,
 ) -> list[np.ndarray]:
     """Split ``range(len(labels))`` over ``num_devices`` by ``scheme``."""
-    if scheme not in PARTITIONERS:
-        raise KeyError(f"unknown partition scheme {scheme!r} (valid: {', '.join(PARTITIONERS)})")
-    return PARTITIONERS[scheme](np.asarray(labels), num_devices, rng, **params)
+    return lookup(PARTITIONERS, scheme, "partition scheme")(
+        np.asarray(labels), num_devices, rng, **params
+    )

@@ -54,7 +54,7 @@ class CueTraffic:
         config: CueTrafficConfig,
         radius_m: float,
         rng: np.random.Generator,
-        mean_snr: Callable[[np.ndarray, str, np.random.Generator], float] | None = None,
+        mean_snr: Callable[[np.ndarray, str, np.random.Generator, float], float] | None = None,
     ):
         self.env = env
         self.carriers = carriers
@@ -91,7 +91,7 @@ class CueTraffic:
         if self.config.mean_session_bits is not None:
             cue = int(self.rng.integers(self.num_cues))
             size_bits = float(self.rng.exponential(self.config.mean_session_bits))
-            snr = self._mean_snr(self.positions_m[cue], direction, self.rng)
+            snr = self._mean_snr(self.positions_m[cue], direction, self.rng, self.config.demand_rbs)
             try:
                 flow = carrier.send(
                     size_bits,

@@ -1,19 +1,23 @@
-"""The radio access network as SimPy processes: ``transfer(src, dst, bits, kind)``.
+"""The radio access network as SimPy processes: ``transfer`` and ``broadcast``.
 
 :class:`Radio` owns the mechanism common to every link mode (direction,
-record, radio energy); a link mode supplies :meth:`Radio._deliver`, the
-process that ends when the bits have arrived.
+record, radio energy by state, BS energy, tables); a link mode supplies
+:meth:`Radio._deliver` (unicast) and :meth:`Radio._deliver_multicast`, the
+processes that end when the bits have arrived.
 """
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from typing import Any
 
+import pandas as pd
 import simpy
 
 from netfl.nodes import Node
+from netfl.radio.energy import BsPowerModel, BsRadioMeter, UeRadioStates
 from netfl.radio.sharing import ProcessorSharing
 from netfl.records import Recorder, TransferRecord
 
@@ -32,14 +36,38 @@ def direction_of(src: Node, dst: Node) -> str:
 
 
 class Radio(ABC):
-    """Base of the link modes."""
+    """Base of the link modes.
+
+    Parameters
+    ----------
+    bs : Node, optional
+        The base station; with it, the BS is charged by ``bs_power`` while it
+        carries FL traffic (:class:`~netfl.radio.energy.BsRadioMeter`).
+    bs_power : BsPowerModel, optional
+        Load-dependent BS power model (default: EARTH macro values).
+    """
 
     mode: str = ""
 
-    def __init__(self, env: simpy.Environment, recorder: Recorder):
+    def __init__(
+        self,
+        env: simpy.Environment,
+        recorder: Recorder,
+        bs: Node | None = None,
+        bs_power: BsPowerModel | None = None,
+    ):
         self.env = env
         self.recorder = recorder
+        self.ue_states = UeRadioStates(env)
+        self._active_downlink = 0
+        self._groups = 0
+        self.bs_meter = (
+            BsRadioMeter(env, bs, bs_power or BsPowerModel(), self.downlink_load)
+            if bs is not None
+            else None
+        )
 
+    # -- API -------------------------------------------------------------------
     def transfer(
         self, src: Node, dst: Node, size_bits: float, kind: str, num_models: int = 0
     ) -> simpy.Process:
@@ -50,23 +78,98 @@ class Radio(ABC):
         the payload (``"model_down"``, ``"model_up"``, ...); ``num_models`` is
         the number of model copies carried.
         """
-        if size_bits < 0:
-            raise ValueError(f"negative transfer size for {kind!r}")
+        if not size_bits >= 0:
+            raise ValueError(f"transfer size of {kind!r} must be >= 0 (got {size_bits})")
         return self.env.process(self._transfer(src, dst, float(size_bits), kind, num_models))
 
-    def _transfer(
-        self, src: Node, dst: Node, size_bits: float, kind: str, num_models: int
-    ) -> Generator[simpy.Event, Any, TransferRecord]:
-        direction = direction_of(src, dst)
-        start = self.env.now
-        extra = yield from self._deliver(src, dst, size_bits, direction)
-        duration = self.env.now - start
-        tx_j = src.compute.tx_power_w * duration
-        rx_j = dst.compute.rx_power_w * duration
-        src.energy.tx_s += duration
-        src.energy.tx_j += tx_j
-        dst.energy.rx_s += duration
-        dst.energy.rx_j += rx_j
+    def broadcast(
+        self,
+        src: Node,
+        receivers: Sequence[Node],
+        size_bits: float,
+        kind: str,
+        num_models: int = 1,
+    ) -> simpy.Process:
+        """Multicast ``size_bits`` from the BS to every receiver at once.
+
+        One transmission at the rate of the weakest receiver (fixed rate: the
+        smallest downlink rate; OFDMA: the smallest SNR in every fading block).
+        The process's value is one :class:`~netfl.records.TransferRecord` per
+        receiver (same interval, same ``multicast_group``); each counts
+        ``num_models`` model copies, the bits on air count once.
+        """
+        receivers = list(receivers)
+        if not size_bits >= 0:
+            raise ValueError(f"broadcast size of {kind!r} must be >= 0 (got {size_bits})")
+        if not receivers:
+            raise ValueError(f"broadcast {kind!r} has no receivers")
+        for r in receivers:
+            if direction_of(src, r) != "downlink":
+                raise ValueError(f"broadcast goes from the BS to UEs, not {src.name} → {r.name}")
+        return self.env.process(self._broadcast(src, receivers, float(size_bits), kind, num_models))
+
+    def downlink_load(self) -> float:
+        """Share of downlink resources FL transfers hold now (fixed rate: 1 while any)."""
+        return 1.0 if self._active_downlink else 0.0
+
+    def settle(self) -> None:
+        """Charge pending RRC tails and the BS meter up to now (called at round ends)."""
+        self.ue_states.settle()
+        if self.bs_meter is not None:
+            self.bs_meter.update()
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """Further tables of the run written beside the transfers (none for fixed rate)."""
+        return {}
+
+    # -- mechanism ---------------------------------------------------------------
+    def _begin(self, nodes: Sequence[Node], direction: str) -> None:
+        self.ue_states.start(nodes)
+        self._active_downlink += direction == "downlink"
+        if self.bs_meter is not None and direction != "d2d":
+            self.bs_meter.active += 1
+            self.bs_meter.update()
+
+    def _end(self, nodes: Sequence[Node], direction: str) -> None:
+        self.ue_states.end(nodes)
+        self._active_downlink -= direction == "downlink"
+        if self.bs_meter is not None and direction != "d2d":
+            self.bs_meter.active -= 1
+            self.bs_meter.update()
+
+    @staticmethod
+    def _charge(node: Node, role: str, duration_s: float, airtime_s: float) -> float:
+        """A UE's radio energy of one transfer: tx/rx power × airtime + wait power × queueing."""
+        if not node.is_device:
+            return 0.0  # the BS is charged by its power model (BsRadioMeter)
+        wait_s = max(duration_s - airtime_s, 0.0)
+        p = node.compute.tx_power_w if role == "tx" else node.compute.rx_power_w
+        e = node.energy
+        if role == "tx":
+            e.tx_s += airtime_s
+            e.tx_j += p * airtime_s
+        else:
+            e.rx_s += airtime_s
+            e.rx_j += p * airtime_s
+        e.wait_s += wait_s
+        e.wait_j += node.compute.radio_wait_power_w * wait_s
+        return p * airtime_s + node.compute.radio_wait_power_w * wait_s
+
+    def _record(
+        self,
+        src: Node,
+        dst: Node,
+        kind: str,
+        direction: str,
+        size_bits: float,
+        start_s: float,
+        num_models: int,
+        extra: dict[str, float],
+        group: int = -1,
+        charge_src: bool = True,
+    ) -> TransferRecord:
+        duration = self.env.now - start_s
+        airtime = float(extra.pop("airtime_s", duration))
         record = TransferRecord(
             round=self.recorder.round,
             src=src.name,
@@ -74,15 +177,51 @@ class Radio(ABC):
             kind=kind,
             direction=direction,
             size_bits=size_bits,
-            start_s=start,
+            start_s=start_s,
             end_s=self.env.now,
             num_models=num_models,
-            tx_energy_j=tx_j,
-            rx_energy_j=rx_j,
-            **(extra or {}),
+            tx_energy_j=self._charge(src, "tx", duration, airtime) if charge_src else 0.0,
+            rx_energy_j=self._charge(dst, "rx", duration, airtime),
+            airtime_s=airtime,
+            multicast_group=group,
+            **extra,
         )
         self.recorder.transfers.append(record)
         return record
+
+    def _transfer(
+        self, src: Node, dst: Node, size_bits: float, kind: str, num_models: int
+    ) -> Generator[simpy.Event, Any, TransferRecord]:
+        direction = direction_of(src, dst)
+        start = self.env.now
+        self._begin((src, dst), direction)
+        extra = yield from self._deliver(src, dst, size_bits, direction)
+        self._end((src, dst), direction)
+        return self._record(src, dst, kind, direction, size_bits, start, num_models, extra or {})
+
+    def _broadcast(
+        self, src: Node, receivers: list[Node], size_bits: float, kind: str, num_models: int
+    ) -> Generator[simpy.Event, Any, list[TransferRecord]]:
+        start = self.env.now
+        self._begin((src, *receivers), "downlink")
+        extra = yield from self._deliver_multicast(src, receivers, size_bits)
+        self._end((src, *receivers), "downlink")
+        self._groups += 1
+        return [
+            self._record(
+                src,
+                r,
+                kind,
+                "downlink",
+                size_bits,
+                start,
+                num_models,
+                dict(extra or {}),
+                group=self._groups,
+                charge_src=i == 0,
+            )
+            for i, r in enumerate(receivers)
+        ]
 
     @abstractmethod
     def _deliver(
@@ -90,8 +229,15 @@ class Radio(ABC):
     ) -> Generator[simpy.Event, Any, dict[str, float] | None]:
         """Yield until ``size_bits`` have been delivered from ``src`` to ``dst``.
 
-        May return extra accounting fields of the transfer record.
+        May return extra accounting fields of the transfer record (``airtime_s``:
+        the time it held resources, when less than its duration).
         """
+
+    @abstractmethod
+    def _deliver_multicast(
+        self, src: Node, receivers: list[Node], size_bits: float
+    ) -> Generator[simpy.Event, Any, dict[str, float] | None]:
+        """Yield until every receiver has ``size_bits`` (one transmission)."""
 
 
 def _own_rate_bps(src: Node, dst: Node, direction: str) -> float:
@@ -115,7 +261,8 @@ class FixedRateRadio(Radio):
     ``S / rate``. With ``shared=True`` the BS capacity of each direction is
     shared by processor sharing (max-min fair, each transfer capped by its
     device's own rate) among concurrent transfers, event-driven. D2D transfers
-    do not pass through the BS and are never shared.
+    do not pass through the BS and are never shared. A multicast runs at the
+    smallest downlink rate of its receivers.
     """
 
     mode = "fixed_rate"
@@ -127,8 +274,10 @@ class FixedRateRadio(Radio):
         shared: bool = False,
         uplink_capacity_bps: float | None = None,
         downlink_capacity_bps: float | None = None,
+        bs: Node | None = None,
+        bs_power: BsPowerModel | None = None,
     ):
-        super().__init__(env, recorder)
+        super().__init__(env, recorder, bs, bs_power)
         self.shared = shared
         self._media: dict[str, ProcessorSharing] = {}
         if shared:
@@ -139,15 +288,23 @@ class FixedRateRadio(Radio):
                 "downlink": ProcessorSharing(env, downlink_capacity_bps),
             }
 
+    def _send(self, size_bits: float, rate_bps: float, direction: str) -> simpy.Event:
+        medium = self._media.get(direction)
+        if medium is None:
+            return self.env.timeout(size_bits / rate_bps)
+        return medium.send(size_bits, cap_bps=rate_bps)
+
     def _deliver(
         self, src: Node, dst: Node, size_bits: float, direction: str
     ) -> Generator[simpy.Event, Any, dict[str, float] | None]:
-        rate_bps = _own_rate_bps(src, dst, direction)
-        medium = self._media.get(direction)
-        if medium is None:
-            yield self.env.timeout(size_bits / rate_bps)
-        else:
-            yield medium.send(size_bits, cap_bps=rate_bps)
+        yield self._send(size_bits, _own_rate_bps(src, dst, direction), direction)
+        return None
+
+    def _deliver_multicast(
+        self, src: Node, receivers: list[Node], size_bits: float
+    ) -> Generator[simpy.Event, Any, dict[str, float] | None]:
+        rate = min((r.link.downlink_bps for r in receivers), default=math.inf)
+        yield self._send(size_bits, rate, "downlink")
         return None
 
     def __repr__(self) -> str:

@@ -21,8 +21,18 @@ the scheduler whenever something starts or ends:
 Shares are fractional (time-averaged RBs); they always sum to at most N, so no
 RB is double-booked.
 
-A flow's rate in fading block b is ``share × rb_bandwidth × SE(SNR̄·|h_b|²)``
-(FedDif eqs. (7)-(10); SE is Shannon or the CQI table). Fading is drawn per
+A flow's rate in fading block b is ``share × f × rb_bandwidth × SE(SNR·|h_b|²)``
+(FedDif eqs. (7)-(10); SE is Shannon or the CQI table, after PHY overhead; f
+the direction's time fraction, 1 for FDD, the slot-pattern share for TDD).
+
+Per-RB SNR of uplink flows under open-loop power control
+(:mod:`channel_models.power_control`): ``SNR(M) = min(SNR_total/M, SNR_psd)``
+with M the flow's share in RBs; it is recomputed, for the blocks ahead,
+whenever the shares change. A power-limited flow is given at most the RBs at
+which its mean per-RB SNR still reaches the lowest usable efficiency (what
+link adaptation does), so it never holds RBs it cannot use. Other flows
+(downlink, full-carrier uplink) have a fixed SNR. A multicast flow's SNR in a
+block is the smallest over its receivers (each with its own fading). Fading is drawn per
 flow from its own generator, vectorised, for a horizon of blocks ahead. All
 active flows' per-RB bit curves are rows of one matrix on a common block grid,
 so draining and finding the next completion are a few array operations per
@@ -41,6 +51,7 @@ import numpy as np
 import simpy
 
 from channel_models.fading import BlockFading
+from channel_models.registry import lookup
 from netfl.errors import LinkBudgetError
 from netfl.radio.proportional_fair import pf_average, pf_shares
 from netfl.radio.sharing import REL_COMPLETION_TOL, Flow, SharedMedium, _max_min_fair_small
@@ -72,6 +83,25 @@ class OfdmaFlow(Flow):
     k0: int = 0
     rb_seconds: float = 0.0
     snr_seconds: float = 0.0  # ∫ SNR(t) dt from start to delivery, for the mean SNR
+    airtime_s: float = 0.0  # time holding RBs (share > 0)
+    #: power control: SNR of one RB if the UE put all its power into it (inf: no PC)
+    snr_total: float = math.inf
+    #: multicast: the mean SNR of every receiver (the flow's SNR is their block-wise min)
+    multicast_snrs: np.ndarray | None = None
+
+
+def _min_usable_snr(efficiency: Callable[[np.ndarray], np.ndarray]) -> float:
+    """Smallest linear SNR with a positive efficiency (0 if every SNR > 0 has one)."""
+    if efficiency(np.array([1e-12]))[0] > 0:
+        return 0.0
+    lo, hi = -120.0, 60.0  # dB
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if efficiency(np.array([10.0 ** (mid / 10.0)]))[0] > 0:
+            hi = mid
+        else:
+            lo = mid
+    return 10.0 ** (hi / 10.0)
 
 
 class OfdmaCarrier(SharedMedium):
@@ -91,6 +121,8 @@ class OfdmaCarrier(SharedMedium):
         ``"round_robin"``, ``"fcfs"`` or ``"proportional_fair"``.
     pf_window_blocks : float
         Proportional fair: time constant of the served-rate average [blocks].
+    time_fraction : float
+        Share of time the carrier serves this direction (TDD slot pattern; 1 for FDD).
     """
 
     def __init__(
@@ -103,16 +135,21 @@ class OfdmaCarrier(SharedMedium):
         efficiency: Callable[[np.ndarray], np.ndarray],
         scheduler: str = "round_robin",
         pf_window_blocks: float = 100.0,
+        time_fraction: float = 1.0,
     ):
         super().__init__(env, num_rbs)
-        if scheduler not in SCHEDULERS:
-            raise KeyError(f"unknown scheduler {scheduler!r} (valid: {', '.join(SCHEDULERS)})")
+        lookup(dict.fromkeys(SCHEDULERS), scheduler, "scheduler")
         self.name = name
         self.num_rbs = int(num_rbs)
         self.rb_bandwidth_hz = float(rb_bandwidth_hz)
         self.fading = fading
         self.block_s = fading.coherence_time_s
         self.efficiency = efficiency
+        self.time_fraction = float(time_fraction)
+        #: bits one RB carries in one block per bit/s/Hz
+        self._bit_scale = self.rb_bandwidth_hz * self.time_fraction * self.block_s
+        self._min_usable_snr = _min_usable_snr(efficiency)
+        self._n_pc = 0
         self.scheduler = scheduler
         self._pf_beta = 1.0 / float(pf_window_blocks)
         self._pf_block = 0  # absolute block up to which the PF averages are updated
@@ -138,6 +175,10 @@ class OfdmaCarrier(SharedMedium):
         self._rbs = np.zeros(rows)
         self._avg = np.zeros(rows)  # PF: EWMA of the served rate [bit/s]
         self._bg = np.zeros(rows)  # 1 for background (CUE) flows
+        self._snr_total = np.zeros(rows)  # power control: SNR with all power in one RB
+        self._snr_psd = np.zeros(rows)  # SNR per RB at the flow's target PSD
+        self._snracc = np.zeros(rows)  # ∫ SNR dt before the last SNR change
+        self._air = np.zeros(rows)  # airtime [s]
 
     _ROW_ARRAYS = (
         "_gains",
@@ -154,6 +195,10 @@ class OfdmaCarrier(SharedMedium):
         "_rbs",
         "_avg",
         "_bg",
+        "_snr_total",
+        "_snr_psd",
+        "_snracc",
+        "_air",
     )
 
     # -- API -------------------------------------------------------------------
@@ -164,15 +209,27 @@ class OfdmaCarrier(SharedMedium):
         rng: np.random.Generator,
         cap_rbs: float = math.inf,
         background: bool = False,
+        snr_total: float = math.inf,
+        multicast_snrs: np.ndarray | None = None,
     ) -> OfdmaFlow:
         """Start a flow; ``flow.done`` fires on delivery. ``background`` marks CUE traffic.
+
+        ``mean_snr`` is the per-RB SNR without fading; with ``snr_total`` finite
+        (open-loop power control) the per-RB SNR is ``min(snr_total/M, mean_snr)``
+        for a share of M RBs. ``multicast_snrs``: one mean SNR per receiver.
 
         Raises :class:`~netfl.errors.LinkBudgetError` if even a fading peak exceeded
         with probability 1e-9 gives no rate (e.g. below the lowest CQI): such a
         transfer would never end.
         """
+        if multicast_snrs is not None:
+            multicast_snrs = np.asarray(multicast_snrs, dtype=float)
+            mean_snr = float(multicast_snrs.min())
+        best_snr = min(mean_snr, snr_total)
+        if math.isfinite(snr_total) and self._min_usable_snr > 0:
+            cap_rbs = min(cap_rbs, max(snr_total / self._min_usable_snr, 1.0))
         peak = self.fading.peak_gain(1e-9)
-        if size_bits > 0 and self.efficiency(np.array([mean_snr * peak]))[0] <= 0:
+        if size_bits > 0 and self.efficiency(np.array([best_snr * peak]))[0] <= 0:
             raise LinkBudgetError(
                 f"{self.name}: a transfer with mean SNR {10 * math.log10(max(mean_snr, 1e-300)):.1f} dB "
                 "can never be delivered (no rate even at a 1e-9 fading peak); shrink "
@@ -185,6 +242,8 @@ class OfdmaCarrier(SharedMedium):
             mean_snr=float(mean_snr),
             rng=rng,
             background=background,
+            snr_total=float(snr_total),
+            multicast_snrs=multicast_snrs,
         )
         flow.k0 = int(math.floor(self.env.now / self.block_s))
         self.add_flow(flow)
@@ -195,12 +254,18 @@ class OfdmaCarrier(SharedMedium):
         return self._width
 
     # -- the block grid ----------------------------------------------------------
-    def _draw(
-        self, snr: float, rng: np.random.Generator, num_blocks: int
-    ) -> tuple[np.ndarray, np.ndarray]:
-        gains = self.fading.sample(rng, num_blocks)
-        bits = self.rb_bandwidth_hz * self.efficiency(snr * gains) * self.block_s
-        return gains, bits
+    def _draw(self, flow: OfdmaFlow, snr: float, num_blocks: int) -> tuple[np.ndarray, np.ndarray]:
+        """Fading gains of the next ``num_blocks`` blocks and the bits one RB carries in each.
+
+        Multicast: the gain is the receivers' block-wise minimum of SNR_k·|h_k|²,
+        relative to the flow's reference SNR (the weakest mean SNR).
+        """
+        if flow.multicast_snrs is None:
+            gains = self.fading.sample(flow.rng, num_blocks)
+        else:
+            per_rx = self.fading.sample(flow.rng, (flow.multicast_snrs.size, num_blocks))
+            gains = (flow.multicast_snrs[:, None] * per_rx).min(axis=0) / flow.mean_snr
+        return gains, self._bit_scale * self.efficiency(snr * gains)
 
     def _grow(self, new_width: int) -> None:
         """Extend every active row to ``new_width`` blocks, drawing each flow's fading."""
@@ -218,7 +283,7 @@ class OfdmaCarrier(SharedMedium):
         w0 = self._width
         for i, f in enumerate(self.flows):
             self._gains[i, w0:new_width], self._bits[i, w0:new_width] = self._draw(
-                f.mean_snr, f.rng, extra
+                f, float(self._snr[i]), extra
             )
         self._cum[:n, w0 + 1 : new_width + 1] = self._cum[:n, w0 : w0 + 1] + np.cumsum(
             self._bits[:n, w0:new_width], axis=1
@@ -276,7 +341,8 @@ class OfdmaCarrier(SharedMedium):
                 a = getattr(self, name)
                 setattr(self, name, np.concatenate([a, np.zeros_like(a)], axis=0))
         offset = flow.k0 - self._kb
-        g, b = self._draw(flow.mean_snr, flow.rng, self._width - offset)
+        snr0 = min(flow.mean_snr, flow.snr_total)  # until its first share is known
+        g, b = self._draw(flow, snr0, self._width - offset)
         self._gains[n, :offset] = 0.0  # before the flow starts: no SNR, no bits
         self._bits[n, :offset] = 0.0
         self._gains[n, offset : self._width] = g
@@ -289,7 +355,11 @@ class OfdmaCarrier(SharedMedium):
         self._n_capped += int(math.isfinite(flow.cap))
         self._cap[n] = flow.cap
         self._arrival[n] = flow.arrival
-        self._snr[n] = flow.mean_snr
+        self._snr[n] = snr0
+        self._snr_total[n] = flow.snr_total
+        self._snr_psd[n] = flow.mean_snr
+        self._snracc[n] = self._air[n] = 0.0
+        self._n_pc += int(math.isfinite(flow.snr_total))
         self._rbs[n] = self._share[n] = 0.0
         self._avg[n] = 1.0  # a new transfer has served nothing yet: top PF priority
         self._bg[n] = float(flow.background)
@@ -298,6 +368,36 @@ class OfdmaCarrier(SharedMedium):
         self._gstart[n] = self._gain_integral(n, self.env.now)
 
     def _allocate(self) -> float:
+        session_total = self._allocate_shares()
+        if self._n_pc:
+            self._apply_power_control()
+        return session_total
+
+    def _apply_power_control(self) -> None:
+        """Per-RB SNR of power-controlled flows for their new shares, for the blocks ahead."""
+        n = len(self.flows)
+        share = self._share[:n]
+        pc = np.isfinite(self._snr_total[:n]) & (share > 0)
+        if not pc.any():
+            return
+        new = np.minimum(self._snr_total[:n] / np.where(pc, share, 1.0), self._snr_psd[:n])
+        old = self._snr[:n]
+        rows = np.flatnonzero(pc & (np.abs(new - old) > 1e-12 * old))
+        if not rows.size:
+            return
+        now = self.env.now
+        self._ensure(now)
+        g_now = self._gain_integrals(rows, now)
+        self._snracc[rows] += old[rows] * (g_now - self._gstart[rows])
+        self._gstart[rows] = g_now
+        self._snr[rows] = new[rows]
+        w = self._width
+        c = min(max(int(math.floor(now / self.block_s + 1e-9)) - self._kb, 0), w - 1)
+        bits = self._bit_scale * self.efficiency(new[rows, None] * self._gains[rows, c:w])
+        self._bits[rows, c:w] = bits
+        self._cum[rows, c + 1 : w + 1] = self._cum[rows, c : c + 1] + np.cumsum(bits, axis=1)
+
+    def _allocate_shares(self) -> float:
         n = len(self.flows)
         if self.scheduler == "fcfs":
             shares, session_total = self._first_come_first_served(self._cap[:n], self._arrival[:n])
@@ -362,12 +462,16 @@ class OfdmaCarrier(SharedMedium):
         share = self._share[:n]
         self._rem[:n] -= share * (self._positions(t1_s) - self._positions(t0_s))
         self._rbs[:n] += share * (t1_s - t0_s)
+        self._air[:n] += (share > 0) * (t1_s - t0_s)
 
     def _gain_integral(self, row: int, t_s: float) -> float:
         """∫ |h|² dt of ``row`` from column 0 until ``t_s`` [s]."""
+        return float(self._gain_integrals(np.array([row]), t_s)[0])
+
+    def _gain_integrals(self, rows: np.ndarray, t_s: float) -> np.ndarray:
         x = t_s / self.block_s - self._kb
         j = min(int(math.floor(x)), self._width - 1)
-        return float(self._cumg[row, j] + (x - j) * self.block_s * self._gains[row, j])
+        return self._cumg[rows, j] + (x - j) * self.block_s * self._gains[rows, j]
 
     def _min_finish_time(self) -> float:
         """Earliest completion within the drawn horizon, else the horizon's end.
@@ -420,7 +524,11 @@ class OfdmaCarrier(SharedMedium):
             f.rb_seconds, f.share = float(self._rbs[i]), 0.0
             self._n_background -= int(f.background)
             self._n_capped -= int(math.isfinite(f.cap))
-            f.snr_seconds = f.mean_snr * (self._gain_integral(i, self.env.now) - self._gstart[i])
+            self._n_pc -= int(math.isfinite(f.snr_total))
+            f.airtime_s = float(self._air[i])
+            f.snr_seconds = float(self._snracc[i]) + float(self._snr[i]) * (
+                self._gain_integral(i, self.env.now) - self._gstart[i]
+            )
             finished.append(f)
             last = len(self.flows) - 1
             if i != last:

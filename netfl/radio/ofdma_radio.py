@@ -1,30 +1,42 @@
 """``ofdma`` link mode: transfers over faded OFDMA carriers shared with CUEs.
 
-Uplink and downlink are separate carriers of the channel profile's size. D2D
-transfers are an overlay on the uplink carrier (FedDif (16f)): they take
-uplink RBs that no CUE session or uplink transfer holds — the scheduler
-keeps every RB with one holder, so D2D and cellular users are orthogonal.
+Uplink and downlink are separate carriers of the channel profile's size (FDD)
+or the two time-shares of one TDD carrier (each direction gets its slot
+pattern's fraction of the carrier's rate). D2D transfers are an overlay on
+the uplink resources (FedDif (16f)): they take uplink RBs that no CUE
+session or uplink transfer holds — the scheduler keeps every RB with one
+holder, so D2D and cellular users are orthogonal.
 
-Per transfer: SNR̄ = p·β(d)/σ² with the path loss of the link's distance
-(3D, with the profile's antenna heights; shadowing and TR 38.901 LOS states
-drawn per transfer), then Rayleigh (or Rician) block fading drawn per block.
+SNR per RB (β = 10^(−loss/10) of the link, the large-scale loss drawn once
+per link and drop):
+
+- downlink: P_BS·β / (N0·F_UE·B), the BS's power spread over the carrier;
+- uplink and D2D, ``open_loop`` power control (TS 38.213 §7.1.1):
+  min(P_CMAX/M, P0·2^μ·PL^α)·β / (N0·F_rx·B_RB) for a share of M RBs,
+  recomputed whenever the shares change; ``full_carrier`` (FedDif eq. (9)):
+  P_UE·β / (N0·F_BS·B).
+
+Rayleigh (or Rician) block fading is drawn per transfer and block.
 """
 
 from __future__ import annotations
 
+import math
 import zlib
 from collections.abc import Callable, Generator
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import simpy
 
 from channel_models.channel_profiles import ChannelProfile
 from channel_models.numerology import SUBFRAME_S
-from channel_models.units import linear_to_db
+from channel_models.units import dbm_to_w, linear_to_db
 from netfl.nodes import Node
+from netfl.radio.energy import BsPowerModel
 from netfl.radio.network import Radio
-from netfl.radio.ofdma import OfdmaCarrier
+from netfl.radio.ofdma import OfdmaCarrier, OfdmaFlow
 from netfl.records import Recorder
 
 __all__ = ["OfdmaRadio"]
@@ -36,7 +48,7 @@ class OfdmaRadio(Radio):
     Parameters
     ----------
     profile : ChannelProfile
-        Carrier, path loss, fading, noise and powers.
+        Carrier, path loss, fading, noise, powers, duplexing, power control.
     scheduler : str
         ``"round_robin"``, ``"fcfs"`` or ``"proportional_fair"``.
     rng_for_transfer : callable
@@ -59,8 +71,10 @@ class OfdmaRadio(Radio):
         rng_for_link: Callable[[int], np.random.Generator] | None = None,
         max_rbs_per_transfer: float = float("inf"),
         pf_window_blocks: float = 100.0,
+        bs: Node | None = None,
+        bs_power: BsPowerModel | None = None,
     ):
-        super().__init__(env, recorder)
+        super().__init__(env, recorder, bs, bs_power)
         self.profile = profile
         self._pathloss = profile.build_pathloss()
         self._d2d_pathloss = profile.build_pathloss(d2d=True)
@@ -69,6 +83,7 @@ class OfdmaRadio(Radio):
         self._link_loss_db: dict[tuple, float] = {}
         self._count = 0
         self.max_rbs_per_transfer = max_rbs_per_transfer
+        self.cues = None  # the CueTraffic on these carriers, set by the world
         self.carriers = {
             d: OfdmaCarrier(
                 env,
@@ -76,22 +91,25 @@ class OfdmaRadio(Radio):
                 profile.num_rbs,
                 profile.rb_bandwidth_hz,
                 profile.build_fading(),
-                profile.efficiency_bps_per_hz,
+                profile.efficiency_for(d),
                 scheduler,
                 pf_window_blocks,
+                time_fraction=profile.time_fraction(d),
             )
             for d in ("uplink", "downlink")
         }
+        if self.bs_meter is not None:
+            self.carriers["downlink"].listeners.append(self.bs_meter.update)
 
     def carrier_for(self, direction: str) -> OfdmaCarrier:
         return self.carriers["downlink" if direction == "downlink" else "uplink"]
 
-    def mean_snr(self, src: Node, dst: Node) -> float:
-        """SNR̄ = p_tx·β(d)/σ² of the link ``src → dst`` (FedDif eq. (9) without fading).
+    def link_loss_db(self, src: Node, dst: Node) -> float:
+        """Large-scale loss of the link ``src → dst`` [dB].
 
-        The large-scale loss of a link (path loss at its distance, and where the
-        model draws them, the LOS state and shadowing) is drawn once per link and
-        drop, reciprocal in the two directions, from the ``shadowing`` stream.
+        Path loss at its distance and, where the model draws them, the LOS
+        state and shadowing: drawn once per link and drop, reciprocal in the
+        two directions, from the ``shadowing`` stream.
         """
         a, b = sorted((src, dst), key=lambda n: n.name)
         key = (a.name, b.name, *a.position_m.tolist(), *b.position_m.tolist())
@@ -102,39 +120,100 @@ class OfdmaRadio(Radio):
             rng = self._rng_for_link(zlib.crc32(repr(key).encode()))
             loss_db = float(law.loss_db(np.array([d]), rng)[0])
             self._link_loss_db[key] = loss_db
-        p_w = self.profile.ue_tx_power_w if src.is_device else self.profile.bs_tx_power_w
-        return p_w * 10.0 ** (-loss_db / 10.0) / self.profile.noise_w
+        return loss_db
+
+    def snr_terms(self, loss_db: float, from_bs: bool, to_bs: bool) -> tuple[float, float]:
+        """``(snr_per_rb, snr_total)`` of a link with ``loss_db``: the per-RB SNR is
+        ``min(snr_total / M, snr_per_rb)`` for M RBs (``snr_total`` = inf: no power control).
+        """
+        p = self.profile
+        beta = 10.0 ** (-loss_db / 10.0)
+        receiver = "bs" if to_bs else "ue"
+        if from_bs:
+            return p.bs_tx_power_w * beta / p.noise_w(receiver), math.inf
+        pc = p.uplink_power_control
+        if pc["model"] == "full_carrier":
+            return p.ue_tx_power_w * beta / p.noise_w(receiver), math.inf
+        noise_rb = p.noise_w(receiver, p.rb_bandwidth_hz)
+        psd_dbm = pc["p0_dbm"] + 10.0 * math.log10(2.0**p.numerology) + pc["alpha"] * loss_db
+        return float(dbm_to_w(psd_dbm)) * beta / noise_rb, p.ue_tx_power_w * beta / noise_rb
+
+    def mean_snr(self, src: Node, dst: Node, num_rbs: float = 1.0) -> float:
+        """Mean per-RB SNR of ``src → dst`` holding ``num_rbs`` RBs (no fading) [linear]."""
+        psd, total = self.snr_terms(
+            self.link_loss_db(src, dst), not src.is_device, not dst.is_device
+        )
+        return min(psd, total / num_rbs)
 
     def cue_mean_snr(
-        self, position_m: np.ndarray, direction: str, rng: np.random.Generator | None = None
+        self,
+        position_m: np.ndarray,
+        direction: str,
+        rng: np.random.Generator | None = None,
+        num_rbs: float = 1.0,
     ) -> float:
-        """SNR̄ of a background UE at ``position_m`` to/from the BS at the origin."""
-        return self._snr_at(float(np.hypot(*position_m)), False, direction == "downlink", rng)
+        """Mean per-RB SNR of a background UE at ``position_m`` holding ``num_rbs`` RBs."""
+        loss_db = float(self._pathloss.loss_db(np.array([float(np.hypot(*position_m))]), rng)[0])
+        psd, total = self.snr_terms(loss_db, direction == "downlink", direction != "downlink")
+        return min(psd, total / num_rbs)
 
-    def _snr_at(
-        self, distance_m: float, d2d: bool, from_bs: bool, rng: np.random.Generator | None
-    ) -> float:
-        law = self._d2d_pathloss if d2d else self._pathloss
-        loss_db = float(law.loss_db(np.array([distance_m]), rng)[0])
-        p_w = self.profile.bs_tx_power_w if from_bs else self.profile.ue_tx_power_w
-        return p_w * 10.0 ** (-loss_db / 10.0) / self.profile.noise_w
+    def downlink_load(self) -> float:
+        """FL share of the downlink RBs, times the downlink time fraction (TDD)."""
+        c = self.carriers["downlink"]
+        _, fl = c._flow_share_totals()
+        return fl / c.num_rbs * c.time_fraction
+
+    def _send(
+        self, carrier: OfdmaCarrier, size_bits: float, psd: float, total: float, **kw: Any
+    ) -> OfdmaFlow:
+        rng = self._rng_for_transfer(self._count)
+        self._count += 1
+        return carrier.send(
+            size_bits, psd, rng, cap_rbs=self.max_rbs_per_transfer, snr_total=total, **kw
+        )
+
+    def _finish(self, carrier: OfdmaCarrier, flow: OfdmaFlow, start: float) -> dict[str, float]:
+        duration = self.env.now - start
+        snr = carrier.mean_snr(flow, duration)
+        return {
+            "rb_subframes": flow.rb_seconds / SUBFRAME_S,
+            "mean_snr_db": float(linear_to_db(snr)),
+            "airtime_s": flow.airtime_s if flow.size_bits > 0 else duration,
+        }
 
     def _deliver(
         self, src: Node, dst: Node, size_bits: float, direction: str
     ) -> Generator[simpy.Event, Any, dict[str, float] | None]:
-        rng = self._rng_for_transfer(self._count)
-        self._count += 1
         carrier = self.carrier_for(direction)
-        flow = carrier.send(
-            size_bits, self.mean_snr(src, dst), rng, cap_rbs=self.max_rbs_per_transfer
+        psd, total = self.snr_terms(
+            self.link_loss_db(src, dst), not src.is_device, not dst.is_device
         )
         start = self.env.now
+        flow = self._send(carrier, size_bits, psd, total)
         yield flow.done
-        snr = carrier.mean_snr(flow, self.env.now - start)
-        return {
-            "rb_subframes": flow.rb_seconds / SUBFRAME_S,
-            "mean_snr_db": float(linear_to_db(snr)),
-        }
+        return self._finish(carrier, flow, start)
+
+    def _deliver_multicast(
+        self, src: Node, receivers: list[Node], size_bits: float
+    ) -> Generator[simpy.Event, Any, dict[str, float] | None]:
+        carrier = self.carriers["downlink"]
+        snrs = np.array(
+            [self.snr_terms(self.link_loss_db(src, r), True, False)[0] for r in receivers]
+        )
+        start = self.env.now
+        flow = self._send(carrier, size_bits, float(snrs.min()), math.inf, multicast_snrs=snrs)
+        yield flow.done
+        return self._finish(carrier, flow, start)
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """``occupancy`` (RBs held by CUE traffic and FL transfers over time, per
+        carrier) and ``cues`` (positions of the background UEs)."""
+        occupancy = pd.DataFrame(
+            [(name, t, s, f) for name, c in self.carriers.items() for t, s, f in c.occupancy],
+            columns=["carrier", "time_s", "session_rbs", "flow_rbs"],
+        )
+        pos = self.cues.positions_m if self.cues is not None else np.zeros((0, 2))
+        return {"occupancy": occupancy, "cues": pd.DataFrame({"x_m": pos[:, 0], "y_m": pos[:, 1]})}
 
     def __repr__(self) -> str:
         return f"OfdmaRadio({self.profile.name!r}, {self.carriers['uplink']!r})"

@@ -11,13 +11,24 @@ stepped to.
 Sessions are kept in aggregate (by demand, and in arrival order), so a
 thousand background sessions cost one small array operation per event.
 
-Extension points (SimPy resource style: one family, a few hooks):
+Extension points (SimPy resource style: one family, a few hooks). The
+mechanism calls them in this order at every event (a flow or session starts
+or ends, a timer fires): ``_advance`` → :meth:`_drain_all` (bits of the
+elapsed interval at the old shares) → :meth:`_pop_finished` (timer only) →
+:meth:`_allocate` (new shares) → listeners → :meth:`_min_finish_time` and
+:meth:`_next_change_s` (the next wake-up).
 
+- :meth:`_insert_flow` — store a new flow (default: append to ``flows``);
 - :meth:`_allocate` — set every flow's share, return the sessions' total;
 - :meth:`_drain_all` — deliver the bits of ``[t0, t1]`` at current shares;
 - :meth:`_min_finish_time` — earliest completion at current shares;
 - :meth:`_pop_finished` — remove and return the flows that are done;
-- :meth:`_next_change_s` — the next change of the medium itself.
+- :meth:`_next_change_s` — the next change of the medium itself (default: none);
+- :meth:`_shares` and :meth:`_flow_share_totals` — read-outs for the timer
+  short-cut and the occupancy record.
+
+Subclasses: :class:`ProcessorSharing` (rates in bit/s) and
+:class:`netfl.radio.ofdma.OfdmaCarrier` (RBs, faded rates on a block grid).
 """
 
 from __future__ import annotations
@@ -25,6 +36,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -139,6 +151,8 @@ class SharedMedium(ABC):
         #: (time, share held by background sessions and flows, share held by FL flows)
         #: after every change
         self.occupancy: list[tuple[float, float, float]] = []
+        #: callables run after every re-allocation (e.g. the BS energy meter)
+        self.listeners: list[Callable[[], None]] = []
 
     # -- extension points -------------------------------------------------
     @abstractmethod
@@ -235,6 +249,8 @@ class SharedMedium(ABC):
         entry = (self.env.now, self.session_share + bg, fl)
         if not self.occupancy or self.occupancy[-1][1:] != entry[1:]:
             self.occupancy.append(entry)
+        for listener in self.listeners:
+            listener()
         if before is not None and np.all(self._shares() <= before):
             return
         self._generation += 1

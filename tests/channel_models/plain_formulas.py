@@ -9,8 +9,8 @@ import math
 C = 299_792_458.0
 
 
-def log_distance_loss_db(d2d, h=23.5, beta0=-30.0, kappa=3.75, d0=1.0):
-    d = math.sqrt(d2d * d2d + h * h)
+def log_distance_loss_db(distance_2d_m, h=23.5, beta0=-30.0, kappa=3.75, d0=1.0):
+    d = math.sqrt(distance_2d_m * distance_2d_m + h * h)
     return -(beta0 - 10 * kappa * math.log10(max(d, d0) / d0))
 
 
@@ -18,11 +18,11 @@ def free_space_loss_db(d3, f_hz):
     return 20 * math.log10(4 * math.pi * d3 * f_hz / C)
 
 
-def uma_los_db(d2d, fc_hz, h_bs=25.0, h_ut=1.5):
-    d3 = math.sqrt(d2d**2 + (h_bs - h_ut) ** 2)
+def uma_los_db(distance_2d_m, fc_hz, h_bs=25.0, h_ut=1.5):
+    d3 = math.sqrt(distance_2d_m**2 + (h_bs - h_ut) ** 2)
     fc = fc_hz / 1e9
     d_bp = 4 * (h_bs - 1) * (h_ut - 1) * fc_hz / C
-    if d2d <= d_bp:
+    if distance_2d_m <= d_bp:
         return 28.0 + 22 * math.log10(d3) + 20 * math.log10(fc)
     return (
         28.0
@@ -32,17 +32,17 @@ def uma_los_db(d2d, fc_hz, h_bs=25.0, h_ut=1.5):
     )
 
 
-def uma_nlos_db(d2d, fc_hz, h_bs=25.0, h_ut=1.5):
-    d3 = math.sqrt(d2d**2 + (h_bs - h_ut) ** 2)
+def uma_nlos_db(distance_2d_m, fc_hz, h_bs=25.0, h_ut=1.5):
+    d3 = math.sqrt(distance_2d_m**2 + (h_bs - h_ut) ** 2)
     pl = 13.54 + 39.08 * math.log10(d3) + 20 * math.log10(fc_hz / 1e9) - 0.6 * (h_ut - 1.5)
-    return max(uma_los_db(d2d, fc_hz, h_bs, h_ut), pl)
+    return max(uma_los_db(distance_2d_m, fc_hz, h_bs, h_ut), pl)
 
 
-def umi_los_db(d2d, fc_hz, h_bs=10.0, h_ut=1.5):
-    d3 = math.sqrt(d2d**2 + (h_bs - h_ut) ** 2)
+def umi_los_db(distance_2d_m, fc_hz, h_bs=10.0, h_ut=1.5):
+    d3 = math.sqrt(distance_2d_m**2 + (h_bs - h_ut) ** 2)
     fc = fc_hz / 1e9
     d_bp = 4 * (h_bs - 1) * (h_ut - 1) * fc_hz / C
-    if d2d <= d_bp:
+    if distance_2d_m <= d_bp:
         return 32.4 + 21 * math.log10(d3) + 20 * math.log10(fc)
     return (
         32.4
@@ -52,15 +52,15 @@ def umi_los_db(d2d, fc_hz, h_bs=10.0, h_ut=1.5):
     )
 
 
-def umi_nlos_db(d2d, fc_hz, h_bs=10.0, h_ut=1.5):
-    d3 = math.sqrt(d2d**2 + (h_bs - h_ut) ** 2)
+def umi_nlos_db(distance_2d_m, fc_hz, h_bs=10.0, h_ut=1.5):
+    d3 = math.sqrt(distance_2d_m**2 + (h_bs - h_ut) ** 2)
     pl = 35.3 * math.log10(d3) + 22.4 + 21.3 * math.log10(fc_hz / 1e9) - 0.3 * (h_ut - 1.5)
-    return max(umi_los_db(d2d, fc_hz, h_bs, h_ut), pl)
+    return max(umi_los_db(distance_2d_m, fc_hz, h_bs, h_ut), pl)
 
 
-def uma_p_los(d2d):
-    return 1.0 if d2d <= 18 else (18 / d2d + math.exp(-d2d / 63) * (1 - 18 / d2d))
+def uma_p_los(distance_2d_m):
+    return 1.0 if distance_2d_m <= 18 else (18 / distance_2d_m + math.exp(-distance_2d_m / 63) * (1 - 18 / distance_2d_m))
 
 
-def umi_p_los(d2d):
-    return 1.0 if d2d <= 18 else (18 / d2d + math.exp(-d2d / 36) * (1 - 18 / d2d))
+def umi_p_los(distance_2d_m):
+    return 1.0 if distance_2d_m <= 18 else (18 / distance_2d_m + math.exp(-distance_2d_m / 36) * (1 - 18 / distance_2d_m))

@@ -21,7 +21,7 @@ def test_feddif_profile_is_the_paper_setup():
     assert p.noise_dbm_per_hz == -174.0 and p.fading["model"] == "rayleigh"
     # mean SNR at 100 m ground distance: 23 dBm - PL(sqrt(100² + 23.5²)) + 174 - 10 log10(20e6)
     loss = p.build_pathloss().mean_loss_db(np.array([100.0]))[0]
-    snr_db = 10 * np.log10(p.ue_tx_power_w * 10 ** (-loss / 10) / p.noise_w)
+    snr_db = 10 * np.log10(p.ue_tx_power_w * 10 ** (-loss / 10) / p.noise_w())
     d = np.hypot(100, 23.5)
     assert snr_db == pytest.approx(23 - (30 + 37.5 * np.log10(d)) + 174 - 10 * np.log10(20e6))
 

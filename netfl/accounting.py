@@ -1,0 +1,141 @@
+"""Round accounting: one row of ``rounds.csv`` per round, and the device table.
+
+Bits come from the round's transfer records (a multicast's bits count once:
+they went on air once); energy from the nodes' meters, read before and after
+the round (after the radio settled pending RRC tails and the BS meter), so
+every joule a meter holds is in exactly one round. A device's idle energy is
+its platform's idle power over the round minus its compute time; modem
+energy (tx, rx, wait, tail) adds to it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from channel_models.numerology import SUBFRAME_S
+from netfl.compute.energy import METER_FIELDS
+from netfl.nodes import Node
+from netfl.records import ComputeRecord, TransferRecord
+from netfl.timeline import split_time, union_length_s
+
+if TYPE_CHECKING:
+    from netfl.algorithms.base import RoundSummary
+    from netfl.world import World
+
+__all__ = ["MeterSnapshot", "snapshot", "round_row", "devices_frame", "bits_on_air"]
+
+#: node name → values of its meter (in METER_FIELDS order)
+MeterSnapshot = dict[str, tuple[float, ...]]
+
+
+def snapshot(nodes: dict[str, Node]) -> MeterSnapshot:
+    """The meters of ``nodes`` now."""
+    return {name: n.energy.values() for name, n in nodes.items()}
+
+
+def _delta(before: MeterSnapshot, after: MeterSnapshot, names: list[str], key: str) -> float:
+    i = METER_FIELDS.index(key)
+    return sum(after[n][i] - before[n][i] for n in names)
+
+
+def bits_on_air(transfers: list[TransferRecord]) -> dict[str, float]:
+    """Bits per direction, each multicast counted once."""
+    bits = {"uplink": 0.0, "downlink": 0.0, "d2d": 0.0}
+    seen: set[int] = set()
+    for t in transfers:
+        if t.multicast_group >= 0:
+            if t.multicast_group in seen:
+                continue
+            seen.add(t.multicast_group)
+        bits[t.direction] += t.size_bits
+    return bits
+
+
+def round_row(
+    r: int,
+    t0_s: float,
+    t1_s: float,
+    transfers: list[TransferRecord],
+    computes: list[ComputeRecord],
+    nodes: dict[str, Node],
+    before: MeterSnapshot,
+    after: MeterSnapshot,
+    summary: RoundSummary,
+) -> dict[str, Any]:
+    """One row of ``rounds.csv`` from the records a round appended and the meter change."""
+    bits = bits_on_air(transfers)
+    devices = [n for n, node in nodes.items() if node.is_device]
+    servers = [n for n, node in nodes.items() if not node.is_device]
+    dev = {
+        k: _delta(before, after, devices, f"{k}_j") for k in ("compute", "tx", "rx", "wait", "tail")
+    }
+    duration = t1_s - t0_s
+    idle_j = 0.0
+    i = METER_FIELDS.index("compute_s")
+    for n in devices:
+        busy = after[n][i] - before[n][i]
+        idle_j += nodes[n].compute.idle_power_w * max(duration - busy, 0.0)
+    bs_radio_j = _delta(before, after, servers, "bs_radio_j")
+    server_compute_j = _delta(before, after, servers, "compute_j")
+    airtime = union_length_s((t.start_s, t.end_s) for t in transfers)
+    row: dict[str, Any] = {
+        "round": r,
+        "sim_time_s": t1_s,
+        "round_time_s": duration,
+        "num_clients": summary.num_clients,
+        "train_loss": summary.train_loss,
+        "uplink_bits": bits["uplink"],
+        "downlink_bits": bits["downlink"],
+        "d2d_bits": bits["d2d"],
+        "subframes": math.ceil(airtime / SUBFRAME_S - 1e-9) if airtime > 0 else 0,
+        "rb_subframes": sum(t.rb_subframes for t in transfers),
+        "models_sent": sum(t.num_models for t in transfers),
+        "num_transfers": len(transfers),
+        "device_energy_j": sum(dev.values()),
+        "device_compute_energy_j": dev["compute"],
+        "device_tx_energy_j": dev["tx"],
+        "device_rx_energy_j": dev["rx"],
+        "device_wait_energy_j": dev["wait"],
+        "device_tail_energy_j": dev["tail"],
+        "device_idle_energy_j": idle_j,
+        "server_energy_j": server_compute_j + bs_radio_j,
+        "bs_radio_energy_j": bs_radio_j,
+        **split_time(
+            t0_s,
+            t1_s,
+            [(t.start_s, t.end_s) for t in transfers],
+            [(c.start_s, c.end_s) for c in computes],
+        ),
+    }
+    row.update(summary.extra)
+    return row
+
+
+def devices_frame(world: World) -> pd.DataFrame:
+    """One row per node: profiles, position, samples, busy times and energy by state."""
+    end = world.env.now
+    rows = []
+    for n in [world.bs, *world.devices]:
+        e = n.energy
+        idle_j = n.compute.idle_power_w * max(end - e.compute_s, 0.0) if n.is_device else 0.0
+        rows.append(
+            {
+                "node": n.name,
+                "kind": n.kind,
+                "compute_profile": n.compute.name,
+                "link_profile": n.link.name if n.link else "",
+                "num_samples": world.num_samples(n) if n.is_device else 0,
+                "x_m": float(n.position_m[0]),
+                "y_m": float(n.position_m[1]),
+                **{f: getattr(e, f) for f in METER_FIELDS},
+                "idle_energy_j": idle_j,
+                "energy_j": e.total_j,
+            }
+        )
+    df = pd.DataFrame(rows)
+    return df.rename(
+        columns={f: f.replace("_j", "_energy_j") for f in METER_FIELDS if f.endswith("_j")}
+    )

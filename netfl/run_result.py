@@ -1,0 +1,34 @@
+"""The tables of one run (:class:`RunResult`), in memory or read back from disk."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from netfl.scenario import Scenario
+
+__all__ = ["RunResult"]
+
+
+@dataclass
+class RunResult:
+    """The tables of one run, before or after they are written to disk.
+
+    ``rounds`` has one row per round, ``devices`` one per node, ``transfers`` and
+    ``computes`` one per event; ``radio_tables`` holds the radio's further tables
+    (OFDMA: ``occupancy``, ``cues``). ``manifest`` is filled when read from a run
+    directory (provenance: versions, host, git commit).
+    """
+
+    scenario: Scenario
+    rounds: pd.DataFrame
+    transfers: pd.DataFrame
+    computes: pd.DataFrame
+    devices: pd.DataFrame
+    stop_reason: str
+    wall_time_s: float
+    info: dict[str, Any] = field(default_factory=dict)
+    radio_tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    manifest: dict[str, Any] = field(default_factory=dict)
