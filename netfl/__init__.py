@@ -8,7 +8,7 @@ Public API::
     write_run(result, "runs/demo")  # the run directory
 """
 
-__version__ = "0.1.0"
+from netfl.version import __version__  # noqa: E402
 
 from netfl.algorithms import ALGORITHMS, Algorithm, FedAvg, RoundSummary, register  # noqa: E402
 from netfl.errors import ScenarioError, UserError  # noqa: E402

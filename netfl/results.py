@@ -50,7 +50,7 @@ def _git_commit() -> str | None:
 
 def manifest(result: RunResult) -> dict[str, Any]:
     """Provenance of a run: versions, seed, wall time, host, git commit."""
-    from netfl import __version__
+    from netfl.version import __version__
 
     return {
         "status": "complete",

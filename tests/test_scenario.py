@@ -24,7 +24,12 @@ def problems(data, source="s.yaml"):
 def test_defaults_fill_in():
     s = parse_scenario({"name": "x"})
     assert s.devices.count == 10 and s.algorithm.name == "fedavg"
-    assert resolved(s)["algorithm"] == {"name": "fedavg", "fraction": 1.0, "min_clients": 1}
+    assert resolved(s)["algorithm"] == {
+        "name": "fedavg",
+        "fraction": 1.0,
+        "min_clients": 1,
+        "downlink": "unicast",
+    }
 
 
 def test_unknown_key_names_path_and_valid_keys():
@@ -121,3 +126,40 @@ def test_schema_lists_algorithm_options():
     fedavg = next(v for v in variants if v["properties"]["name"]["const"] == "fedavg")
     assert "fraction" in fedavg["properties"]
     assert schema["properties"]["devices"]
+
+
+@pytest.mark.parametrize(
+    "link, fragment",
+    [
+        ({"bandwidth_hz": 100e6, "numerology": 0}, "no 100 MHz carrier at 15 kHz"),
+        ({"num_rbs": 500}, "500 RBs of 180 kHz occupy 90 MHz, more than the 20 MHz carrier"),
+        ({"duplex": "tdd", "tdd_pattern": "DDXU"}, "D, S and U"),
+        ({"cqi_table": "256qam"}, "not a CQI table"),
+    ],
+)
+def test_inconsistent_carrier_is_a_one_line_error(link, fragment):
+    data = tiny_scenario(cell={"link": {"mode": "ofdma", "channel_profile": "feddif", **link}})
+    with pytest.raises(ScenarioError) as err:
+        parse_scenario(data, "cell.yaml")
+    lines = err.value.lines()
+    assert len(lines) == 1 and lines[0].startswith("cell.yaml: cell.link")
+    assert fragment in lines[0]
+
+
+def test_consistent_carrier_overrides_resolve():
+    s = parse_scenario(
+        tiny_scenario(
+            cell={
+                "link": {
+                    "mode": "ofdma",
+                    "channel_profile": "nr_fr1_uma",
+                    "bandwidth_hz": 40e6,
+                    "cqi_table": "256qam",
+                    "uplink_power_control": {"model": "full_carrier"},
+                }
+            }
+        )
+    )
+    p = s.cell.link.channel_profile_resolved()
+    assert p.num_rbs == 106 and p.efficiency["table"] == "256qam"
+    assert p.uplink_power_control["model"] == "full_carrier" and p.duplex == "tdd"

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 import simpy
+from typing import Literal
+
 from pydantic import Field
 
 from netfl.algorithms.base import Algorithm, AlgorithmConfig, RoundSummary, register
@@ -32,6 +34,11 @@ __all__ = ["FedAvg", "FedAvgConfig"]
 class FedAvgConfig(AlgorithmConfig):
     fraction: float = Field(1.0, gt=0.0, le=1.0, description="share of devices sampled per round")
     min_clients: int = Field(1, ge=1, description="at least this many devices per round")
+    downlink: Literal["unicast", "multicast"] = Field(
+        "unicast",
+        description="send the global model to each client (unicast) or once to all "
+        "(multicast, at the weakest client's rate)",
+    )
 
 
 @register
@@ -62,12 +69,15 @@ class FedAvg(Algorithm):
         """Size of the model a device receives or sends [bit]."""
         return self.world.model.size_bits
 
-    def client_round(self, r: int, device: Node) -> Generator[simpy.Event, Any, TrainResult | None]:
-        """Download, train, upload: one device's part of round r."""
+    def client_round(
+        self, r: int, device: Node, download: bool = True
+    ) -> Generator[simpy.Event, Any, TrainResult | None]:
+        """Download (unless multicast already did), train, upload: one device's part of round r."""
         world = self.world
-        yield world.radio.transfer(
-            world.bs, device, self.model_bits(device), "model_down", num_models=1
-        )
+        if download:
+            yield world.radio.transfer(
+                world.bs, device, self.model_bits(device), "model_down", num_models=1
+            )
         result = yield from self.local_update(r, device, self.global_state)
         yield world.radio.transfer(
             device, world.bs, self.model_bits(device), "model_up", num_models=1
@@ -124,7 +134,12 @@ class FedAvg(Algorithm):
     def round(self, r: int) -> Generator[simpy.Event, Any, RoundSummary]:
         env = self.world.env
         clients = self.select_clients(r)
-        jobs = [env.process(self.client_round(r, dev)) for dev in clients]
+        multicast = self.config.downlink == "multicast"
+        if multicast:
+            yield self.world.radio.broadcast(
+                self.world.bs, clients, self.model_bits(), "model_down", num_models=1
+            )
+        jobs = [env.process(self.client_round(r, dev, not multicast)) for dev in clients]
         yield simpy.AllOf(env, jobs)
         results = [job.value for job in jobs]
         yield from self.server_update(r, clients, results)

@@ -59,8 +59,51 @@ def umi_nlos_db(distance_2d_m, fc_hz, h_bs=10.0, h_ut=1.5):
 
 
 def uma_p_los(distance_2d_m):
-    return 1.0 if distance_2d_m <= 18 else (18 / distance_2d_m + math.exp(-distance_2d_m / 63) * (1 - 18 / distance_2d_m))
+    return (
+        1.0
+        if distance_2d_m <= 18
+        else (18 / distance_2d_m + math.exp(-distance_2d_m / 63) * (1 - 18 / distance_2d_m))
+    )
 
 
 def umi_p_los(distance_2d_m):
-    return 1.0 if distance_2d_m <= 18 else (18 / distance_2d_m + math.exp(-distance_2d_m / 36) * (1 - 18 / distance_2d_m))
+    return (
+        1.0
+        if distance_2d_m <= 18
+        else (18 / distance_2d_m + math.exp(-distance_2d_m / 36) * (1 - 18 / distance_2d_m))
+    )
+
+
+def rma_los_db(d2d, fc_hz, h_bs=35.0, h_ut=1.5, h=5.0):
+    """TR 38.901 Table 7.4.1-1 RMa LOS, written out plainly."""
+    fc = fc_hz / 1e9
+    d_bp = 2 * math.pi * h_bs * h_ut * fc_hz / C
+
+    def pl1(d3):
+        return (
+            20 * math.log10(40 * math.pi * d3 * fc / 3)
+            + min(0.03 * h**1.72, 10) * math.log10(d3)
+            - min(0.044 * h**1.72, 14.77)
+            + 0.002 * math.log10(h) * d3
+        )
+
+    d3 = math.sqrt(d2d**2 + (h_bs - h_ut) ** 2)
+    if d2d <= d_bp:
+        return pl1(d3)
+    d3_bp = math.sqrt(d_bp**2 + (h_bs - h_ut) ** 2)
+    return pl1(d3_bp) + 40 * math.log10(d3 / d3_bp)
+
+
+def rma_nlos_db(d2d, fc_hz, h_bs=35.0, h_ut=1.5, h=5.0, w=20.0):
+    fc = fc_hz / 1e9
+    d3 = math.sqrt(d2d**2 + (h_bs - h_ut) ** 2)
+    pl = (
+        161.04
+        - 7.1 * math.log10(w)
+        + 7.5 * math.log10(h)
+        - (24.37 - 3.7 * (h / h_bs) ** 2) * math.log10(h_bs)
+        + (43.42 - 3.1 * math.log10(h_bs)) * (math.log10(d3) - 3)
+        + 20 * math.log10(fc)
+        - (3.2 * (math.log10(11.75 * h_ut)) ** 2 - 4.97)
+    )
+    return max(rma_los_db(d2d, fc_hz, h_bs, h_ut, h), pl)
