@@ -8,8 +8,6 @@ Public API::
     write_run(result, "runs/demo")  # the run directory
 """
 
-from netfl.version import __version__  # noqa: E402
-
 from netfl.algorithms import ALGORITHMS, Algorithm, FedAvg, RoundSummary, register  # noqa: E402
 from netfl.errors import ScenarioError, UserError  # noqa: E402
 from netfl.report import write_run  # noqa: E402
@@ -18,6 +16,7 @@ from netfl.run_result import RunResult  # noqa: E402
 from netfl.runner import run  # noqa: E402
 from netfl.scenario import Scenario  # noqa: E402
 from netfl.scenario_io import load_scenario, parse_scenario  # noqa: E402
+from netfl.version import __version__  # noqa: E402
 from netfl.world import World  # noqa: E402
 
 __all__ = [

@@ -16,12 +16,10 @@ Variants subclass this and override one step: :meth:`FedAvg.select_clients`,
 from __future__ import annotations
 
 from collections.abc import Generator
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import simpy
-from typing import Literal
-
 from pydantic import Field
 
 from netfl.algorithms.base import Algorithm, AlgorithmConfig, RoundSummary, register
