@@ -53,21 +53,12 @@ import simpy
 from channel_models.fading import BlockFading
 from channel_models.registry import lookup
 from netfl.errors import LinkBudgetError
+from netfl.radio.block_grid import HORIZON_BLOCKS, BlockGrid
 from netfl.radio.proportional_fair import pf_average, pf_shares
-from netfl.radio.sharing import REL_COMPLETION_TOL, Flow, SharedMedium, _max_min_fair_small
+from netfl.radio.schedulers import SCHEDULERS, _max_min_fair_small
+from netfl.radio.sharing import REL_COMPLETION_TOL, Flow, SharedMedium
 
 __all__ = ["OfdmaFlow", "OfdmaCarrier", "SCHEDULERS"]
-
-SCHEDULERS = ("round_robin", "fcfs", "proportional_fair")
-
-#: Fading blocks drawn ahead of the clock for every active flow. Completions
-#: beyond the horizon are found after a wake-up at its end (one event per
-#: horizon, not per block), which bounds memory to flows × horizon.
-HORIZON_BLOCKS = 256
-#: Coarse step of the two-level completion search [blocks].
-_COARSE = 64
-#: Below this many (flows × blocks) one direct comparison beats the two-level search.
-_DIRECT_SEARCH_LIMIT = 60_000
 
 
 @dataclass(eq=False)
@@ -104,7 +95,7 @@ def _min_usable_snr(efficiency: Callable[[np.ndarray], np.ndarray]) -> float:
     return 10.0 ** (hi / 10.0)
 
 
-class OfdmaCarrier(SharedMedium):
+class OfdmaCarrier(BlockGrid, SharedMedium):
     """One OFDMA carrier (uplink or downlink) as an event-driven shared medium.
 
     Parameters
@@ -160,47 +151,6 @@ class OfdmaCarrier(SharedMedium):
         self._width = 0
         self._alloc_rows(8, HORIZON_BLOCKS)
 
-    def _alloc_rows(self, rows: int, width: int) -> None:
-        self._gains = np.zeros((rows, width))
-        self._bits = np.zeros((rows, width))  # bits one RB carries in each block
-        self._cum = np.zeros((rows, width + 1))  # cumulative bits per RB at block starts
-        self._cumg = np.zeros((rows, width + 1))  # cumulative |h|²·block at block starts
-        self._gstart = np.zeros(rows)  # G(start) of each flow on the current base
-        self._rem = np.zeros(rows)
-        self._size = np.zeros(rows)
-        self._share = np.zeros(rows)
-        self._cap = np.zeros(rows)
-        self._arrival = np.zeros(rows)
-        self._snr = np.zeros(rows)
-        self._rbs = np.zeros(rows)
-        self._avg = np.zeros(rows)  # PF: EWMA of the served rate [bit/s]
-        self._bg = np.zeros(rows)  # 1 for background (CUE) flows
-        self._snr_total = np.zeros(rows)  # power control: SNR with all power in one RB
-        self._snr_psd = np.zeros(rows)  # SNR per RB at the flow's target PSD
-        self._snracc = np.zeros(rows)  # ∫ SNR dt before the last SNR change
-        self._air = np.zeros(rows)  # airtime [s]
-
-    _ROW_ARRAYS = (
-        "_gains",
-        "_bits",
-        "_cum",
-        "_cumg",
-        "_gstart",
-        "_rem",
-        "_size",
-        "_share",
-        "_cap",
-        "_arrival",
-        "_snr",
-        "_rbs",
-        "_avg",
-        "_bg",
-        "_snr_total",
-        "_snr_psd",
-        "_snracc",
-        "_air",
-    )
-
     # -- API -------------------------------------------------------------------
     def send(
         self,
@@ -227,7 +177,9 @@ class OfdmaCarrier(SharedMedium):
             mean_snr = float(multicast_snrs.min())
         best_snr = min(mean_snr, snr_total)
         if math.isfinite(snr_total) and self._min_usable_snr > 0:
-            cap_rbs = min(cap_rbs, max(snr_total / self._min_usable_snr, 1.0))
+            usable_rbs = max(snr_total / self._min_usable_snr, 1.0)
+            if usable_rbs < self.num_rbs:  # else the cap never binds: keep the fast path
+                cap_rbs = min(cap_rbs, usable_rbs)
         peak = self.fading.peak_gain(1e-9)
         if size_bits > 0 and self.efficiency(np.array([best_snr * peak]))[0] <= 0:
             raise LinkBudgetError(
@@ -249,10 +201,6 @@ class OfdmaCarrier(SharedMedium):
         self.add_flow(flow)
         return flow
 
-    @property
-    def width(self) -> int:
-        return self._width
-
     # -- the block grid ----------------------------------------------------------
     def _draw(self, flow: OfdmaFlow, snr: float, num_blocks: int) -> tuple[np.ndarray, np.ndarray]:
         """Fading gains of the next ``num_blocks`` blocks and the bits one RB carries in each.
@@ -266,66 +214,6 @@ class OfdmaCarrier(SharedMedium):
             per_rx = self.fading.sample(flow.rng, (flow.multicast_snrs.size, num_blocks))
             gains = (flow.multicast_snrs[:, None] * per_rx).min(axis=0) / flow.mean_snr
         return gains, self._bit_scale * self.efficiency(snr * gains)
-
-    def _grow(self, new_width: int) -> None:
-        """Extend every active row to ``new_width`` blocks, drawing each flow's fading."""
-        extra = new_width - self._width
-        if extra <= 0:
-            return
-        n = len(self.flows)
-        if new_width > self._bits.shape[1]:
-            cap = max(new_width, 2 * self._bits.shape[1])
-            pad = cap - self._bits.shape[1]
-            self._gains = np.pad(self._gains, ((0, 0), (0, pad)))
-            self._bits = np.pad(self._bits, ((0, 0), (0, pad)))
-            self._cum = np.pad(self._cum, ((0, 0), (0, pad)))
-            self._cumg = np.pad(self._cumg, ((0, 0), (0, pad)))
-        w0 = self._width
-        for i, f in enumerate(self.flows):
-            self._gains[i, w0:new_width], self._bits[i, w0:new_width] = self._draw(
-                f, float(self._snr[i]), extra
-            )
-        self._cum[:n, w0 + 1 : new_width + 1] = self._cum[:n, w0 : w0 + 1] + np.cumsum(
-            self._bits[:n, w0:new_width], axis=1
-        )
-        self._cumg[:n, w0 + 1 : new_width + 1] = self._cumg[:n, w0 : w0 + 1] + self.block_s * (
-            np.cumsum(self._gains[:n, w0:new_width], axis=1)
-        )
-        self._width = new_width
-
-    def _rebase(self) -> None:
-        """Drop the columns before the last update's block (they are never read again)."""
-        drop = min(int(math.floor(self._last_update_s / self.block_s)) - self._kb, self._width)
-        if drop <= 0:
-            return
-        n, w = len(self.flows), self._width
-        keep = w - drop
-        self._gains[:n, :keep] = self._gains[:n, drop:w]
-        self._bits[:n, :keep] = self._bits[:n, drop:w]
-        self._cum[:n, : keep + 1] = self._cum[:n, drop : w + 1] - self._cum[:n, drop : drop + 1]
-        self._gstart[:n] -= self._cumg[:n, drop]
-        self._cumg[:n, : keep + 1] = self._cumg[:n, drop : w + 1] - self._cumg[:n, drop : drop + 1]
-        self._kb += drop
-        self._width = keep
-
-    def _ensure(self, t_s: float) -> None:
-        """Make sure the grid covers ``t_s`` plus a margin (rebasing first)."""
-        j = int(math.floor(t_s / self.block_s)) - self._kb
-        if j + 16 >= self._width:
-            self._rebase()
-            j = int(math.floor(t_s / self.block_s)) - self._kb
-            self._grow(j + HORIZON_BLOCKS)
-
-    def _positions(self, t_s: float) -> np.ndarray:
-        """Bits one RB has carried for each active flow from column 0 until ``t_s``."""
-        n = len(self.flows)
-        x = t_s / self.block_s - self._kb
-        j = int(math.floor(x))
-        if j >= self._width:
-            if j == self._width and x == j:  # exactly at the right edge
-                return self._cum[:n, j].copy()
-            self._grow(j + HORIZON_BLOCKS)
-        return self._cum[:n, j] + (x - j) * self._bits[:n, j]
 
     # -- SharedMedium hooks ------------------------------------------------------
     def _insert_flow(self, flow: Flow) -> None:
@@ -463,55 +351,6 @@ class OfdmaCarrier(SharedMedium):
         self._rem[:n] -= share * (self._positions(t1_s) - self._positions(t0_s))
         self._rbs[:n] += share * (t1_s - t0_s)
         self._air[:n] += (share > 0) * (t1_s - t0_s)
-
-    def _gain_integral(self, row: int, t_s: float) -> float:
-        """∫ |h|² dt of ``row`` from column 0 until ``t_s`` [s]."""
-        return float(self._gain_integrals(np.array([row]), t_s)[0])
-
-    def _gain_integrals(self, rows: np.ndarray, t_s: float) -> np.ndarray:
-        x = t_s / self.block_s - self._kb
-        j = min(int(math.floor(x)), self._width - 1)
-        return self._cumg[rows, j] + (x - j) * self.block_s * self._gains[rows, j]
-
-    def _min_finish_time(self) -> float:
-        """Earliest completion within the drawn horizon, else the horizon's end.
-
-        Small grids are searched with one comparison; large ones with a coarse pass
-        (every 64th block) and a fine search only for the flows whose bracket can
-        hold the minimum.
-        """
-        now = self.env.now
-        self._ensure(now)
-        n, w = len(self.flows), self._width
-        share = self._share[:n]
-        active = share > 0
-        if not active.any():
-            return math.inf
-        horizon_end = (self._kb + w) * self.block_s
-        need = np.divide(self._rem[:n], share, out=np.full(n, np.inf), where=active)
-        target = self._positions(now) + need
-        within = self._cum[:n, w] >= target
-        if not within.any():
-            return horizon_end
-        rows = np.flatnonzero(within)
-        target = target[rows]
-        if rows.size * w > _DIRECT_SEARCH_LIMIT:
-            # coarse pass every 64th block, then the fine search only where it can matter
-            coarse = self._cum[rows, : w + 1 : _COARSE]
-            k = np.maximum((coarse < target[:, None]).sum(axis=1) - 1, 0) * _COARSE
-            keep = k <= np.minimum(k + _COARSE, w).min()
-            rows, target, k = rows[keep], target[keep], k[keep]
-            cols = np.minimum(k[:, None] + np.arange(_COARSE + 1), w)
-            below = (self._cum[rows[:, None], cols] < target[:, None]).sum(axis=1)
-            col = k + below - 1
-        else:  # small grids: one comparison over every drawn block
-            col = (self._cum[rows, : w + 1] < target[:, None]).sum(axis=1) - 1
-        col = np.clip(col, 0, w - 1)
-        per_block = self._bits[rows, col]
-        safe = np.where(per_block > 0, per_block, 1.0)
-        frac = np.where(per_block > 0, (target - self._cum[rows, col]) / safe, 0.0)
-        t_finish = (self._kb + col + np.clip(frac, 0.0, 1.0)) * self.block_s
-        return max(float(t_finish.min()), now)
 
     def _pop_finished(self) -> list[Flow]:
         n = len(self.flows)

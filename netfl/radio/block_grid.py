@@ -1,0 +1,195 @@
+"""The block grid of an OFDMA carrier: every active flow's faded bits on one array.
+
+Row i belongs to the carrier's i-th active flow; column c is the absolute
+fading block ``_kb + c``. ``_bits[i, c]`` is what one RB carries for flow i in
+block c, ``_cum`` its running sum (bits per RB since column 0), ``_gains`` and
+``_cumg`` the fading gains and their time integral (for the mean SNR). A flow
+that holds a constant share x between two events drains
+``x · (pos(t1) − pos(t0))`` bits, with ``pos`` interpolated inside a block;
+its completion instant is where ``pos`` reaches ``pos(now) + remaining/x``,
+found by a vectorised search over the drawn horizon, so fading blocks cost no
+events. The grid keeps ``HORIZON_BLOCKS`` ahead of the clock, drawn per flow
+(:meth:`_draw`, supplied by the carrier), and drops columns behind it.
+
+:class:`BlockGrid` is a mixin of :class:`~netfl.radio.ofdma.OfdmaCarrier`; it
+implements the :class:`~netfl.radio.sharing.SharedMedium` hook
+``_min_finish_time`` on the grid.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["BlockGrid", "HORIZON_BLOCKS"]
+
+#: Fading blocks drawn ahead of the clock for every active flow. Completions
+#: beyond the horizon are found after a wake-up at its end (one event per
+#: horizon, not per block), which bounds memory to flows × horizon.
+HORIZON_BLOCKS = 256
+#: Coarse step of the two-level completion search [blocks].
+_COARSE = 64
+#: Below this many (flows × blocks) one direct comparison beats the two-level search.
+_DIRECT_SEARCH_LIMIT = 60_000
+
+
+class BlockGrid:
+    """Row arrays of the active flows on a common block grid (see the module docstring)."""
+
+    block_s: float
+    flows: list
+
+    def _alloc_rows(self, rows: int, width: int) -> None:
+        self._gains = np.zeros((rows, width))
+        self._bits = np.zeros((rows, width))  # bits one RB carries in each block
+        self._cum = np.zeros((rows, width + 1))  # cumulative bits per RB at block starts
+        self._cumg = np.zeros((rows, width + 1))  # cumulative |h|²·block at block starts
+        self._gstart = np.zeros(rows)  # G(start) of each flow on the current base
+        self._rem = np.zeros(rows)
+        self._size = np.zeros(rows)
+        self._share = np.zeros(rows)
+        self._cap = np.zeros(rows)
+        self._arrival = np.zeros(rows)
+        self._snr = np.zeros(rows)
+        self._rbs = np.zeros(rows)
+        self._avg = np.zeros(rows)  # PF: EWMA of the served rate [bit/s]
+        self._bg = np.zeros(rows)  # 1 for background (CUE) flows
+        self._snr_total = np.zeros(rows)  # power control: SNR with all power in one RB
+        self._snr_psd = np.zeros(rows)  # SNR per RB at the flow's target PSD
+        self._snracc = np.zeros(rows)  # ∫ SNR dt before the last SNR change
+        self._air = np.zeros(rows)  # airtime [s]
+
+    _ROW_ARRAYS = (
+        "_gains",
+        "_bits",
+        "_cum",
+        "_cumg",
+        "_gstart",
+        "_rem",
+        "_size",
+        "_share",
+        "_cap",
+        "_arrival",
+        "_snr",
+        "_rbs",
+        "_avg",
+        "_bg",
+        "_snr_total",
+        "_snr_psd",
+        "_snracc",
+        "_air",
+    )
+
+    @property
+    def width(self) -> int:
+        return self._width
+
+    def _grow(self, new_width: int) -> None:
+        """Extend every active row to ``new_width`` blocks, drawing each flow's fading."""
+        extra = new_width - self._width
+        if extra <= 0:
+            return
+        n = len(self.flows)
+        if new_width > self._bits.shape[1]:
+            cap = max(new_width, 2 * self._bits.shape[1])
+            pad = cap - self._bits.shape[1]
+            self._gains = np.pad(self._gains, ((0, 0), (0, pad)))
+            self._bits = np.pad(self._bits, ((0, 0), (0, pad)))
+            self._cum = np.pad(self._cum, ((0, 0), (0, pad)))
+            self._cumg = np.pad(self._cumg, ((0, 0), (0, pad)))
+        w0 = self._width
+        for i, f in enumerate(self.flows):
+            self._gains[i, w0:new_width], self._bits[i, w0:new_width] = self._draw(
+                f, float(self._snr[i]), extra
+            )
+        self._cum[:n, w0 + 1 : new_width + 1] = self._cum[:n, w0 : w0 + 1] + np.cumsum(
+            self._bits[:n, w0:new_width], axis=1
+        )
+        self._cumg[:n, w0 + 1 : new_width + 1] = self._cumg[:n, w0 : w0 + 1] + self.block_s * (
+            np.cumsum(self._gains[:n, w0:new_width], axis=1)
+        )
+        self._width = new_width
+
+    def _rebase(self) -> None:
+        """Drop the columns before the last update's block (they are never read again)."""
+        drop = min(int(math.floor(self._last_update_s / self.block_s)) - self._kb, self._width)
+        if drop <= 0:
+            return
+        n, w = len(self.flows), self._width
+        keep = w - drop
+        self._gains[:n, :keep] = self._gains[:n, drop:w]
+        self._bits[:n, :keep] = self._bits[:n, drop:w]
+        self._cum[:n, : keep + 1] = self._cum[:n, drop : w + 1] - self._cum[:n, drop : drop + 1]
+        self._gstart[:n] -= self._cumg[:n, drop]
+        self._cumg[:n, : keep + 1] = self._cumg[:n, drop : w + 1] - self._cumg[:n, drop : drop + 1]
+        self._kb += drop
+        self._width = keep
+
+    def _ensure(self, t_s: float) -> None:
+        """Make sure the grid covers ``t_s`` plus a margin (rebasing first)."""
+        j = int(math.floor(t_s / self.block_s)) - self._kb
+        if j + 16 >= self._width:
+            self._rebase()
+            j = int(math.floor(t_s / self.block_s)) - self._kb
+            self._grow(j + HORIZON_BLOCKS)
+
+    def _positions(self, t_s: float) -> np.ndarray:
+        """Bits one RB has carried for each active flow from column 0 until ``t_s``."""
+        n = len(self.flows)
+        x = t_s / self.block_s - self._kb
+        j = int(math.floor(x))
+        if j >= self._width:
+            if j == self._width and x == j:  # exactly at the right edge
+                return self._cum[:n, j].copy()
+            self._grow(j + HORIZON_BLOCKS)
+        return self._cum[:n, j] + (x - j) * self._bits[:n, j]
+
+    def _gain_integral(self, row: int, t_s: float) -> float:
+        """∫ |h|² dt of ``row`` from column 0 until ``t_s`` [s]."""
+        return float(self._gain_integrals(np.array([row]), t_s)[0])
+
+    def _gain_integrals(self, rows: np.ndarray, t_s: float) -> np.ndarray:
+        x = t_s / self.block_s - self._kb
+        j = min(int(math.floor(x)), self._width - 1)
+        return self._cumg[rows, j] + (x - j) * self.block_s * self._gains[rows, j]
+
+    def _min_finish_time(self) -> float:
+        """Earliest completion within the drawn horizon, else the horizon's end.
+
+        Small grids are searched with one comparison; large ones with a coarse pass
+        (every 64th block) and a fine search only for the flows whose bracket can
+        hold the minimum.
+        """
+        now = self.env.now
+        self._ensure(now)
+        n, w = len(self.flows), self._width
+        share = self._share[:n]
+        active = share > 0
+        if not active.any():
+            return math.inf
+        horizon_end = (self._kb + w) * self.block_s
+        need = np.divide(self._rem[:n], share, out=np.full(n, np.inf), where=active)
+        target = self._positions(now) + need
+        within = self._cum[:n, w] >= target
+        if not within.any():
+            return horizon_end
+        rows = np.flatnonzero(within)
+        target = target[rows]
+        if rows.size * w > _DIRECT_SEARCH_LIMIT:
+            # coarse pass every 64th block, then the fine search only where it can matter
+            coarse = self._cum[rows, : w + 1 : _COARSE]
+            k = np.maximum((coarse < target[:, None]).sum(axis=1) - 1, 0) * _COARSE
+            keep = k <= np.minimum(k + _COARSE, w).min()
+            rows, target, k = rows[keep], target[keep], k[keep]
+            cols = np.minimum(k[:, None] + np.arange(_COARSE + 1), w)
+            below = (self._cum[rows[:, None], cols] < target[:, None]).sum(axis=1)
+            col = k + below - 1
+        else:  # small grids: one comparison over every drawn block
+            col = (self._cum[rows, : w + 1] < target[:, None]).sum(axis=1) - 1
+        col = np.clip(col, 0, w - 1)
+        per_block = self._bits[rows, col]
+        safe = np.where(per_block > 0, per_block, 1.0)
+        frac = np.where(per_block > 0, (target - self._cum[rows, col]) / safe, 0.0)
+        t_finish = (self._kb + col + np.clip(frac, 0.0, 1.0)) * self.block_s
+        return max(float(t_finish.min()), now)
