@@ -53,7 +53,11 @@ def test_fedavg_round_time_is_analytic():
     info = res.info
     size = info["model_size_bits"]
     flops = info["train_flops_per_sample"]
-    up, down, rate = 5e6, 20e6, 3.0e9  # 4g_lte, raspberry_pi_4
+    from netfl.compute import get_compute_profile
+
+    up, down = 5e6, 20e6  # 4g_lte
+    rate = get_compute_profile("raspberry_pi_4").effective_flops_per_s
+    server_rate = get_compute_profile("edge_server_cpu").effective_flops_per_s
     dev = res.devices[res.devices.kind == "pue"]
     ends = {
         r.node: size / down + flops * r.num_samples * 2 / rate + size / up for r in dev.itertuples()
@@ -61,7 +65,7 @@ def test_fedavg_round_time_is_analytic():
     uploads = res.transfers[res.transfers.kind == "model_up"].set_index("src")["end_s"]
     for node, end in ends.items():
         assert uploads[node] == pytest.approx(end, rel=1e-12)
-    agg = 2.0 * info["model_params"] * len(dev) / 1.0e11  # edge_server_cpu
+    agg = 2.0 * info["model_params"] * len(dev) / server_rate
     assert res.rounds["round_time_s"].iloc[0] == pytest.approx(max(ends.values()) + agg, rel=1e-12)
 
 

@@ -24,6 +24,8 @@ class ComputeProfile:
         Registry name.
     effective_flops_per_s : float
         Sustained training throughput [FLOP/s].
+    reference_flops_per_s : float
+        The published figure (measurement or datasheet peak) it derives from [FLOP/s].
     busy_power_w, idle_power_w : float
         Electrical power while computing / idle [W].
     tx_power_w, rx_power_w : float
@@ -46,6 +48,7 @@ class ComputeProfile:
     rx_power_w: float
     parallel_jobs: int = 1
     radio_wait_power_w: float = 0.0
+    reference_flops_per_s: float = 0.0
     rrc_tail_power_w: float = 0.0
     rrc_tail_s: float = 0.0
     description: str = ""
@@ -83,6 +86,7 @@ def compute_profiles() -> dict[str, ComputeProfile]:
             rx_power_w=float(p["rx_power_w"]),
             parallel_jobs=int(p.get("parallel_jobs", 1)),
             radio_wait_power_w=float(p.get("radio_wait_power_w", 0.0)),
+            reference_flops_per_s=float(p["reference_flops_per_s"]),
             rrc_tail_power_w=float(p.get("rrc_tail_power_w", 0.0)),
             rrc_tail_s=float(p.get("rrc_tail_s", 0.0)),
             description=p.get("description", ""),

@@ -12,6 +12,8 @@ lenet      LeNet-5 style: 5×5 conv 6 → pool → 5×5 conv 16 → pool →    
            FC 120 → 84 → C ("same" padding)
 lstm       image rows as a sequence (H steps of C·W features), 2-layer  cross-entropy
            LSTM with 128 hidden units → FC C (FedDif's FMNIST task)
+vgg11      CIFAR VGG11 (EcoFed): 3×3 conv+BN+ReLU 64, M, 128, M, 256,   cross-entropy
+           256, M, 512, 512, M, 512, 512 → FC 2048 → 4096 → 4096 → C
 =========  ==========================================================  ==========
 """
 
@@ -106,6 +108,46 @@ class RowLSTM(nn.Module):
         return self.head(out[:, -1])
 
 
+#: VGG11 feature layers of EcoFed's CIFAR variant ("M": 2×2 max-pool); four pools.
+VGG11_LAYERS: tuple[int | str, ...] = (64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512)
+
+
+class VGG11(nn.Module):
+    """VGG11 for 32×32 inputs as in EcoFed's code: ``features`` (conv3×3+BN+ReLU, four
+    max-pools) then ``classifier`` FC 512·(H/16)·(W/16) → 4096 → 4096 → C, no dropout.
+    Inputs too small for four pools skip the last ones.
+
+    34,440,970 trainable parameters for 3×32×32 and C = 10. ``features`` is an
+    ``nn.Sequential`` so partition points are slices of it.
+    """
+
+    def __init__(self, input_shape: tuple[int, ...], num_classes: int):
+        super().__init__()
+        c, h, w = input_shape
+        layers: list[nn.Module] = []
+        for v in VGG11_LAYERS:
+            if v == "M":
+                if min(h, w) >= 2:  # small inputs (8×8 digits) skip the pools they cannot take
+                    layers.append(nn.MaxPool2d(2))
+                    h, w = h // 2, w // 2
+            else:
+                layers += [nn.Conv2d(c, int(v), 3, padding=1), nn.BatchNorm2d(int(v)), nn.ReLU()]
+                c = int(v)
+        self.features = nn.Sequential(*layers)
+        flat = c * h * w
+        self.classifier = nn.Sequential(
+            nn.Flatten(),
+            nn.Linear(flat, 4096),
+            nn.ReLU(),
+            nn.Linear(4096, 4096),
+            nn.ReLU(),
+            nn.Linear(4096, num_classes),
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.classifier(self.features(x))
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """A named architecture and the loss it is trained with."""
@@ -127,6 +169,7 @@ MODELS: dict[str, ModelSpec] = {
     "cnn": ModelSpec("cnn", _cnn, "cross_entropy", "McMahan et al. CNN"),
     "lenet": ModelSpec("lenet", _lenet, "cross_entropy", "LeNet-5 style CNN"),
     "lstm": ModelSpec("lstm", RowLSTM, "cross_entropy", "2-layer LSTM over image rows"),
+    "vgg11": ModelSpec("vgg11", VGG11, "cross_entropy", "VGG11, CIFAR variant (EcoFed)"),
 }
 
 
