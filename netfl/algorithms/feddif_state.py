@@ -1,0 +1,161 @@
+"""FedDif data-state math and winner selection: pure numpy/scipy, no SimPy.
+
+S. Ahn et al., "Communication-Efficient Diffusion Strategy for Performance
+Improvement of Federated Learning with Non-IID Data", arXiv 2207.07493.
+
+- DSI d_i: PUE i's normalised label histogram (Sec. III-B).
+- DoL (11): ψ^(m) = Σ_{i∈chain} |D_i|·d_i / Σ_{i∈chain} |D_i|.
+- IID distance (13) computed as (C.1): ‖ψ − (1/C)·1‖₂; ``emd``, ``kld`` and
+  ``jsd`` selectable (the authors' code offers them).
+- Valuation (17): v = W(ψ_{k−1}) − W(ψ̃_i), ψ̃_i the DoL if PUE i trains next.
+- Edge weight (20)-(21): c = v / B̃, B̃ = S / γ̃ — zero unless (16b) v ≥ 0,
+  (16c) i not yet in the chain, (16e) γ̃ ≥ γ_min and P_out ≤ 5 % (A.1).
+- Winner selection (Algorithm 1): maximum-weight bipartite matching of models
+  to PUEs by Kuhn–Munkres (``scipy.optimize.linear_sum_assignment``), one
+  model per PUE (16d); pairs of weight 0 are not scheduled.
+- Diffusion efficiency (14): E = (1/M)·Σ_m δ_m / B_m.
+- Aggregation (6): models weighted by their chains' data sizes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy.optimize import linear_sum_assignment
+from scipy.spatial.distance import jensenshannon
+from scipy.stats import wasserstein_distance
+
+from channel_models.link_budget import outage_probability
+from channel_models.registry import lookup
+
+__all__ = [
+    "IID_DISTANCES",
+    "dsi",
+    "dol",
+    "candidate_dol",
+    "iid_distance",
+    "valuation",
+    "edge_weights",
+    "select_winners",
+    "diffusion_efficiency",
+    "chain_weights",
+]
+
+
+def dsi(labels: ArrayLike, num_classes: int) -> np.ndarray:
+    """Data state information: the normalised label histogram, shape (C,)."""
+    counts = np.bincount(np.asarray(labels, dtype=int), minlength=num_classes).astype(float)
+    if counts.sum() == 0:
+        raise ValueError("a PUE without samples has no DSI")
+    return counts / counts.sum()
+
+
+def dol(dsis: np.ndarray, sizes: ArrayLike) -> np.ndarray:
+    """Degree of learning (11) of a chain: DSIs (k, C) mixed by data sizes (k,)."""
+    w = np.asarray(sizes, dtype=float)
+    return (w[:, None] * np.asarray(dsis, dtype=float)).sum(axis=0) / w.sum()
+
+
+def candidate_dol(psi: np.ndarray, chain_size: float, d_i: np.ndarray, size_i: float) -> np.ndarray:
+    """ψ̃_i: the DoL after PUE i (DSI ``d_i``, ``size_i`` samples) trains the model next."""
+    return (chain_size * np.asarray(psi) + size_i * np.asarray(d_i)) / (chain_size + size_i)
+
+
+def _l2(psi: np.ndarray) -> float:
+    c = psi.shape[-1]
+    return float(np.linalg.norm(psi - 1.0 / c))
+
+
+def _kld(psi: np.ndarray) -> float:
+    c = psi.shape[-1]
+    nz = psi > 0
+    return float(np.sum(psi[nz] * np.log(psi[nz] * c)))
+
+
+def _jsd(psi: np.ndarray) -> float:
+    c = psi.shape[-1]
+    return float(jensenshannon(psi, np.full(c, 1.0 / c), base=2) ** 2)
+
+
+def _emd(psi: np.ndarray) -> float:
+    c = psi.shape[-1]
+    labels = np.arange(c)
+    return float(wasserstein_distance(labels, labels, psi, np.full(c, 1.0 / c)))
+
+
+#: IID distances W(ψ) to the uniform label distribution; ``l2`` is FedDif (C.1).
+IID_DISTANCES: dict[str, Callable[[np.ndarray], float]] = {
+    "l2": _l2,
+    "kld": _kld,
+    "jsd": _jsd,
+    "emd": _emd,
+}
+
+
+def iid_distance(psi: ArrayLike, metric: str = "l2") -> float:
+    """W(ψ): distance of a DoL to the uniform distribution (13)/(C.1)."""
+    return lookup(IID_DISTANCES, metric, "IID distance")(np.asarray(psi, dtype=float))
+
+
+def valuation(psi: ArrayLike, psi_candidate: ArrayLike, metric: str = "l2") -> float:
+    """v = W(ψ_{k−1}) − W(ψ̃_i) (17): how much closer to IID the model gets."""
+    return iid_distance(psi, metric) - iid_distance(psi_candidate, metric)
+
+
+def edge_weights(
+    values: np.ndarray,
+    efficiency_bps_per_hz: np.ndarray,
+    mean_snr: np.ndarray,
+    in_chain: np.ndarray,
+    model_bits: float,
+    min_efficiency_bps_per_hz: float = 1.0,
+    max_outage: float = 0.05,
+) -> np.ndarray:
+    """c(m, i) = v / B̃ with B̃ = S / γ̃ (20)-(21), or 0 where a constraint fails.
+
+    All arrays are (M models, N PUEs): valuations ``values``, expected spectral
+    efficiency γ̃ of the link from model m's holder to PUE i, its mean SNR, and
+    whether i is already in model m's chain. Constraints: (16b) v ≥ 0, (16c),
+    (16e) γ̃ ≥ γ_min, and the outage rule P_out(γ_min, SNR̄) ≤ ``max_outage`` (A.1).
+    """
+    v = np.asarray(values, dtype=float)
+    gamma = np.asarray(efficiency_bps_per_hz, dtype=float)
+    ok = (
+        (v >= 0)
+        & ~np.asarray(in_chain, dtype=bool)
+        & (gamma >= min_efficiency_bps_per_hz)
+        & (outage_probability(min_efficiency_bps_per_hz, mean_snr) <= max_outage)
+    )
+    bandwidth = model_bits / np.where(gamma > 0, gamma, np.inf)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        c = np.where(ok, v / bandwidth, 0.0)
+    return np.where(np.isfinite(c), c, 0.0)
+
+
+def select_winners(weights: np.ndarray) -> list[tuple[int, int]]:
+    """Maximum-weight matching of models (rows) to PUEs (columns) (Algorithm 1).
+
+    Kuhn–Munkres via ``linear_sum_assignment(maximize=True)``; each PUE gets at
+    most one model (16d); pairs with weight ≤ 0 are dropped (nothing to gain,
+    or a constraint failed). Returns ``(model, pue)`` pairs sorted by model.
+    """
+    w = np.asarray(weights, dtype=float)
+    if w.size == 0:
+        return []
+    rows, cols = linear_sum_assignment(w, maximize=True)
+    return [(int(m), int(i)) for m, i in zip(rows, cols, strict=True) if w[m, i] > 0]
+
+
+def diffusion_efficiency(distance_drops: ArrayLike, bandwidths_hz: ArrayLike) -> float:
+    """E = (1/M)·Σ_m δ_m / B_m (14): IID-distance drop per Hz, averaged over models."""
+    d = np.asarray(distance_drops, dtype=float)
+    b = np.asarray(bandwidths_hz, dtype=float)
+    return float(np.mean(np.where(b > 0, d / np.where(b > 0, b, 1.0), 0.0)))
+
+
+def chain_weights(chain_sizes: Sequence[float]) -> np.ndarray:
+    """Aggregation weights of (6): each model's chain data size over the total."""
+    s = np.asarray(chain_sizes, dtype=float)
+    return s / s.sum()

@@ -1,0 +1,108 @@
+"""FedDif data-state math and winner selection on hand-computed inputs."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from channel_models.link_budget import min_snr_for_outage
+from netfl.algorithms.feddif_state import (
+    candidate_dol,
+    chain_weights,
+    diffusion_efficiency,
+    dol,
+    dsi,
+    edge_weights,
+    iid_distance,
+    select_winners,
+    valuation,
+)
+
+
+def test_dsi_and_dol_by_hand():
+    d1 = dsi([0, 0, 0, 1], 3)  # (3/4, 1/4, 0)
+    d2 = dsi([2, 2], 3)  # (0, 0, 1)
+    assert d1 == pytest.approx([0.75, 0.25, 0.0]) and d2 == pytest.approx([0, 0, 1])
+    psi = dol(np.stack([d1, d2]), [4, 2])  # (3, 1, 2)/6
+    assert psi == pytest.approx([0.5, 1 / 6, 1 / 3])
+    assert candidate_dol(d1, 4, d2, 2) == pytest.approx(psi)
+
+
+def test_iid_distance_l2_is_c1_and_zero_at_uniform():
+    psi = np.array([0.5, 1 / 6, 1 / 3])
+    want = math.sqrt((0.5 - 1 / 3) ** 2 + (1 / 6 - 1 / 3) ** 2)
+    assert iid_distance(psi) == pytest.approx(want)
+    for metric in ("l2", "kld", "jsd", "emd"):
+        assert iid_distance(np.full(4, 0.25), metric) == pytest.approx(0.0, abs=1e-12)
+        assert iid_distance(np.array([1.0, 0, 0, 0]), metric) > 0
+    assert iid_distance(np.array([1.0, 0, 0, 0]), "kld") == pytest.approx(math.log(4))
+    with pytest.raises(KeyError, match="valid: emd, jsd, kld, l2"):
+        iid_distance(psi, "cosine")
+
+
+def test_valuation_rewards_complementary_data():
+    psi = dsi([0] * 10, 2)  # all label 0
+    good = candidate_dol(psi, 10, dsi([1] * 10, 2), 10)
+    bad = candidate_dol(psi, 10, dsi([0] * 10, 2), 10)
+    assert valuation(psi, good) == pytest.approx(iid_distance(psi))  # reaches uniform
+    assert valuation(psi, bad) == pytest.approx(0.0)
+
+
+def test_edge_weights_apply_every_constraint():
+    s_bits = 40e6
+    v = np.array([[0.2, -0.1, 0.3, 0.3]])
+    gamma = np.array([[2.0, 2.0, 0.5, 2.0]])
+    snr_ok = min_snr_for_outage(1.0, 0.05) * 1.01
+    snr = np.array([[snr_ok, snr_ok, snr_ok, snr_ok * 0.5]])
+    in_chain = np.zeros((1, 4), bool)
+    c = edge_weights(v, gamma, snr, in_chain, s_bits)
+    assert c[0, 0] == pytest.approx(0.2 / (s_bits / 2.0))  # (20)-(21)
+    assert c[0, 1] == 0  # (16b) negative valuation
+    assert c[0, 2] == 0  # (16e) below gamma_min
+    assert c[0, 3] == 0  # outage above 5 %
+    in_chain[0, 0] = True
+    assert edge_weights(v, gamma, snr, in_chain, s_bits)[0, 0] == 0  # (16c)
+
+
+def brute_force_matching(w: np.ndarray) -> float:
+    """Best total positive weight over every one-to-one assignment (second implementation)."""
+    m, n = w.shape
+    best = 0.0
+    if m <= n:
+        options = ((range(m), cols) for cols in itertools.permutations(range(n), m))
+    else:
+        options = ((rows, range(n)) for rows in itertools.permutations(range(m), n))
+    for rows, cols in options:
+        best = max(best, sum(max(w[r, c], 0.0) for r, c in zip(rows, cols, strict=True)))
+    return best
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(1, 4),
+    st.integers(1, 5),
+    st.integers(0, 2**31 - 1),
+)
+def test_winner_selection_is_a_maximum_weight_matching(m, n, seed):
+    rng = np.random.default_rng(seed)
+    w = np.where(rng.random((m, n)) < 0.3, 0.0, rng.random((m, n)))
+    pairs = select_winners(w)
+    assert len({i for _, i in pairs}) == len(pairs)  # (16d) one model per PUE
+    assert len({mm for mm, _ in pairs}) == len(pairs)  # a model goes to one PUE
+    assert all(w[mm, i] > 0 for mm, i in pairs)
+    assert sum(w[mm, i] for mm, i in pairs) == pytest.approx(brute_force_matching(w))
+
+
+def test_no_schedulable_pair_means_no_winner():
+    assert select_winners(np.zeros((3, 3))) == []
+    assert select_winners(np.zeros((0, 3))) == []
+
+
+def test_diffusion_efficiency_and_chain_weights():
+    assert diffusion_efficiency([0.2, 0.1], [1e6, 2e6]) == pytest.approx((0.2e-6 + 0.05e-6) / 2)
+    assert chain_weights([100, 300]) == pytest.approx([0.25, 0.75])
