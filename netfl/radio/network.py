@@ -166,7 +166,6 @@ class Radio(ABC):
         num_models: int,
         extra: dict[str, float],
         group: int = -1,
-        charge_src: bool = True,
     ) -> TransferRecord:
         duration = self.env.now - start_s
         airtime = float(extra.pop("airtime_s", duration))
@@ -180,7 +179,7 @@ class Radio(ABC):
             start_s=start_s,
             end_s=self.env.now,
             num_models=num_models,
-            tx_energy_j=self._charge(src, "tx", duration, airtime) if charge_src else 0.0,
+            tx_energy_j=self._charge(src, "tx", duration, airtime),
             rx_energy_j=self._charge(dst, "rx", duration, airtime),
             airtime_s=airtime,
             multicast_group=group,
@@ -218,9 +217,8 @@ class Radio(ABC):
                 num_models,
                 dict(extra or {}),
                 group=self._groups,
-                charge_src=i == 0,
             )
-            for i, r in enumerate(receivers)
+            for r in receivers
         ]
 
     @abstractmethod
