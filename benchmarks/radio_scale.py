@@ -60,7 +60,7 @@ def measure(num_pues: int, rounds: int, seed: int = 1) -> dict:
     t0 = time.perf_counter()
     result = run(s)
     wall = time.perf_counter() - t0
-    occ = result.radio_tables["occupancy"]
+    occ = result.tables["occupancy"]
     sessions_ul = occ[occ.carrier == "uplink"]
     return {
         "pues": num_pues,

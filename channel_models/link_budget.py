@@ -136,7 +136,12 @@ def cqi_efficiency(snr: ArrayLike, gap_db: float = 0.0, table: str = "64qam") ->
 def outage_probability(target_bps_per_hz: ArrayLike, mean_snr: ArrayLike) -> np.ndarray:
     """P_out = P(log2(1 + SNR̄·|h|²) < R) = 1 − exp(−(2^R − 1)/SNR̄) (FedDif eq. (A.1))."""
     r = np.asarray(target_bps_per_hz, dtype=float)
-    return 1.0 - np.exp(-(2.0**r - 1.0) / np.asarray(mean_snr, dtype=float))
+    need = 2.0**r - 1.0
+    snr = np.asarray(mean_snr, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = 1.0 - np.exp(-need / snr)
+    # R = 0 never fails; an SNR of 0 always fails a positive R
+    return np.where(need <= 0, 0.0, np.where(snr > 0, p, 1.0))
 
 
 def min_snr_for_outage(target_bps_per_hz: float, max_outage: float) -> float:

@@ -65,6 +65,11 @@ class PathLoss(ABC):
     def mean_loss_db(self, distance_2d_m: ArrayLike) -> np.ndarray:
         """Loss without shadowing [dB]."""
 
+    @property
+    def random(self) -> bool:
+        """Whether :meth:`loss_db` draws from its ``rng`` (shadowing, LOS states)."""
+        return self.shadowing_std_db > 0
+
     def loss_db(
         self, distance_2d_m: ArrayLike, rng: np.random.Generator | None = None
     ) -> np.ndarray:
@@ -135,6 +140,10 @@ class _TR38901(PathLoss):
         if shadowing:
             std = self.los_shadow_db if los else self.nlos_shadow_db
         super().__init__(height_tx_m, height_rx_m, std)
+
+    @property
+    def random(self) -> bool:
+        return self.los is None or self.shadowing_std_db > 0
 
     @property
     def fc_ghz(self) -> float:

@@ -93,6 +93,7 @@ def round_row(
         "subframes": math.ceil(airtime / SUBFRAME_S - 1e-9) if airtime > 0 else 0,
         "rb_subframes": sum(t.rb_subframes for t in transfers),
         "models_sent": sum(t.num_models for t in transfers),
+        **{f"models_{d}": sum(t.num_models for t in transfers if t.direction == d) for d in bits},
         "num_transfers": len(transfers),
         "device_energy_j": sum(dev.values()),
         "device_compute_energy_j": dev["compute"],

@@ -118,7 +118,7 @@ def radio_figures(
     scenario,
     transfers: pd.DataFrame,
     devices: pd.DataFrame,
-    radio_tables: dict[str, pd.DataFrame],
+    tables: dict[str, pd.DataFrame],
     out: str | Path,
 ) -> list[Path]:
     """OFDMA runs: per-transfer rate over time, RB occupancy, SNR map of the cell."""
@@ -145,7 +145,7 @@ def radio_figures(
     ax.legend(fontsize=8)
     paths.append(_save(fig, out / "transfer_rates.png"))
 
-    occ = radio_tables["occupancy"]
+    occ = tables["occupancy"]
     fig, axes = plt.subplots(2, 1, figsize=(7, 5), sharex=True)
     channel = scenario.cell.link.channel_profile_resolved()
     for ax, carrier in zip(axes, ("uplink", "downlink"), strict=True):
@@ -174,7 +174,7 @@ def radio_figures(
     fig, ax = plt.subplots(figsize=(6, 5))
     mesh = ax.pcolormesh(xx, yy, snr_db, shading="auto", cmap="viridis")
     fig.colorbar(mesh, ax=ax, label="uplink SNR, full power over the carrier [dB] (no fading)")
-    cues = radio_tables.get("cues")
+    cues = tables.get("cues")
     if cues is not None and len(cues):
         ax.scatter(cues["x_m"], cues["y_m"], s=4, c="w", alpha=0.6, label="CUEs")
     dev = devices[devices["kind"] != "bs"]
@@ -193,9 +193,9 @@ def result_figures(result: RunResult, out: str | Path) -> list[Path]:
     """Every figure of one run (radio figures for OFDMA runs) into ``out``."""
     out = Path(out)
     paths = run_figures(result.rounds, result.devices, out, title=result.scenario.name)
-    if "occupancy" in result.radio_tables:
+    if "occupancy" in result.tables:
         paths += radio_figures(
-            result.scenario, result.transfers, result.devices, result.radio_tables, out
+            result.scenario, result.transfers, result.devices, result.tables, out
         )
     return paths
 

@@ -2,7 +2,7 @@
 
 A run directory holds ``scenario.yaml`` (fully resolved), ``manifest.json``,
 ``rounds.csv``, ``devices.csv``, ``transfers.parquet``, ``computes.parquet``,
-the radio's tables and ``figures/`` (drawn by a callback:
+the radio's and the algorithm's tables and ``figures/`` (drawn by a callback:
 :func:`netfl.report.write_run` passes the figure writer, so this module
 imports neither the runner nor the report). Everything is written into a hidden temporary directory
 next to the target and renamed into place at the end, so a run directory
@@ -105,7 +105,7 @@ def write_run_dir(
         result.devices.to_csv(tmp / "devices.csv", index=False)
         result.transfers.to_parquet(tmp / "transfers.parquet", index=False)
         result.computes.to_parquet(tmp / "computes.parquet", index=False)
-        for name, table in result.radio_tables.items():
+        for name, table in result.tables.items():
             table.to_parquet(tmp / f"{name}.parquet", index=False)
         if draw is not None:
             draw(result, tmp)
@@ -120,26 +120,26 @@ def write_run_dir(
 def read_run(run_dir: str | Path) -> RunResult:
     """Load a complete run directory as a :class:`~netfl.run_result.RunResult`.
 
-    The radio's further tables (OFDMA: ``occupancy``, ``cues``) land in
-    ``radio_tables``; ``manifest`` holds the provenance.
+    Further tables (radio: ``occupancy``, ``cues``; FedDif: ``diffusion``) land in
+    ``tables``; ``manifest`` holds the provenance.
     """
     d = Path(run_dir)
     if not (d / "manifest.json").is_file():
         raise FileNotFoundError(f"{d} is not a complete run directory (no manifest.json)")
     core = {"transfers", "computes"}
-    radio_tables = {p.stem: pd.read_parquet(p) for p in sorted(d.glob("*.parquet"))}
+    tables = {p.stem: pd.read_parquet(p) for p in sorted(d.glob("*.parquet"))}
     man = json.loads((d / "manifest.json").read_text())
     scenario_path = d / "scenario.yaml"
     scenario = parse_scenario(yaml.safe_load(scenario_path.read_text()), str(scenario_path))
     return RunResult(
         scenario=scenario,
         rounds=pd.read_csv(d / "rounds.csv"),
-        transfers=radio_tables.pop("transfers"),
-        computes=radio_tables.pop("computes"),
+        transfers=tables.pop("transfers"),
+        computes=tables.pop("computes"),
         devices=pd.read_csv(d / "devices.csv"),
         stop_reason=man.get("stop_reason", ""),
         wall_time_s=float(man.get("wall_time_s", float("nan"))),
         info={k: v for k, v in man.items() if k not in core},
-        radio_tables=radio_tables,
+        tables=tables,
         manifest=man,
     )

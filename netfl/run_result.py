@@ -17,8 +17,8 @@ class RunResult:
     """The tables of one run, before or after they are written to disk.
 
     ``rounds`` has one row per round, ``devices`` one per node, ``transfers`` and
-    ``computes`` one per event; ``radio_tables`` holds the radio's further tables
-    (OFDMA: ``occupancy``, ``cues``). ``manifest`` is filled when read from a run
+    ``computes`` one per event; ``tables`` holds further tables by name: the
+    radio's (OFDMA: ``occupancy``, ``cues``) and the algorithm's (FedDif: ``diffusion``). ``manifest`` is filled when read from a run
     directory (provenance: versions, host, git commit).
     """
 
@@ -30,5 +30,5 @@ class RunResult:
     stop_reason: str
     wall_time_s: float
     info: dict[str, Any] = field(default_factory=dict)
-    radio_tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     manifest: dict[str, Any] = field(default_factory=dict)

@@ -91,7 +91,7 @@ def run(
         devices=devices_frame(world),
         stop_reason=stop_reason,
         wall_time_s=time.perf_counter() - wall0,
-        radio_tables=world.radio.tables(),
+        tables={**world.radio.tables(), **algorithm.tables()},
         info={
             "setup_wall_s": setup_wall_s,
             "model_params": world.model.num_params,

@@ -118,6 +118,9 @@ def parse_scenario(data: Any, source: str = "<scenario>") -> Scenario:
             (p, m.replace("unknown key", f"unknown key (valid keys: {fields})")) for p, m in probs
         ]
         raise ScenarioError(source, probs) from None
+    probs = ALGORITHMS[name].check_scenario(scenario)
+    if probs:
+        raise ScenarioError(source, probs)
     return scenario
 
 

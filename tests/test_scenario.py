@@ -58,7 +58,7 @@ def test_choices_listed_for_literals():
 
 def test_unknown_algorithm_and_algorithm_options():
     (line,) = problems({"name": "x", "algorithm": {"name": "fedprox"}})
-    assert line == "s.yaml: algorithm.name: unknown algorithm 'fedprox' (valid: fedavg)"
+    assert line == "s.yaml: algorithm.name: unknown algorithm 'fedprox' (valid: fedavg, feddif, fedswap)"
     (line,) = problems({"name": "x", "algorithm": {"name": "fedavg", "fracton": 0.5}})
     assert line.startswith("s.yaml: algorithm.fracton: unknown key") and "fraction" in line
     (line,) = problems({"name": "x", "algorithm": {"fraction": 1.5}})
@@ -163,3 +163,10 @@ def test_consistent_carrier_overrides_resolve():
     p = s.cell.link.channel_profile_resolved()
     assert p.num_rbs == 106 and p.efficiency["table"] == "256qam"
     assert p.uplink_power_control["model"] == "full_carrier" and p.duplex == "tdd"
+
+
+def test_algorithm_needs_of_the_cell_are_one_line_errors():
+    (line,) = problems({"name": "x", "algorithm": {"name": "feddif"}})
+    assert line.startswith("s.yaml: cell.link.mode: feddif schedules D2D links")
+    (line,) = problems({"name": "x", "algorithm": {"name": "feddif", "epsilon": -1}})
+    assert line.startswith("s.yaml: algorithm.epsilon: ")

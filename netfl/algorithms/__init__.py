@@ -12,6 +12,7 @@ from netfl.algorithms.base import (
     register,
 )
 from netfl.algorithms.fedavg import FedAvg, FedAvgConfig
+from netfl.algorithms.feddif import FedDif, FedDifConfig, FedSwap
 
 __all__ = [
     "ALGORITHMS",
@@ -22,4 +23,7 @@ __all__ = [
     "register",
     "FedAvg",
     "FedAvgConfig",
+    "FedDif",
+    "FedDifConfig",
+    "FedSwap",
 ]

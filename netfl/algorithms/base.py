@@ -60,6 +60,16 @@ class Algorithm(ABC):
         self.world = world
         self.config = config
 
+    @classmethod
+    def check_scenario(cls, scenario: Any) -> list[tuple[str, str]]:
+        """Problems ``(key path, message)`` of a scenario this algorithm cannot run
+        (beyond its Config), reported with the file name when the scenario is parsed."""
+        return []
+
+    def tables(self) -> dict[str, Any]:
+        """Further tables of the run (``pandas.DataFrame`` by name) written as parquet."""
+        return {}
+
     @abstractmethod
     def round(self, r: int) -> Generator[simpy.Event, Any, RoundSummary]:
         """The SimPy process of round ``r`` (0-based)."""

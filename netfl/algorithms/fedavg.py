@@ -83,10 +83,17 @@ class FedAvg(Algorithm):
         return result
 
     def local_update(
-        self, r: int, device: Node, state: dict | None, epochs: int | None = None
+        self,
+        r: int,
+        device: Node,
+        state: dict | None,
+        epochs: int | None = None,
+        seed_key: tuple[int, ...] = (),
     ) -> Generator[simpy.Event, Any, TrainResult | None]:
         """Train on the device: charge its compute time; run torch through the executor.
 
+        The torch seed comes from the ``torch`` stream of ``(r, device, *seed_key)``
+        (a device training twice in one round passes a distinct ``seed_key``).
         The job is submitted when the compute step starts and collected when it
         ends in simulated time (DESIGN.md, executor seam).
         """
@@ -106,7 +113,7 @@ class FedAvg(Algorithm):
                     state=state,
                     indices=world.partitions[device.index],
                     config=cfg,
-                    seed=world.streams.torch_seed("torch", r, device.index),
+                    seed=world.streams.torch_seed("torch", r, device.index, *seed_key),
                 )
             )
         yield world.compute.run(device, flops, "train")

@@ -25,7 +25,6 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.optimize import linear_sum_assignment
 from scipy.spatial.distance import jensenshannon
-from scipy.stats import wasserstein_distance
 
 from channel_models.link_budget import outage_probability
 from channel_models.registry import lookup
@@ -37,6 +36,8 @@ __all__ = [
     "candidate_dol",
     "iid_distance",
     "valuation",
+    "valuation_matrix",
+    "fit_bandwidth",
     "edge_weights",
     "select_winners",
     "diffusion_efficiency",
@@ -63,30 +64,38 @@ def candidate_dol(psi: np.ndarray, chain_size: float, d_i: np.ndarray, size_i: f
     return (chain_size * np.asarray(psi) + size_i * np.asarray(d_i)) / (chain_size + size_i)
 
 
-def _l2(psi: np.ndarray) -> float:
+def _uniform_gap(psi: np.ndarray) -> np.ndarray:
+    return psi - 1.0 / psi.shape[-1]
+
+
+def _l2(psi: np.ndarray) -> np.ndarray:
+    return np.linalg.norm(_uniform_gap(psi), axis=-1)
+
+
+def _kld(psi: np.ndarray) -> np.ndarray:
     c = psi.shape[-1]
-    return float(np.linalg.norm(psi - 1.0 / c))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(psi > 0, psi * np.log(psi * c), 0.0)
+    return terms.sum(axis=-1)
 
 
-def _kld(psi: np.ndarray) -> float:
+def _jsd(psi: np.ndarray) -> np.ndarray:
     c = psi.shape[-1]
-    nz = psi > 0
-    return float(np.sum(psi[nz] * np.log(psi[nz] * c)))
+    return jensenshannon(psi, np.full(psi.shape, 1.0 / c), base=2, axis=-1) ** 2
 
 
-def _jsd(psi: np.ndarray) -> float:
-    c = psi.shape[-1]
-    return float(jensenshannon(psi, np.full(c, 1.0 / c), base=2) ** 2)
+def _emd(psi: np.ndarray) -> np.ndarray:
+    """Wasserstein-1 on the label grid 0..C−1: Σ |CDF_ψ − CDF_uniform| (unit spacing).
 
-
-def _emd(psi: np.ndarray) -> float:
-    c = psi.shape[-1]
-    labels = np.arange(c)
-    return float(wasserstein_distance(labels, labels, psi, np.full(c, 1.0 / c)))
+    Equals ``scipy.stats.wasserstein_distance`` on the labels (tested); written
+    as the CDF sum so that it works on stacks of DoLs at once.
+    """
+    return np.abs(np.cumsum(_uniform_gap(psi), axis=-1)[..., :-1]).sum(axis=-1)
 
 
 #: IID distances W(ψ) to the uniform label distribution; ``l2`` is FedDif (C.1).
-IID_DISTANCES: dict[str, Callable[[np.ndarray], float]] = {
+#: Each maps DoLs (..., C) to distances (...).
+IID_DISTANCES: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "l2": _l2,
     "kld": _kld,
     "jsd": _jsd,
@@ -94,14 +103,36 @@ IID_DISTANCES: dict[str, Callable[[np.ndarray], float]] = {
 }
 
 
-def iid_distance(psi: ArrayLike, metric: str = "l2") -> float:
-    """W(ψ): distance of a DoL to the uniform distribution (13)/(C.1)."""
-    return lookup(IID_DISTANCES, metric, "IID distance")(np.asarray(psi, dtype=float))
+def iid_distance(psi: ArrayLike, metric: str = "l2") -> float | np.ndarray:
+    """W(ψ): distance of a DoL to the uniform distribution (13)/(C.1).
+
+    ``psi`` of shape (C,) gives a float; a stack (..., C) gives an array (...).
+    """
+    psi = np.asarray(psi, dtype=float)
+    out = lookup(IID_DISTANCES, metric, "IID distance")(psi)
+    return float(out) if psi.ndim == 1 else np.asarray(out, dtype=float)
 
 
-def valuation(psi: ArrayLike, psi_candidate: ArrayLike, metric: str = "l2") -> float:
-    """v = W(ψ_{k−1}) − W(ψ̃_i) (17): how much closer to IID the model gets."""
+def valuation(psi: ArrayLike, psi_candidate: ArrayLike, metric: str = "l2") -> float | np.ndarray:
+    """v = W(ψ_{k−1}) − W(ψ̃_i) (17): how much closer to IID the model gets (broadcasts)."""
     return iid_distance(psi, metric) - iid_distance(psi_candidate, metric)
+
+
+def valuation_matrix(
+    dols: np.ndarray,
+    chain_sizes: ArrayLike,
+    dsis: np.ndarray,
+    sizes: ArrayLike,
+    metric: str = "l2",
+) -> np.ndarray:
+    """v(m, i) (17) for every model m (DoLs (M, C), chain sizes (M,)) and PUE i
+    (DSIs (N, C), sizes (N,)): W(ψ_m) − W(ψ̃_{m,i}), ψ̃ the candidate DoL (11)."""
+    dols = np.asarray(dols, dtype=float)
+    dsis = np.asarray(dsis, dtype=float)
+    cs = np.asarray(chain_sizes, dtype=float)[:, None, None]
+    n = np.asarray(sizes, dtype=float)[None, :, None]
+    candidates = (cs * dols[:, None, :] + n * dsis[None, :, :]) / (cs + n)
+    return iid_distance(dols, metric)[:, None] - iid_distance(candidates, metric)
 
 
 def edge_weights(
@@ -146,6 +177,26 @@ def select_winners(weights: np.ndarray) -> list[tuple[int, int]]:
         return []
     rows, cols = linear_sum_assignment(w, maximize=True)
     return [(int(m), int(i)) for m, i in zip(rows, cols, strict=True) if w[m, i] > 0]
+
+
+def fit_bandwidth(
+    pairs: list[tuple[int, int]],
+    weights: np.ndarray,
+    bandwidths_hz: np.ndarray,
+    available_hz: float,
+) -> list[tuple[int, int]]:
+    """(16f): keep matched pairs whose total bandwidth fits what CUEs leave.
+
+    ``bandwidths_hz[m, i]`` is B̃ = S/γ̃ (21) of the pair. While the total
+    exceeds ``available_hz`` the pair with the smallest weight c = v/B̃ — the
+    least IID-distance gain per Hz — is dropped (the greedy rule for a
+    knapsack by value density; the joint problem is NP-hard).
+    """
+    kept = sorted(pairs, key=lambda p: weights[p], reverse=True)
+    total = sum(float(bandwidths_hz[p]) for p in kept)
+    while kept and total > available_hz * (1 + 1e-12):
+        total -= float(bandwidths_hz[kept.pop()])
+    return sorted(kept)
 
 
 def diffusion_efficiency(distance_drops: ArrayLike, bandwidths_hz: ArrayLike) -> float:

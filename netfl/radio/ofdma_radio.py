@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import zlib
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
 import numpy as np
@@ -35,7 +35,7 @@ from channel_models.numerology import SUBFRAME_S
 from channel_models.units import dbm_to_w, linear_to_db
 from netfl.nodes import Node
 from netfl.radio.energy import BsPowerModel
-from netfl.radio.network import Radio
+from netfl.radio.network import Radio, direction_of
 from netfl.radio.ofdma import OfdmaCarrier, OfdmaFlow
 from netfl.records import Recorder
 
@@ -116,18 +116,38 @@ class OfdmaRadio(Radio):
         loss_db = self._link_loss_db.get(key)
         if loss_db is None:
             d = float(np.hypot(*(np.asarray(a.position_m) - np.asarray(b.position_m))))
-            law = self._d2d_pathloss if (src.is_device and dst.is_device) else self._pathloss
-            rng = self._rng_for_link(zlib.crc32(repr(key).encode()))
+            law = self._law(src, dst)
+            rng = self._rng_for_link(zlib.crc32(repr(key).encode())) if law.random else None
             loss_db = float(law.loss_db(np.array([d]), rng)[0])
             self._link_loss_db[key] = loss_db
         return loss_db
 
-    def snr_terms(self, loss_db: float, from_bs: bool, to_bs: bool) -> tuple[float, float]:
-        """``(snr_per_rb, snr_total)`` of a link with ``loss_db``: the per-RB SNR is
-        ``min(snr_total / M, snr_per_rb)`` for M RBs (``snr_total`` = inf: no power control).
+    def _law(self, src: Node, dst: Node):
+        return self._d2d_pathloss if (src.is_device and dst.is_device) else self._pathloss
+
+    def link_loss_matrix_db(self, srcs: Sequence[Node], dsts: Sequence[Node]) -> np.ndarray:
+        """:meth:`link_loss_db` of every ``srcs[m] → dsts[i]``, shape (M, N).
+
+        Deterministic laws are evaluated at once on the distance matrix; laws
+        that draw (LOS, shadowing) go link by link so every link keeps its draw.
+        """
+        if not srcs or not dsts:
+            return np.zeros((len(srcs), len(dsts)))
+        law = self._law(srcs[0], dsts[0])
+        if law.random or any(self._law(s, d) is not law for s in srcs[:1] for d in dsts):
+            return np.array([[self.link_loss_db(s, d) for d in dsts] for s in srcs])
+        a = np.array([n.position_m for n in srcs], dtype=float)
+        b = np.array([n.position_m for n in dsts], dtype=float)
+        dist = np.hypot(*np.moveaxis(a[:, None, :] - b[None, :, :], -1, 0))
+        return np.asarray(law.loss_db(dist), dtype=float)
+
+    def snr_terms(self, loss_db, from_bs: bool, to_bs: bool) -> tuple[Any, Any]:
+        """``(snr_per_rb, snr_total)`` of a link with ``loss_db`` (a number or an array):
+        the per-RB SNR is ``min(snr_total / M, snr_per_rb)`` for M RBs (``snr_total`` =
+        inf: no power control).
         """
         p = self.profile
-        beta = 10.0 ** (-loss_db / 10.0)
+        beta = 10.0 ** (-np.asarray(loss_db, dtype=float) / 10.0)
         receiver = "bs" if to_bs else "ue"
         if from_bs:
             return p.bs_tx_power_w * beta / p.noise_w(receiver), math.inf
@@ -136,14 +156,47 @@ class OfdmaRadio(Radio):
             return p.ue_tx_power_w * beta / p.noise_w(receiver), math.inf
         noise_rb = p.noise_w(receiver, p.rb_bandwidth_hz)
         psd_dbm = pc["p0_dbm"] + 10.0 * math.log10(2.0**p.numerology) + pc["alpha"] * loss_db
-        return float(dbm_to_w(psd_dbm)) * beta / noise_rb, p.ue_tx_power_w * beta / noise_rb
+        return dbm_to_w(psd_dbm) * beta / noise_rb, p.ue_tx_power_w * beta / noise_rb
 
     def mean_snr(self, src: Node, dst: Node, num_rbs: float = 1.0) -> float:
         """Mean per-RB SNR of ``src → dst`` holding ``num_rbs`` RBs (no fading) [linear]."""
         psd, total = self.snr_terms(
             self.link_loss_db(src, dst), not src.is_device, not dst.is_device
         )
-        return min(psd, total / num_rbs)
+        return float(min(psd, total / num_rbs))
+
+    def link_states(
+        self, srcs: Sequence[Node], dsts: Sequence[Node]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(mean SNR, expected spectral efficiency)`` of every ``srcs[m] → dsts[i]``,
+        shape (M, N) each; 0 where a node would send to itself (FedDif (9), (21)).
+
+        The mean per-RB SNR (no fading; under open-loop power control the SNR its
+        power-spectral-density target gives) and γ̃ = E_h[SE(SNR·|h|²)] over the
+        profile's fading with the profile's efficiency (Shannon or CQI, after
+        overhead) [bit/s/Hz]. All links must share one direction.
+        """
+        directions = {direction_of(s, d) for s in srcs for d in dsts if s is not d}
+        if len(directions) > 1:
+            raise ValueError(f"link_states needs links of one direction, got {sorted(directions)}")
+        snr = np.zeros((len(srcs), len(dsts)))
+        if not directions:
+            return snr, snr.copy()
+        (direction,) = directions
+        psd, _ = self.snr_terms(
+            self.link_loss_matrix_db(srcs, dsts), direction == "downlink", direction == "uplink"
+        )
+        self_pair = np.array([[s is d for d in dsts] for s in srcs], dtype=bool)
+        snr = np.where(self_pair, 0.0, psd)
+        se = self.carrier_for(direction).efficiency
+        flat = snr.reshape(-1)
+        gamma = self.carriers["uplink"].fading.expectation(lambda g: se(flat[:, None] * g))
+        return snr, np.asarray(gamma, dtype=float).reshape(snr.shape)
+
+    def link_state(self, src: Node, dst: Node) -> tuple[float, float]:
+        """:meth:`link_states` of one link."""
+        snr, gamma = self.link_states([src], [dst])
+        return float(snr[0, 0]), float(gamma[0, 0])
 
     def cue_mean_snr(
         self,
@@ -155,13 +208,19 @@ class OfdmaRadio(Radio):
         """Mean per-RB SNR of a background UE at ``position_m`` holding ``num_rbs`` RBs."""
         loss_db = float(self._pathloss.loss_db(np.array([float(np.hypot(*position_m))]), rng)[0])
         psd, total = self.snr_terms(loss_db, direction == "downlink", direction != "downlink")
-        return min(psd, total / num_rbs)
+        return float(min(psd, total / num_rbs))
 
     def downlink_load(self) -> float:
         """FL share of the downlink RBs, times the downlink time fraction (TDD)."""
         c = self.carriers["downlink"]
-        _, fl = c._flow_share_totals()
+        _, fl = c.held()
         return fl / c.num_rbs * c.time_fraction
+
+    def d2d_free_bandwidth_hz(self) -> float:
+        """Uplink bandwidth no CUE holds now: what D2D pairs may use (FedDif (16f))."""
+        c = self.carriers["uplink"]
+        cue, _ = c.held()
+        return max(c.num_rbs - cue, 0.0) * c.rb_bandwidth_hz * c.time_fraction
 
     def _send(
         self, carrier: OfdmaCarrier, size_bits: float, psd: float, total: float, **kw: Any

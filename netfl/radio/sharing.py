@@ -25,7 +25,7 @@ elapsed interval at the old shares) → :meth:`_pop_finished` (timer only) →
 - :meth:`_pop_finished` — remove and return the flows that are done;
 - :meth:`_next_change_s` — the next change of the medium itself (default: none);
 - :meth:`_shares` and :meth:`_flow_share_totals` — read-outs for the timer
-  short-cut and the occupancy record.
+  short-cut and the occupancy record (public: :meth:`held`).
 
 Subclasses: :class:`ProcessorSharing` (rates in bit/s) and
 :class:`netfl.radio.ofdma.OfdmaCarrier` (RBs, faded rates on a block grid).
@@ -124,6 +124,11 @@ class SharedMedium(ABC):
         """Shares held by background flows and by FL flows."""
         bg = sum(f.share for f in self.flows if f.background)
         return float(bg), float(sum(f.share for f in self.flows) - bg)
+
+    def held(self) -> tuple[float, float]:
+        """Resources held now: ``(by background sessions and flows, by FL flows)``."""
+        bg, fl = self._flow_share_totals()
+        return self.session_share + bg, fl
 
     def _next_change_s(self) -> float:
         """Absolute time of the next change of the medium itself (default: none)."""

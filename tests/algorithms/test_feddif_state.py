@@ -18,9 +18,11 @@ from netfl.algorithms.feddif_state import (
     dol,
     dsi,
     edge_weights,
+    fit_bandwidth,
     iid_distance,
     select_winners,
     valuation,
+    valuation_matrix,
 )
 
 
@@ -106,3 +108,59 @@ def test_no_schedulable_pair_means_no_winner():
 def test_diffusion_efficiency_and_chain_weights():
     assert diffusion_efficiency([0.2, 0.1], [1e6, 2e6]) == pytest.approx((0.2e-6 + 0.05e-6) / 2)
     assert chain_weights([100, 300]) == pytest.approx([0.25, 0.75])
+
+
+@pytest.mark.parametrize("metric", ["l2", "kld", "jsd", "emd"])
+def test_iid_distance_of_a_stack_equals_one_by_one(metric):
+    rng = np.random.default_rng(3)
+    psis = rng.dirichlet(np.full(5, 0.4), size=(4, 3))
+    stacked = iid_distance(psis, metric)
+    assert stacked.shape == (4, 3)
+    for idx in itertools.product(range(4), range(3)):
+        assert stacked[idx] == pytest.approx(iid_distance(psis[idx], metric), rel=1e-12)
+
+
+def test_emd_is_scipy_wasserstein_on_the_label_grid():
+    from scipy.stats import wasserstein_distance
+
+    rng = np.random.default_rng(8)
+    labels = np.arange(7)
+    for psi in rng.dirichlet(np.full(7, 0.3), size=20):
+        want = wasserstein_distance(labels, labels, psi, np.full(7, 1 / 7))
+        assert iid_distance(psi, "emd") == pytest.approx(want, abs=1e-12)
+
+
+def test_valuation_matrix_is_eq17_for_every_pair():
+    rng = np.random.default_rng(1)
+    dols = rng.dirichlet(np.ones(4), size=3)
+    dsis = rng.dirichlet(np.ones(4), size=5)
+    cs, ns = rng.integers(10, 100, 3), rng.integers(10, 100, 5)
+    v = valuation_matrix(dols, cs, dsis, ns, "jsd")
+    for m, i in itertools.product(range(3), range(5)):
+        cand = candidate_dol(dols[m], cs[m], dsis[i], ns[i])
+        assert v[m, i] == pytest.approx(valuation(dols[m], cand, "jsd"), abs=1e-12)
+
+
+def test_chain_over_every_pue_has_the_pooled_iid_distance():
+    """Folding candidate DoLs along a chain through all PUEs gives the pooled data's DoL."""
+    rng = np.random.default_rng(5)
+    labels = [rng.integers(0, 6, size=int(rng.integers(5, 40))) for _ in range(7)]
+    dsis = [dsi(y, 6) for y in labels]
+    psi, size = dsis[0], len(labels[0])
+    for y, d in zip(labels[1:], dsis[1:], strict=True):
+        psi, size = candidate_dol(psi, size, d, len(y)), size + len(y)
+    pooled = dsi(np.concatenate(labels), 6)
+    assert psi == pytest.approx(pooled)
+    assert iid_distance(psi) == pytest.approx(iid_distance(pooled))
+    assert dol(np.stack(dsis), [len(y) for y in labels]) == pytest.approx(pooled)
+
+
+def test_fit_bandwidth_drops_least_dense_pairs_first():
+    w = np.array([[3.0, 1.0], [2.0, 0.5]])
+    b = np.array([[4.0, 1.0], [5.0, 2.0]])
+    pairs = [(0, 1), (1, 0)]  # weights 1.0 and 2.0, bandwidths 1 and 5
+    assert fit_bandwidth(pairs, w, b, 10.0) == pairs
+    assert fit_bandwidth(pairs, w, b, 5.5) == [(1, 0)]  # drops the weight-1 pair
+    assert fit_bandwidth(pairs, w, b, 0.5) == []
+    kept = fit_bandwidth(pairs, w, b, 6.0)
+    assert sum(b[p] for p in kept) <= 6.0

@@ -91,7 +91,7 @@ def test_ofdma_run_accounting_and_timing_equals_learning():
     r, tr = timing.rounds, timing.transfers
     assert r["rb_subframes"].sum() == pytest.approx(tr["rb_subframes"].sum())
     assert (r["subframes"] >= 1).all()
-    occ = timing.radio_tables["occupancy"]
+    occ = timing.tables["occupancy"]
     assert (occ["session_rbs"] + occ["flow_rbs"] <= 106 + 1e-9).all()
     assert occ["session_rbs"].max() > 0  # CUEs were there
 

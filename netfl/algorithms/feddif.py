@@ -1,0 +1,468 @@
+"""FedDif: federated learning with D2D diffusion of local models, and FedSwap.
+
+S. Ahn et al., "Communication-Efficient Diffusion Strategy for Performance
+Improvement of Federated Learning with Non-IID Data", arXiv 2207.07493
+(Algorithms 1 and 2). The data-state math and the winner selection are the
+pure functions of :mod:`netfl.algorithms.feddif_state`; this module runs them
+as a SimPy process on the simulated cell.
+
+One communication round (Algorithm 2):
+
+1. The BS picks the PUEs (as FedAvg) and sends them the global model.
+2. Every PUE trains it on its data: model m starts its diffusion chain at PUE m
+   with DoL ψ_m = d_m (11).
+3. Diffusion rounds k = 1, 2, ... while some model's IID distance (13) exceeds
+   ε (Algorithm 2, line 10):
+
+   a. control plane (sizes ``control_value_bits`` per number, accounted as
+      transfers of kind ``dol``, ``bid`` and ``schedule``): every model
+      holder sends its models' DoLs (C numbers each) to the BS, which
+      multicasts them to the PUEs (a cellular UE's broadcast); every PUE
+      returns its bids — the valuation (17) and the channel state γ̃ of the
+      link from each model's holder (18)-(19), 2 numbers per model;
+   b. the BS weighs each (model, PUE) pair by (20)-(21) under (16b), (16c),
+      (16e) and the outage rule (A.1), solves the maximum-weight matching
+      (Kuhn–Munkres, (16d); charged on the BS as an O(n³) compute step),
+      keeps the pairs that fit the uplink bandwidth CUEs leave (16f), and
+      multicasts the schedule;
+   c. each matched holder sends its model over D2D; the receiver trains it
+      ``diffusion_epochs`` local epochs and becomes its holder.
+
+   The loop also ends when no pair can be scheduled (isolated PUEs, every
+   chain complete, nothing to gain) or after ``max_diffusion_rounds``. Every
+   diffusion round adds at least one PUE to a chain, so it always ends.
+   Optionally the UEs are re-dropped after each diffusion round (the authors'
+   code).
+4. Every holder uploads its models; the BS aggregates them weighted by their
+   chains' data sizes (6).
+
+When every model starts within ε no diffusion is planned (the BS knows it
+from the DSIs before training), so each PUE uploads as soon as it has
+trained: the round is FedAvg's, event for event.
+
+FedSwap (the paper's full-diffusion baseline) is the same process with every
+unvisited PUE worth the same to every model: models diffuse, best links
+first, until every chain has visited every reachable PUE.
+
+Per-round columns (``rounds.csv``): ``diffusion_rounds``, ``control_bits``,
+``matching_time_s`` (simulated), ``iid_distance_start/end_mean/max``,
+``diffusion_stop`` (1 = every model within ε, 2 = no schedulable pair,
+3 = ``max_diffusion_rounds``, 0 = none planned). The ``diffusion`` table has a
+row per (round, diffusion round, model): holder, chain length and data
+size, IID distance, and the pair chosen (receiver, valuation, weight, γ̃,
+B̃), with the matching's wall-clock time.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+import simpy
+from pydantic import Field
+
+from netfl.algorithms.base import RoundSummary, register
+from netfl.algorithms.fedavg import FedAvg, FedAvgConfig
+from netfl.algorithms.feddif_state import (
+    candidate_dol,
+    chain_weights,
+    dsi,
+    edge_weights,
+    fit_bandwidth,
+    iid_distance,
+    select_winners,
+    valuation_matrix,
+)
+from netfl.learning import TrainResult, weighted_average
+from netfl.nodes import Node
+
+__all__ = ["FedDif", "FedDifConfig", "FedSwap", "DIFFUSION_STOP"]
+
+#: codes of the ``diffusion_stop`` column
+DIFFUSION_STOP = {"none_planned": 0, "iid": 1, "no_pair": 2, "max_rounds": 3}
+
+
+class FedDifConfig(FedAvgConfig):
+    epsilon: float = Field(
+        0.04, ge=0.0, description="ε: diffusion stops when every model's IID distance is ≤ ε"
+    )
+    min_efficiency_bps_per_hz: float = Field(
+        1.0, ge=0.0, description="γ_min (16e): least expected D2D spectral efficiency [bit/s/Hz]"
+    )
+    max_outage: float = Field(
+        0.05, gt=0.0, lt=1.0, description="largest outage probability at γ_min (A.1)"
+    )
+    iid_distance: Literal["l2", "kld", "jsd", "emd"] = Field(
+        "l2", description="IID distance W (13): l2 (C.1, the paper), kld, jsd or emd"
+    )
+    diffusion_epochs: int = Field(1, ge=1, description="local epochs of a model's receiver")
+    max_diffusion_rounds: int | None = Field(
+        None, ge=0, description="cap on diffusion rounds per round (none: until ε or no pair)"
+    )
+    redrop_each_diffusion_round: bool = Field(
+        False, description="re-drop every UE after each diffusion round (authors' code)"
+    )
+    control_value_bits: int = Field(
+        32, ge=0, description="size of one number in DoL, bid and schedule messages (0: free)"
+    )
+    bandwidth_window_s: float = Field(
+        1.0,
+        gt=0.0,
+        description="(16f): a pair needs B = S/(γ̃·T) Hz to send its model within T seconds; "
+        "a diffusion round's pairs must fit in the uplink bandwidth CUEs leave",
+    )
+
+
+@dataclass
+class _Chain:
+    """One local model on its diffusion chain."""
+
+    holder: int  # position of its holder in the round's PUE list
+    visited: list[int]  # PUE positions that trained it, in order
+    size: float  # Σ |D_i| over the chain
+    dol: np.ndarray  # ψ (11)
+    state: dict | None = None
+    loss: float = float("nan")
+
+
+@register
+class FedDif(FedAvg):
+    """FedDif (Ahn et al., Algorithms 1-2): diffuse local models over D2D before aggregating."""
+
+    name = "feddif"
+    Config = FedDifConfig
+    config: FedDifConfig
+
+    def __init__(self, world, config: FedDifConfig):
+        super().__init__(world, config)
+        labels = world.dataset.train_y.numpy()
+        classes = world.dataset.num_classes
+        self.dsis = np.stack([dsi(labels[p], classes) for p in world.partitions])
+        self.sizes = np.array([len(p) for p in world.partitions], dtype=float)
+        self._rows: list[dict[str, Any]] = []
+
+    @classmethod
+    def check_scenario(cls, scenario: Any) -> list[tuple[str, str]]:
+        if scenario.cell.link.mode != "ofdma":
+            return [
+                (
+                    "cell.link.mode",
+                    f"{cls.name} schedules D2D links by SNR and spectral efficiency "
+                    "(eqs. (9), (16e), (21)): it needs 'ofdma'",
+                )
+            ]
+        return []
+
+    # -- steps a variant may override ------------------------------------------
+    def valuations(self, chains: list[_Chain], pues: list[Node]) -> np.ndarray:
+        """v(m, i) (17) of every model and PUE, shape (M, N)."""
+        idx = [p.index for p in pues]
+        return valuation_matrix(
+            np.stack([c.dol for c in chains]),
+            [c.size for c in chains],
+            self.dsis[idx],
+            self.sizes[idx],
+            self.config.iid_distance,
+        )
+
+    def diffusion_done(self, chains: list[_Chain], distances: np.ndarray, n_pues: int) -> bool:
+        """Algorithm 2, line 10: stop once every model's IID distance is ≤ ε."""
+        return bool(np.all(distances <= self.config.epsilon))
+
+    def bid_values_per_model(self) -> int:
+        """Numbers per model in a PUE's bid: its valuation and the link's channel state."""
+        return 2
+
+    def sends_dols(self) -> bool:
+        return True
+
+    # -- protocol ------------------------------------------------------------------
+    def round(self, r: int) -> Generator[simpy.Event, Any, RoundSummary]:
+        world, env = self.world, self.world.env
+        pues = self.select_clients(r)
+        chains = [
+            _Chain(i, [i], float(self.sizes[p.index]), self.dsis[p.index].copy())
+            for i, p in enumerate(pues)
+        ]
+        d0 = self._distances(chains)
+        extra: dict[str, float] = {
+            "diffusion_rounds": 0,
+            "control_bits": 0.0,
+            "matching_time_s": 0.0,
+            "iid_distance_start_mean": float(d0.mean()),
+            "iid_distance_start_max": float(d0.max()),
+        }
+        if self.diffusion_done(chains, d0, len(pues)):
+            self._log(r, 0, chains, d0, {}, None, "none_planned")
+            summary = yield from super().round(r)
+            summary.extra.update(
+                extra,
+                iid_distance_end_mean=float(d0.mean()),
+                iid_distance_end_max=float(d0.max()),
+                diffusion_stop=DIFFUSION_STOP["none_planned"],
+            )
+            return summary
+
+        # 1-2: global model to the PUEs, local training
+        multicast = self.config.downlink == "multicast"
+        if multicast:
+            yield world.radio.broadcast(world.bs, pues, self.model_bits(), "model_down", 1)
+        jobs = [env.process(self._first_training(r, p, not multicast)) for p in pues]
+        yield simpy.AllOf(env, jobs)
+        for chain, job in zip(chains, jobs, strict=True):
+            self._trained(chain, job.value)
+
+        # 3: diffusion rounds
+        k, stop = 0, "iid"
+        while True:
+            distances = self._distances(chains)
+            if self.diffusion_done(chains, distances, len(pues)):
+                self._log(r, k, chains, distances, {}, None, "iid")
+                stop = "iid"
+                break
+            cap = self.config.max_diffusion_rounds
+            if cap is not None and k >= cap:
+                self._log(r, k, chains, distances, {}, None, "max_rounds")
+                stop = "max_rounds"
+                break
+            extra["control_bits"] += yield from self._exchange_bids(pues, chains)
+            wall0 = time.perf_counter()
+            decision = self.schedule(pues, chains)
+            wall = time.perf_counter() - wall0
+            t_match = env.now
+            yield world.compute.run(
+                world.bs, self.matching_flops(len(chains), len(pues)), "matching"
+            )
+            extra["matching_time_s"] += env.now - t_match
+            if not decision["pairs"]:
+                self._log(r, k, chains, distances, decision, wall, "no_pair")
+                stop = "no_pair"
+                break
+            self._log(r, k, chains, distances, decision, wall, "")
+            extra["control_bits"] += yield from self._control(
+                world.bs, pues, 2 * len(decision["pairs"]), "schedule"
+            )
+            k += 1
+            moves = [
+                env.process(self._diffuse(r, k, chains[m], pues[i], pues))
+                for m, i in decision["pairs"]
+            ]
+            yield simpy.AllOf(env, moves)
+            for (m, i), job in zip(decision["pairs"], moves, strict=True):
+                chain = chains[m]
+                chain.dol = candidate_dol(
+                    chain.dol, chain.size, self.dsis[pues[i].index], self.sizes[pues[i].index]
+                )
+                chain.size += float(self.sizes[pues[i].index])
+                chain.holder = i
+                chain.visited.append(i)
+                self._trained(chain, job.value)
+            if self.config.redrop_each_diffusion_round:
+                world.redrop(r, k)
+
+        # 4: upload from the holders, aggregate by chain data size (6)
+        ups = [
+            world.radio.transfer(pues[c.holder], world.bs, self.model_bits(), "model_up", 1)
+            for c in chains
+        ]
+        yield simpy.AllOf(env, ups)
+        yield world.compute.run(world.bs, self.aggregation_flops(len(chains)), "aggregate")
+        if world.learn:
+            self.global_state = weighted_average(
+                [c.state for c in chains], list(chain_weights([c.size for c in chains]))
+            )
+        end = self._distances(chains)
+        extra.update(
+            diffusion_rounds=k,
+            iid_distance_end_mean=float(end.mean()),
+            iid_distance_end_max=float(end.max()),
+            diffusion_stop=DIFFUSION_STOP[stop],
+        )
+        losses = [c.loss for c in chains if np.isfinite(c.loss)]
+        return RoundSummary(
+            num_clients=len(pues),
+            train_loss=float(np.mean(losses)) if losses else float("nan"),
+            extra=extra,
+        )
+
+    # -- steps -----------------------------------------------------------------------
+    def _first_training(
+        self, r: int, device: Node, download: bool
+    ) -> Generator[simpy.Event, Any, TrainResult | None]:
+        if download:
+            yield self.world.radio.transfer(
+                self.world.bs, device, self.model_bits(), "model_down", 1
+            )
+        return (yield from self.local_update(r, device, self.global_state))
+
+    def _diffuse(
+        self, r: int, k: int, chain: _Chain, receiver: Node, pues: list[Node]
+    ) -> Generator[simpy.Event, Any, TrainResult | None]:
+        """Send ``chain``'s model from its holder to ``receiver`` (D2D); train it there."""
+        holder = pues[chain.holder]
+        yield self.world.radio.transfer(holder, receiver, self.model_bits(), "model_d2d", 1)
+        return (
+            yield from self.local_update(
+                r, receiver, chain.state, epochs=self.config.diffusion_epochs, seed_key=(k,)
+            )
+        )
+
+    def _trained(self, chain: _Chain, result: TrainResult | None) -> None:
+        if result is not None:
+            chain.state = result.state
+            chain.loss = result.mean_loss
+
+    def _control(
+        self, src: Node, dsts: list[Node], num_values: int, kind: str
+    ) -> Generator[simpy.Event, Any, float]:
+        """A control message of ``num_values`` numbers; returns the bits put on air."""
+        bits = float(num_values * self.config.control_value_bits)
+        if bits <= 0 or not dsts:
+            return 0.0
+        if src is self.world.bs:
+            yield self.world.radio.broadcast(src, dsts, bits, kind, num_models=0)
+        else:
+            yield simpy.AllOf(
+                self.world.env, [self.world.radio.transfer(src, d, bits, kind) for d in dsts]
+            )
+        return bits * len(dsts) if src is not self.world.bs else bits
+
+    def _exchange_bids(
+        self, pues: list[Node], chains: list[_Chain]
+    ) -> Generator[simpy.Event, Any, float]:
+        """DoLs to the PUEs through the BS, then every PUE's bids to the BS (17)-(19)."""
+        world, env = self.world, self.world.env
+        bits = 0.0
+        if self.sends_dols():
+            classes = self.dsis.shape[1]
+            held: dict[int, int] = {}
+            for c in chains:
+                held[c.holder] = held.get(c.holder, 0) + 1
+            ups = [
+                env.process(self._control(pues[h], [world.bs], n * classes, "dol"))
+                for h, n in held.items()
+            ]
+            yield simpy.AllOf(env, ups)
+            bits += sum(u.value for u in ups)
+            bits += yield from self._control(world.bs, pues, len(chains) * classes, "dol")
+        n_bid = self.bid_values_per_model() * len(chains)
+        bids = [env.process(self._control(p, [world.bs], n_bid, "bid")) for p in pues]
+        yield simpy.AllOf(env, bids)
+        return bits + sum(b.value for b in bids)
+
+    def schedule(self, pues: list[Node], chains: list[_Chain]) -> dict[str, Any]:
+        """Winner selection (Algorithm 1): edge weights (20)-(21), matching, (16f).
+
+        Returns the chosen ``pairs`` (model, PUE position) and the matrices behind them.
+        """
+        cfg = self.config
+        radio = self.world.radio
+        bits = self.model_bits()
+        holders = [pues[c.holder] for c in chains]
+        snr, gamma = radio.link_states(holders, pues)
+        values = self.valuations(chains, pues)
+        in_chain = np.zeros(values.shape, dtype=bool)
+        for m, c in enumerate(chains):
+            in_chain[m, c.visited] = True
+        weights = edge_weights(
+            values, gamma, snr, in_chain, bits, cfg.min_efficiency_bps_per_hz, cfg.max_outage
+        )
+        with np.errstate(divide="ignore"):
+            bandwidth = np.where(gamma > 0, bits / (gamma * cfg.bandwidth_window_s), np.inf)
+        pairs = fit_bandwidth(
+            select_winners(weights), weights, bandwidth, radio.d2d_free_bandwidth_hz()
+        )
+        return {
+            "pairs": pairs,
+            "values": values,
+            "weights": weights,
+            "gamma": gamma,
+            "bandwidth": bandwidth,
+        }
+
+    def matching_flops(self, num_models: int, num_pues: int) -> float:
+        """Kuhn–Munkres is O(n³) on the n = max(M, N) square matrix (Sec. V, (22))."""
+        return float(max(num_models, num_pues) ** 3)
+
+    def _distances(self, chains: list[_Chain]) -> np.ndarray:
+        return np.atleast_1d(
+            iid_distance(np.stack([c.dol for c in chains]), self.config.iid_distance)
+        )
+
+    def _log(
+        self,
+        r: int,
+        k: int,
+        chains: list[_Chain],
+        distances: np.ndarray,
+        decision: dict[str, Any],
+        wall_s: float | None,
+        stop: str,
+    ) -> None:
+        chosen = dict(decision.get("pairs", []))
+        for m, c in enumerate(chains):
+            i = chosen.get(m, -1)
+            row = {
+                "round": r,
+                "diffusion_round": k,
+                "model": m,
+                "holder": c.holder,
+                "chain_length": len(c.visited),
+                "chain_size": c.size,
+                "iid_distance": float(distances[m]),
+                "receiver": i,
+                "valuation": float("nan"),
+                "weight": float("nan"),
+                "efficiency_bps_per_hz": float("nan"),
+                "bandwidth_hz": float("nan"),
+                "matching_wall_s": float("nan") if wall_s is None else wall_s,
+                "stop": stop,
+            }
+            if i >= 0:
+                row.update(
+                    valuation=float(decision["values"][m, i]),
+                    weight=float(decision["weights"][m, i]),
+                    efficiency_bps_per_hz=float(decision["gamma"][m, i]),
+                    bandwidth_hz=float(decision["bandwidth"][m, i]),
+                )
+            self._rows.append(row)
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """``diffusion``: one row per (round, diffusion round, model); see the module doc."""
+        return {"diffusion": pd.DataFrame(self._rows)}
+
+    def state_dict(self) -> dict[str, Any]:
+        return {**super().state_dict(), "diffusion_rows": list(self._rows)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        super().load_state_dict(state)
+        self._rows = list(state.get("diffusion_rows", []))
+
+
+@register
+class FedSwap(FedDif):
+    """Full diffusion (the paper's FedSwap baseline): every model visits every reachable PUE.
+
+    Same process as FedDif; every unvisited PUE is worth 1 to every model, so the
+    matching prefers the best links (weight 1/B̃) and diffusion ends only when no
+    chain can grow (every chain complete, or the PUEs left out of range: (16e), (A.1)).
+    No DoLs are exchanged; bids carry the channel state only.
+    """
+
+    name = "fedswap"
+
+    def valuations(self, chains: list[_Chain], pues: list[Node]) -> np.ndarray:
+        return np.ones((len(chains), len(pues)))
+
+    def diffusion_done(self, chains: list[_Chain], distances: np.ndarray, n_pues: int) -> bool:
+        return all(len(c.visited) >= n_pues for c in chains)
+
+    def bid_values_per_model(self) -> int:
+        return 1
+
+    def sends_dols(self) -> bool:
+        return False
