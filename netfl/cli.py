@@ -110,7 +110,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from netfl.report import compare_figures, result_figures
+    from netfl.report import compare_figures, cost_to_target, result_figures
     from netfl.results import read_run
 
     runs = {}
@@ -125,11 +125,30 @@ def _cmd_report(args: argparse.Namespace) -> int:
     else:
         if not args.out:
             raise UserError("--out: required when comparing several runs")
-        labels = {}
+        labels, names = {}, {}
         for d, r in runs.items():
-            label = r.scenario.name
-            labels[label if label not in labels else Path(d).name] = r.rounds
-        paths = compare_figures(labels, Path(args.out))
+            label = f"{r.scenario.name} ({r.scenario.algorithm.name})"
+            label = label if label not in labels else Path(d).name
+            labels[label], names[d] = r.rounds, label
+        baseline = names.get(args.baseline) if args.baseline else None
+        if args.baseline and baseline is None:
+            raise UserError(f"--baseline: {args.baseline} is not one of the run directories")
+        costs = cost_to_target(labels, baseline=baseline)
+        print(
+            f"cost to reach {costs['target_accuracy'].iloc[0]:.4f} accuracy "
+            f"(peak of {baseline or next(iter(labels))}):"
+        )
+        show = [
+            "run",
+            "round",
+            "sim_time_s",
+            "subframes",
+            "models_sent",
+            "models_d2d",
+            "device_energy_j",
+        ]
+        print(costs[[c for c in show if c in costs]].to_string(index=False))
+        paths = compare_figures(labels, Path(args.out), baseline=baseline)
     for p in paths:
         print(p)
     return 0
@@ -183,6 +202,11 @@ def build_parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("report", help="figures of one run, or several runs overlaid")
     rp.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
     rp.add_argument("--out", help="figure folder (default: RUN_DIR/figures for one run)")
+    rp.add_argument(
+        "--baseline",
+        metavar="RUN_DIR",
+        help="run whose peak accuracy is the target of the cost table (default: the first)",
+    )
     rp.set_defaults(func=_cmd_report)
     sc = sub.add_parser("schema", help="print the JSON schema of scenario files")
     sc.set_defaults(func=_cmd_schema)

@@ -13,7 +13,28 @@ import pandas as pd  # noqa: E402
 from netfl.results import write_run_dir  # noqa: E402
 from netfl.run_result import RunResult  # noqa: E402
 
-__all__ = ["run_figures", "compare_figures", "radio_figures", "write_run", "result_figures"]
+__all__ = [
+    "run_figures",
+    "compare_figures",
+    "radio_figures",
+    "diffusion_figures",
+    "cost_to_target",
+    "write_run",
+    "result_figures",
+]
+
+#: cumulative costs reported by :func:`cost_to_target` (``rounds.csv`` columns)
+COST_COLUMNS = (
+    "subframes",
+    "models_sent",
+    "models_downlink",
+    "models_uplink",
+    "models_d2d",
+    "uplink_bits",
+    "downlink_bits",
+    "d2d_bits",
+    "device_energy_j",
+)
 
 
 def _save(fig, path: Path) -> Path:
@@ -99,10 +120,91 @@ def run_figures(
     return paths
 
 
-def compare_figures(runs: dict[str, pd.DataFrame], out: str | Path) -> list[Path]:
-    """Overlay several runs: accuracy vs round / time, cumulative device energy vs time."""
+def cost_to_target(
+    runs: dict[str, pd.DataFrame], target: float | None = None, baseline: str | None = None
+) -> pd.DataFrame:
+    """What each run spent until its accuracy first reached ``target``.
+
+    ``target`` defaults to the peak accuracy of the ``baseline`` run (default:
+    the first) — FedDif's "communication efficiency until the baseline FedAvg's
+    peak accuracy" (Sec. VI). One row per run: whether and in which round it
+    got there, the simulated time, and the cumulative sub-frames, transmitted
+    models (by link type), bits and device energy up to that round (NaN if
+    never reached).
+    """
+    if not runs:
+        raise ValueError("no runs to compare")
+    baseline = baseline if baseline is not None else next(iter(runs))
+    if target is None:
+        target = float(runs[baseline]["accuracy"].max())
+    rows = []
+    for label, df in runs.items():
+        hit = df.index[df["accuracy"] >= target - 1e-12]
+        row: dict = {"run": label, "target_accuracy": target, "reached": len(hit) > 0}
+        if len(hit):
+            upto = df.loc[: hit[0]]
+            row.update(
+                round=int(df.loc[hit[0], "round"]), sim_time_s=float(df.loc[hit[0], "sim_time_s"])
+            )
+            row.update({c: float(upto[c].sum()) for c in COST_COLUMNS if c in df})
+        else:
+            row.update(round=float("nan"), sim_time_s=float("nan"))
+            row.update({c: float("nan") for c in COST_COLUMNS if c in df})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _cost_figure(costs: pd.DataFrame, out: Path) -> Path:
+    fig, axes = plt.subplots(1, 2, figsize=(9, 4))
+    x = range(len(costs))
+    axes[0].bar(x, costs["subframes"].fillna(0), color="C0")
+    axes[0].set_ylabel("sub-frames (1 ms) consumed")
+    parts = [c for c in ("models_downlink", "models_uplink", "models_d2d") if c in costs]
+    bottom = pd.Series(0.0, index=costs.index)
+    for c in parts:
+        axes[1].bar(x, costs[c].fillna(0), bottom=bottom, label=c.removeprefix("models_"))
+        bottom = bottom + costs[c].fillna(0)
+    axes[1].set_ylabel("models transmitted")
+    axes[1].legend(fontsize=8)
+    for ax in axes:
+        ax.set_xticks(list(x))
+        ax.set_xticklabels(
+            [
+                r + ("" if ok else " (not reached)")
+                for r, ok in zip(costs["run"], costs["reached"], strict=True)
+            ],
+            rotation=20,
+            fontsize=8,
+        )
+    fig.suptitle(f"cost to reach accuracy {costs['target_accuracy'].iloc[0]:.3f}")
+    return _save(fig, out / "cost_to_target.png")
+
+
+def diffusion_figures(diffusion: pd.DataFrame, out: str | Path, title: str = "") -> list[Path]:
+    """FedDif: IID distance of every model over diffusion rounds (last round drawn)."""
+    out = Path(out)
+    last = diffusion[diffusion["round"] == diffusion["round"].max()]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for _model, d in last.groupby("model"):
+        ax.plot(d["diffusion_round"], d["iid_distance"], marker="o", ms=3, lw=1)
+    ax.set_xlabel("diffusion round")
+    ax.set_ylabel("IID distance of the model's DoL")
+    ax.set_title(f"{title}: round {int(last['round'].max())}, one line per model")
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    ax.grid(alpha=0.3)
+    return [_save(fig, out / "iid_distance_vs_diffusion_round.png")]
+
+
+def compare_figures(
+    runs: dict[str, pd.DataFrame], out: str | Path, baseline: str | None = None
+) -> list[Path]:
+    """Overlay several runs: accuracy vs round / time, cumulative device energy vs
+    time, and the cost of reaching the baseline's peak accuracy (table as CSV too)."""
     out = Path(out)
     paths = _accuracy_curves(runs, out, "comparison")
+    costs = cost_to_target(runs, baseline=baseline)
+    costs.to_csv(out / "cost_to_target.csv", index=False)
+    paths += [out / "cost_to_target.csv", _cost_figure(costs, out)]
     fig, ax = plt.subplots(figsize=(6, 4))
     for label, df in runs.items():
         ax.plot(df["sim_time_s"], df["device_energy_j"].cumsum(), label=label)
@@ -197,6 +299,8 @@ def result_figures(result: RunResult, out: str | Path) -> list[Path]:
         paths += radio_figures(
             result.scenario, result.transfers, result.devices, result.tables, out
         )
+    if len(result.tables.get("diffusion", ())):
+        paths += diffusion_figures(result.tables["diffusion"], out, result.scenario.name)
     return paths
 
 

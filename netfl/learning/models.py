@@ -10,6 +10,8 @@ cnn        McMahan et al. CNN: 5×5 conv 32 → pool → 5×5 conv 64 →      c
            pool → FC 512 → C ("same" padding so 8×8 inputs work)
 lenet      LeNet-5 style: 5×5 conv 6 → pool → 5×5 conv 16 → pool →     cross-entropy
            FC 120 → 84 → C ("same" padding)
+cifar_cnn  FedDif's CIFAR CNN: 3×3 conv 64 → pool → 3×3 conv 128 → pool →  cross-entropy
+           3×3 conv 256 → pool → FC 4096 (for 32×32) → 256 → C
 lstm       image rows as a sequence (H steps of C·W features), 2-layer  cross-entropy
            LSTM with 128 hidden units → FC C (FedDif's FMNIST task)
 vgg11      CIFAR VGG11 (EcoFed): 3×3 conv+BN+ReLU 64, M, 128, M, 256,   cross-entropy
@@ -84,6 +86,18 @@ def _lenet(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
         nn.ReLU(),
         nn.Linear(84, num_classes),
     )
+
+
+def _cifar_cnn(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
+    """FedDif's CNN task (Sec. VI-A and its public code): 1,422,218 parameters for 3×32×32."""
+    layers: list[nn.Module] = []
+    channels = input_shape[0]
+    for width in (64, 128, 256):
+        layers += [nn.Conv2d(channels, width, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2)]
+        channels = width
+    body = nn.Sequential(*layers, nn.Flatten())
+    n = _flat_features(body, input_shape)
+    return nn.Sequential(*body, nn.Linear(n, 256), nn.ReLU(), nn.Linear(256, num_classes))
 
 
 class RowLSTM(nn.Module):
@@ -168,6 +182,7 @@ MODELS: dict[str, ModelSpec] = {
     "2nn": ModelSpec("2nn", _fcn, "cross_entropy", "alias of fcn"),
     "cnn": ModelSpec("cnn", _cnn, "cross_entropy", "McMahan et al. CNN"),
     "lenet": ModelSpec("lenet", _lenet, "cross_entropy", "LeNet-5 style CNN"),
+    "cifar_cnn": ModelSpec("cifar_cnn", _cifar_cnn, "cross_entropy", "FedDif's CIFAR CNN"),
     "lstm": ModelSpec("lstm", RowLSTM, "cross_entropy", "2-layer LSTM over image rows"),
     "vgg11": ModelSpec("vgg11", VGG11, "cross_entropy", "VGG11, CIFAR variant (EcoFed)"),
 }

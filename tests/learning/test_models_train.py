@@ -31,6 +31,16 @@ def test_parameter_counts_match_mcmahan():
     assert num_parameters(get_model_spec("cnn").build((1, 28, 28), 10)) == 1_663_370
 
 
+def test_feddif_models_have_the_papers_shapes():
+    # FedDif CNN: convs 3·64·9+64, 64·128·9+128, 128·256·9+256; FC 4096·256+256, 256·10+10
+    cnn = get_model_spec("cifar_cnn").build((3, 32, 32), 10)
+    assert num_parameters(cnn) == 1792 + 73_856 + 295_168 + 1_048_832 + 2570
+    assert cnn[-3].in_features == 4096
+    # LSTM: rows as the sequence (28 features), 2 layers, hidden 128
+    lstm = get_model_spec("lstm").build((1, 28, 28), 10).lstm
+    assert (lstm.input_size, lstm.hidden_size, lstm.num_layers) == (28, 128, 2)
+
+
 def _digits():
     return load_dataset("digits", seed=0)
 
