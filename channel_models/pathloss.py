@@ -66,17 +66,43 @@ class PathLoss(ABC):
         """Loss without shadowing [dB]."""
 
     @property
+    def draws_los(self) -> bool:
+        """Whether each link's LOS state is drawn (a U(0, 1) variate per link)."""
+        return False
+
+    @property
     def random(self) -> bool:
         """Whether :meth:`loss_db` draws from its ``rng`` (shadowing, LOS states)."""
-        return self.shadowing_std_db > 0
+        return self.draws_los or self.shadowing_std_db > 0
 
     def loss_db(
         self, distance_2d_m: ArrayLike, rng: np.random.Generator | None = None
     ) -> np.ndarray:
-        """Loss with log-normal shadowing drawn from ``rng`` (none if ``rng`` is None) [dB]."""
+        """Loss with the LOS states and log-normal shadowing drawn from ``rng`` [dB].
+
+        Per link: a U(0, 1) variate for the LOS state (if drawn), then a N(0, 1)
+        variate for shadowing (if any); none without ``rng``. See :meth:`loss_db_given`.
+        """
+        d = np.asarray(distance_2d_m, dtype=float)
+        los_u = shadow_z = None
+        if rng is not None:
+            if self.draws_los:
+                los_u = rng.random(d.shape)
+            if self.shadowing_std_db > 0:
+                shadow_z = rng.normal(0.0, 1.0, d.shape)
+        return self.loss_db_given(d, los_u, shadow_z)
+
+    def loss_db_given(
+        self,
+        distance_2d_m: ArrayLike,
+        los_uniform: np.ndarray | None = None,
+        shadow_normal: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """Loss for given standard variates per link: ``los_uniform`` ~ U(0, 1) picks
+        the LOS state, ``shadow_normal`` ~ N(0, 1) scales to the shadowing [dB]."""
         loss = self.mean_loss_db(distance_2d_m)
-        if rng is not None and self.shadowing_std_db > 0:
-            loss = loss + rng.normal(0.0, self.shadowing_std_db, np.shape(loss))
+        if shadow_normal is not None and self.shadowing_std_db > 0:
+            loss = loss + shadow_normal * self.shadowing_std_db
         return loss
 
     def __repr__(self) -> str:
@@ -142,8 +168,8 @@ class _TR38901(PathLoss):
         super().__init__(height_tx_m, height_rx_m, std)
 
     @property
-    def random(self) -> bool:
-        return self.los is None or self.shadowing_std_db > 0
+    def draws_los(self) -> bool:
+        return self.los is None
 
     @property
     def fc_ghz(self) -> float:
@@ -182,20 +208,24 @@ class _TR38901(PathLoss):
         p = self.los_probability(d)
         return p * self.los_loss_db(d) + (1.0 - p) * self.nlos_loss_db(d)
 
-    def loss_db(
-        self, distance_2d_m: ArrayLike, rng: np.random.Generator | None = None
+    def loss_db_given(
+        self,
+        distance_2d_m: ArrayLike,
+        los_uniform: np.ndarray | None = None,
+        shadow_normal: np.ndarray | None = None,
     ) -> np.ndarray:
-        """With ``los=None`` each link's LOS state is drawn from Table 7.4.2-1 (needs ``rng``)."""
+        """With ``los=None`` each link is LOS where ``los_uniform`` < the Table 7.4.2-1
+        probability (required); shadowing with the state's σ_SF."""
         d = np.maximum(np.asarray(distance_2d_m, dtype=float), 10.0)
         if self.los is not None:
-            return super().loss_db(d, rng)
-        if rng is None:
+            return super().loss_db_given(d, None, shadow_normal)
+        if los_uniform is None:
             raise ValueError("a TR 38.901 model with los=None draws LOS states: pass rng")
-        is_los = rng.random(d.shape) < self.los_probability(d)
+        is_los = los_uniform < self.los_probability(d)
         loss = np.where(is_los, self.los_loss_db(d), self.nlos_loss_db(d))
-        if self.shadowing:
+        if self.shadowing and shadow_normal is not None:
             std = np.where(is_los, self._los_shadow_std_db(d), self.nlos_shadow_db)
-            loss = loss + rng.normal(0.0, 1.0, d.shape) * std
+            loss = loss + shadow_normal * std
         return loss
 
 

@@ -58,7 +58,10 @@ def test_choices_listed_for_literals():
 
 def test_unknown_algorithm_and_algorithm_options():
     (line,) = problems({"name": "x", "algorithm": {"name": "fedprox"}})
-    assert line == "s.yaml: algorithm.name: unknown algorithm 'fedprox' (valid: fedavg, feddif, fedswap)"
+    assert (
+        line
+        == "s.yaml: algorithm.name: unknown algorithm 'fedprox' (valid: fedavg, feddif, fedswap)"
+    )
     (line,) = problems({"name": "x", "algorithm": {"name": "fedavg", "fracton": 0.5}})
     assert line.startswith("s.yaml: algorithm.fracton: unknown key") and "fraction" in line
     (line,) = problems({"name": "x", "algorithm": {"fraction": 1.5}})

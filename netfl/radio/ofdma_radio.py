@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import simpy
+from scipy.special import ndtri
 
 from channel_models.channel_profiles import ChannelProfile
 from channel_models.numerology import SUBFRAME_S
@@ -40,6 +41,19 @@ from netfl.radio.ofdma import OfdmaCarrier, OfdmaFlow
 from netfl.records import Recorder
 
 __all__ = ["OfdmaRadio"]
+
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+
+
+def _mix64(x: np.ndarray) -> np.ndarray:
+    """SplitMix64's finaliser on uint64 arrays (wrapping arithmetic): a keyed hash
+    whose outputs are uniform 64-bit words, vectorised over links."""
+    x = np.asarray(x, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        x = (x ^ (x >> np.uint64(30))) * _MIX1
+        x = (x ^ (x >> np.uint64(27))) * _MIX2
+    return x ^ (x >> np.uint64(31))
 
 
 class OfdmaRadio(Radio):
@@ -54,7 +68,8 @@ class OfdmaRadio(Radio):
     rng_for_transfer : callable
         ``k → numpy Generator`` for the k-th transfer's fading.
     rng_for_link : callable
-        ``key → numpy Generator`` for a link's large-scale draws (LOS, shadowing).
+        ``key → numpy Generator``; ``rng_for_link(0)`` seeds the keyed hash that gives
+        every link its large-scale draws (LOS, shadowing).
     max_rbs_per_transfer : float
         Cap on the RBs one FL transfer may hold (``inf``: no cap).
     """
@@ -80,7 +95,8 @@ class OfdmaRadio(Radio):
         self._d2d_pathloss = profile.build_pathloss(d2d=True)
         self._rng_for_transfer = rng_for_transfer
         self._rng_for_link = rng_for_link or (lambda k: np.random.default_rng(k))
-        self._link_loss_db: dict[tuple, float] = {}
+        self._name_keys: dict[str, np.uint64] = {}
+        self._link_seed = np.uint64(self._rng_for_link(0).integers(2**63))
         self._count = 0
         self.max_rbs_per_transfer = max_rbs_per_transfer
         self.cues = None  # the CueTraffic on these carriers, set by the world
@@ -105,41 +121,61 @@ class OfdmaRadio(Radio):
         return self.carriers["downlink" if direction == "downlink" else "uplink"]
 
     def link_loss_db(self, src: Node, dst: Node) -> float:
-        """Large-scale loss of the link ``src → dst`` [dB].
-
-        Path loss at its distance and, where the model draws them, the LOS
-        state and shadowing: drawn once per link and drop, reciprocal in the
-        two directions, from the ``shadowing`` stream.
-        """
-        a, b = sorted((src, dst), key=lambda n: n.name)
-        key = (a.name, b.name, *a.position_m.tolist(), *b.position_m.tolist())
-        loss_db = self._link_loss_db.get(key)
-        if loss_db is None:
-            d = float(np.hypot(*(np.asarray(a.position_m) - np.asarray(b.position_m))))
-            law = self._law(src, dst)
-            rng = self._rng_for_link(zlib.crc32(repr(key).encode())) if law.random else None
-            loss_db = float(law.loss_db(np.array([d]), rng)[0])
-            self._link_loss_db[key] = loss_db
-        return loss_db
+        """Large-scale loss of the link ``src → dst`` [dB]: :meth:`link_loss_matrix_db`
+        of one link."""
+        return float(self.link_loss_matrix_db([src], [dst])[0, 0])
 
     def _law(self, src: Node, dst: Node):
         return self._d2d_pathloss if (src.is_device and dst.is_device) else self._pathloss
 
     def link_loss_matrix_db(self, srcs: Sequence[Node], dsts: Sequence[Node]) -> np.ndarray:
-        """:meth:`link_loss_db` of every ``srcs[m] → dsts[i]``, shape (M, N).
+        """Large-scale loss of every link ``srcs[m] → dsts[i]`` [dB], shape (M, N).
 
-        Deterministic laws are evaluated at once on the distance matrix; laws
-        that draw (LOS, shadowing) go link by link so every link keeps its draw.
+        Path loss at the link's distance and, where the law draws them, its LOS
+        state and shadowing. Those draws are a function of the link — the two
+        nodes' names and positions and the ``shadowing`` stream — so they are
+        fixed per link and drop, the same in both directions, and the same
+        whether links are evaluated one by one or as a matrix, in any order.
         """
-        if not srcs or not dsts:
-            return np.zeros((len(srcs), len(dsts)))
-        law = self._law(srcs[0], dsts[0])
-        if law.random or any(self._law(s, d) is not law for s in srcs[:1] for d in dsts):
-            return np.array([[self.link_loss_db(s, d) for d in dsts] for s in srcs])
+        out = np.zeros((len(srcs), len(dsts)))
+        if not len(srcs) or not len(dsts):
+            return out
         a = np.array([n.position_m for n in srcs], dtype=float)
         b = np.array([n.position_m for n in dsts], dtype=float)
         dist = np.hypot(*np.moveaxis(a[:, None, :] - b[None, :, :], -1, 0))
-        return np.asarray(law.loss_db(dist), dtype=float)
+        d2d = np.array([[s.is_device and d.is_device for d in dsts] for s in srcs])
+        for law, mask in ((self._d2d_pathloss, d2d), (self._pathloss, ~d2d)):
+            if not mask.any():
+                continue
+            los_u = shadow_z = None
+            if law.random:
+                los_u, shadow_z = self._link_variates(srcs, dsts, a, b)
+                los_u, shadow_z = los_u[mask], shadow_z[mask]
+            out[mask] = law.loss_db_given(dist[mask], los_u, shadow_z)
+        return out
+
+    def _node_key(self, node: Node) -> np.uint64:
+        key = self._name_keys.get(node.name)
+        if key is None:
+            key = self._name_keys[node.name] = np.uint64(zlib.crc32(node.name.encode()))
+        return key
+
+    def _link_variates(
+        self, srcs: Sequence[Node], dsts: Sequence[Node], a: np.ndarray, b: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Per link a U(0, 1) variate (LOS state) and a N(0, 1) variate (shadowing),
+        from a keyed hash of the unordered link (names, positions) and the stream seed."""
+        ka = np.array([self._node_key(n) for n in srcs], dtype=np.uint64)[:, None]
+        kb = np.array([self._node_key(n) for n in dsts], dtype=np.uint64)[None, :]
+        pa = a.view(np.uint64)[:, None, :]
+        pb = b.view(np.uint64)[None, :, :]
+        # order-free combination of the two ends: reciprocal links share their draws
+        ea = _mix64(_mix64(ka ^ _mix64(pa[..., 0])) ^ pa[..., 1])
+        eb = _mix64(_mix64(kb ^ _mix64(pb[..., 0])) ^ pb[..., 1])
+        h = _mix64(self._link_seed ^ (ea + eb) ^ _mix64(ea ^ eb))
+        u = (_mix64(h ^ np.uint64(1)) >> np.uint64(11)).astype(float) * 2.0**-53
+        v = ((_mix64(h ^ np.uint64(2)) >> np.uint64(11)).astype(float) + 0.5) * 2.0**-53
+        return u, ndtri(v)
 
     def snr_terms(self, loss_db, from_bs: bool, to_bs: bool) -> tuple[Any, Any]:
         """``(snr_per_rb, snr_total)`` of a link with ``loss_db`` (a number or an array):

@@ -168,3 +168,40 @@ def test_large_scale_loss_is_drawn_once_per_link_and_drop_and_reciprocal():
         ue.position_m = np.array([x, 40.0])
         draws.add(round(10 * np.log10(radio.mean_snr(ue, bs)), 6))
     assert len(draws) == 30
+
+
+def test_per_link_draws_are_uniform_normal_and_order_free():
+    """The keyed per-link variates: U(0, 1) and N(0, 1) (KS tests), reciprocal, and the
+    same whether links are evaluated as a matrix or one by one."""
+    from scipy import stats
+
+    profile = get_channel_profile("nr_fr1_uma")
+    radio = OfdmaRadio(
+        simpy.Environment(),
+        Recorder(),
+        profile,
+        "round_robin",
+        lambda k: np.random.default_rng(k),
+        lambda k: np.random.default_rng(100 + k),
+    )
+    rng = np.random.default_rng(0)
+    ues = [make_node(f"ue{i}", index=i) for i in range(60)]
+    for u in ues:
+        u.position_m = rng.uniform(-200, 200, 2)
+    a, b = ues[:30], ues[30:]
+    pa = np.array([n.position_m for n in a])
+    pb = np.array([n.position_m for n in b])
+    u, z = radio._link_variates(a, b, pa, pb)
+    assert stats.kstest(u.ravel(), "uniform").pvalue > 1e-3
+    assert stats.kstest(z.ravel(), "norm").pvalue > 1e-3
+    assert abs(stats.pearsonr(u.ravel(), z.ravel())[0]) < 0.1
+    u2, z2 = radio._link_variates(b, a, pb, pa)
+    assert np.array_equal(u2, u.T) and np.array_equal(z2, z.T)  # reciprocal
+    m = radio.link_loss_matrix_db(a, b)
+    assert m[3, 7] == radio.link_loss_db(a[3], b[7]) == radio.link_loss_db(b[7], a[3])
+    # D2D LOS share at these distances follows TR 38.901 UMi's probability
+    law = radio._d2d_pathloss
+    dist = np.hypot(*np.moveaxis(pa[:, None] - pb[None], -1, 0))
+    p_los = law.los_probability(np.maximum(dist, 10.0))
+    los = u < p_los
+    assert abs(los.mean() - p_los.mean()) < 4 * np.sqrt((p_los * (1 - p_los)).sum()) / los.size
