@@ -1,4 +1,4 @@
-"""Command line: ``netfl run | validate | list | report | schema``.
+"""Command line: ``netfl run | sweep | validate | list | report | schema``.
 
 User errors print one line (naming the file and key path) and exit with code
 2; ``--debug`` shows the traceback instead.
@@ -60,6 +60,33 @@ def _cmd_run(args: argparse.Namespace) -> int:
     )
     print(f"results: {run_dir}")
     return 0
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from netfl.scenario_io import parse_overrides
+    from netfl.sweep import expand, load_sweep, run_sweep
+
+    spec, path = load_sweep(args.sweep)
+    runs = expand(spec, path, parse_overrides(args.set or []))
+    out = Path(args.out) if args.out else Path("runs") / "sweeps" / spec.name
+    bar = tqdm(
+        total=len(runs), desc=spec.name, unit="run", disable=args.no_progress, file=sys.stderr
+    )
+
+    def on_done(name: str, status: str) -> None:
+        bar.set_postfix_str(f"{name}: {status}")
+        bar.update(1)
+
+    try:
+        index = run_sweep(runs, out, args.workers, spec.target_accuracy, on_done)
+    finally:
+        bar.close()
+    counts = index["status"].value_counts().to_dict()
+    print(f"{spec.name}: {len(index)} runs ({', '.join(f'{v} {k}' for k, v in counts.items())})")
+    print(f"index: {out / 'sweep.csv'}")
+    return 0 if counts.get("failed", 0) == 0 else 1
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
@@ -181,6 +208,13 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", help="run directory (default: outputs.dir/NAME-TIMESTAMP)")
     r.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     r.set_defaults(func=_cmd_run)
+    sw = sub.add_parser("sweep", help="run every variant of a sweep file")
+    sw.add_argument("sweep", metavar="SWEEP.yaml")
+    sw.add_argument("--out", help="sweep directory (default runs/sweeps/NAME)")
+    sw.add_argument("--workers", type=int, default=1, help="parallel runs (process pool)")
+    sw.add_argument("--no-progress", action="store_true")
+    sw.add_argument("--set", action="append", metavar="KEY=VALUE", help="override for every run")
+    sw.set_defaults(func=_cmd_sweep)
     v = sub.add_parser("validate", help="check a scenario file")
     with_set(v)
     v.set_defaults(func=_cmd_validate)

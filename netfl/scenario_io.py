@@ -20,6 +20,8 @@ from netfl.scenario import LINK_MODE_KEYS, Scenario
 __all__ = [
     "parse_scenario",
     "apply_overrides",
+    "apply_values",
+    "parse_overrides",
     "read_yaml",
     "load_scenario",
     "scenario_schema",
@@ -131,16 +133,33 @@ def _parse_value(text: str) -> Any:
         return text
 
 
-def apply_overrides(data: dict, overrides: list[str], source: str = "--set") -> dict:
-    """Apply ``key.path=value`` overrides (values parsed as YAML) to a copy of ``data``."""
-    data = copy.deepcopy(data)
+def parse_overrides(overrides: list[str], source: str = "--set") -> dict[str, Any]:
+    """``["key.path=value", ...]`` → ``{key.path: value}`` (values parsed as YAML)."""
+    values = {}
     for item in overrides:
         if "=" not in item:
             raise ScenarioError(
                 source, [("", f"override {item!r} is not of the form key.path=value")]
             )
         path, value = item.split("=", 1)
-        keys = path.strip().split(".")
+        values[path.strip()] = _parse_value(value)
+    return values
+
+
+def apply_overrides(data: dict, overrides: list[str], source: str = "--set") -> dict:
+    """Apply ``key.path=value`` overrides (values parsed as YAML) to a copy of ``data``."""
+    return apply_values(data, parse_overrides(overrides, source), source)
+
+
+def apply_values(data: dict, values: dict[str, Any], source: str = "--set") -> dict:
+    """Set ``{key.path: value}`` (values already parsed) in a copy of ``data``.
+
+    A mapping value replaces the whole section at its path; list items are
+    addressed by index (``devices.groups.0.count``).
+    """
+    data = copy.deepcopy(data)
+    for path, value in values.items():
+        keys = str(path).split(".")
         if not all(keys):
             raise ScenarioError(source, [(path, "empty key in override path")])
         node: Any = data
@@ -157,9 +176,9 @@ def apply_overrides(data: dict, overrides: list[str], source: str = "--set") -> 
         if isinstance(node, list):
             if not last.isdigit() or int(last) >= len(node):
                 raise ScenarioError(source, [(path, "no such list index")])
-            node[int(last)] = _parse_value(value)
+            node[int(last)] = copy.deepcopy(value)
         elif isinstance(node, dict):
-            node[last] = _parse_value(value)
+            node[last] = copy.deepcopy(value)
         else:
             raise ScenarioError(source, [(".".join(keys[:-1]), "is not a section")])
     return data

@@ -56,7 +56,7 @@ from netfl.errors import LinkBudgetError
 from netfl.radio.block_grid import HORIZON_BLOCKS, BlockGrid
 from netfl.radio.proportional_fair import pf_average, pf_shares
 from netfl.radio.schedulers import SCHEDULERS, _max_min_fair_small
-from netfl.radio.sharing import REL_COMPLETION_TOL, Flow, SharedMedium
+from netfl.radio.sharing import Flow, SharedMedium, completion_tolerance_bits
 
 __all__ = ["OfdmaFlow", "OfdmaCarrier", "SCHEDULERS"]
 
@@ -354,7 +354,10 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
 
     def _pop_finished(self) -> list[Flow]:
         n = len(self.flows)
-        done = np.flatnonzero(self._rem[:n] <= REL_COMPLETION_TOL * self._size[:n])
+        now = self.env.now
+        j = min(max(int(math.floor(now / self.block_s)) - self._kb, 0), self._width - 1)
+        rate = self._share[:n] * self._bits[:n, j] / self.block_s
+        done = np.flatnonzero(self._rem[:n] <= completion_tolerance_bits(self._size[:n], rate, now))
         finished = []
         for i in sorted(done.tolist(), reverse=True):  # swap-remove from the back
             f = self.flows[i]

@@ -49,6 +49,19 @@ __all__ = ["Flow", "SharedMedium", "ProcessorSharing", "max_min_fair"]
 #: A flow is complete when fewer than this fraction of its bits remain
 #: (float rounding of rate × time); well below one bit for any real payload.
 REL_COMPLETION_TOL = 1e-9
+#: ... or when what remains would take less than this many units in the last
+#: place of the clock: the clock cannot resolve a later instant, and a
+#: timer re-armed for "now" would never make progress (small control
+#: messages at high rates and late simulated times).
+CLOCK_ULPS = 16
+
+
+def completion_tolerance_bits(size_bits, rate_bps, now_s: float):
+    """Bits below which a flow counts as delivered (see :data:`CLOCK_ULPS`)."""
+    return np.maximum(
+        REL_COMPLETION_TOL * np.asarray(size_bits),
+        np.asarray(rate_bps) * CLOCK_ULPS * np.spacing(max(abs(now_s), 1.0)),
+    )
 
 
 @dataclass(eq=False)
@@ -111,7 +124,12 @@ class SharedMedium(ABC):
 
     def _pop_finished(self) -> list[Flow]:
         """Remove and return the flows with no bits left."""
-        done = [f for f in self.flows if f.remaining_bits <= REL_COMPLETION_TOL * f.size_bits]
+        now = self.env.now
+        done = [
+            f
+            for f in self.flows
+            if f.remaining_bits <= completion_tolerance_bits(f.size_bits, f.share, now)
+        ]
         for f in done:
             self.flows.remove(f)
             f.remaining_bits = 0.0

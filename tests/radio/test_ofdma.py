@@ -285,3 +285,32 @@ def test_undeliverable_transfer_is_a_clear_error_not_an_endless_run():
     f = faded.send(1e4, 0.05, np.random.default_rng(0))
     env.run(until=f.done)
     assert f.remaining_bits == 0.0
+
+
+@pytest.mark.parametrize("start_s", [16.6, 1e4, 3e6])
+def test_tiny_messages_late_in_time_are_delivered(start_s):
+    """A 32-bit control message at a high rate, late on the clock: its transfer time is
+    a few ulps of the clock, and it must complete (no timer re-armed at "now" forever)."""
+    sizes = [32.0, 320.0, 1e6]
+    flows = [(start_s, size, 1e4, 7 + i, math.inf) for i, size in enumerate(sizes)]
+    ends, carrier, _ = run_carrier(100, flows, fading=NoFading(BLOCK_S))
+    assert len(ends) == 3 and not carrier.flows
+    rate_bps = 100 * RB_HZ * shannon_efficiency(np.array([1e4]))[0] / 3  # three flows share
+    assert ends[0] - start_s == pytest.approx(32.0 / rate_bps, rel=1e-3, abs=1e-9)
+
+
+def test_processor_sharing_delivers_tiny_flows_late_in_time():
+    from netfl.radio.sharing import ProcessorSharing
+
+    env = simpy.Environment()
+    medium = ProcessorSharing(env, 1e11)
+    done = []
+
+    def go():
+        yield env.timeout(2e6)
+        yield medium.send(32.0)
+        done.append(env.now)
+
+    env.process(go())
+    env.run()
+    assert done and done[0] == pytest.approx(2e6 + 3.2e-10, abs=1e-8)

@@ -1,0 +1,270 @@
+"""Sweeps: one base scenario, named variants, a grid and zipped lists of overrides, seeds.
+
+A sweep file (``*.sweep.yaml``)::
+
+    name: feddif_alpha
+    base: feddif.yaml              # the base scenario, relative to this file
+    set:                           # overrides applied to every run
+      training.rounds: 30
+    variants:                      # named override sets, crossed with the grid
+      fedavg: {algorithm: {name: fedavg}}
+      feddif: {algorithm: {name: feddif}}
+    grid:                          # Cartesian product of the lists
+      data.partition.alpha: [0.1, 0.2, 0.5, 1.0, 100]
+    zip:                           # lists of one length, taken together
+      model.name: [logreg, fcn]
+      training.lr: [0.01, 0.05]
+    seeds: [1, 2, 3]               # replicates (default: the base scenario's seed)
+    target_accuracy: 0.8           # optional: costs to reach it in the index
+
+Runs are expanded as variants × grid × zip × seeds; each gets a readable name
+(``feddif-alpha=0.1-seed1``) and its own run directory under the sweep
+directory. :func:`run_sweep` skips runs whose directory is complete, records a
+failing run's error without stopping the others, and writes the index
+``sweep.csv`` / ``sweep.parquet``: each run's parameters and summary metrics.
+Overrides may use any key path of the scenario (a mapping value replaces the
+whole section).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import traceback
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from netfl.errors import ScenarioError
+from netfl.scenario import Scenario
+from netfl.scenario_io import _problems, apply_values, parse_scenario, read_yaml
+
+__all__ = ["SweepSpec", "SweepRun", "load_sweep", "expand", "run_sweep", "summarize_rounds"]
+
+
+class SweepSpec(BaseModel):
+    """A sweep file, validated (unknown keys are errors)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    base: str = Field(description="base scenario file, relative to the sweep file")
+    set: dict[str, Any] = Field(default_factory=dict, description="overrides for every run")
+    variants: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="named override sets, crossed with the grid"
+    )
+    grid: dict[str, list[Any]] = Field(default_factory=dict, description="Cartesian product")
+    zip: dict[str, list[Any]] = Field(
+        default_factory=dict, description="lists of one length, taken together"
+    )
+    seeds: list[int] | None = Field(None, min_length=1, description="replicate seeds")
+    target_accuracy: float | None = Field(None, gt=0.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _check(self) -> SweepSpec:
+        lengths = {len(v) for v in self.zip.values()}
+        if len(lengths) > 1:
+            raise ValueError(f"zip lists must have one length (got {sorted(lengths)})")
+        for key, values in self.grid.items():
+            if not values:
+                raise ValueError(f"grid.{key}: empty list")
+        return self
+
+
+@dataclass
+class SweepRun:
+    """One expanded run: its name, the parameters that define it, and its scenario."""
+
+    name: str
+    params: dict[str, Any]
+    scenario: Scenario
+    source: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def load_sweep(path: str | Path) -> tuple[SweepSpec, Path]:
+    """Read and validate a sweep file; errors name the file and key path."""
+    path = Path(path)
+    data = read_yaml(path)
+    if not isinstance(data, dict):
+        raise ScenarioError(str(path), [("", "a sweep must be a mapping")])
+    try:
+        spec = SweepSpec.model_validate(data)
+    except ValidationError as err:
+        raise ScenarioError(str(path), _problems(err)) from None
+    return spec, path
+
+
+def _short(key: str) -> str:
+    return key.split(".")[-1]
+
+
+def _label(value: Any) -> str:
+    if isinstance(value, dict):
+        return str(value.get("name", "-".join(f"{k}{v}" for k, v in value.items())))
+    text = f"{value:g}" if isinstance(value, float) else str(value)
+    return re.sub(r"[^A-Za-z0-9_.+-]", "_", text)
+
+
+def expand(
+    spec: SweepSpec, path: str | Path, overrides: dict[str, Any] | None = None
+) -> list[SweepRun]:
+    """Every run of the sweep, validated, in order variants × grid × zip × seeds.
+
+    ``overrides`` (``{key.path: value}``) apply to every run after the sweep's own.
+    """
+    path = Path(path)
+    base_path = path.parent / spec.base
+    base = read_yaml(base_path)
+    if not isinstance(base, dict):
+        raise ScenarioError(str(base_path), [("", "a scenario must be a mapping of sections")])
+    base_seed = base.get("seed", 0)
+    variants = list(spec.variants.items()) or [("", {})]
+    grid_keys = list(spec.grid)
+    grid = list(itertools.product(*spec.grid.values())) if grid_keys else [()]
+    zip_keys = list(spec.zip)
+    zipped = list(zip(*spec.zip.values(), strict=True)) if zip_keys else [()]
+    seeds = spec.seeds or [base_seed]
+    runs: list[SweepRun] = []
+    names: set[str] = set()
+    for (vname, vset), gvals, zvals, seed in itertools.product(variants, grid, zipped, seeds):
+        params = {
+            **dict(zip(grid_keys, gvals, strict=True)),
+            **dict(zip(zip_keys, zvals, strict=True)),
+        }
+        parts = [vname] if vname else []
+        parts += [f"{_short(k)}={_label(v)}" for k, v in params.items()]
+        if spec.seeds:
+            parts.append(f"seed{seed}")
+        name = "-".join(parts) or "run"
+        if name in names:
+            raise ScenarioError(str(path), [("", f"two runs would be named {name!r}")])
+        names.add(name)
+        values = {**spec.set, **vset, **params, "seed": seed, **(overrides or {})}
+        data = apply_values(base, values, str(path))
+        data["name"] = f"{spec.name}-{name}"
+        source = f"{path} (run {name})"
+        scenario = parse_scenario(data, source)
+        runs.append(SweepRun(name, {"variant": vname, **params, "seed": seed}, scenario, source))
+    return runs
+
+
+def summarize_rounds(rounds: pd.DataFrame, target: float | None = None) -> dict[str, Any]:
+    """Summary metrics of one run's ``rounds.csv`` (and costs to ``target`` accuracy)."""
+    acc = rounds["accuracy"]
+    bits = rounds[["uplink_bits", "downlink_bits", "d2d_bits"]].sum(axis=1)
+    out: dict[str, Any] = {
+        "rounds": len(rounds),
+        "final_accuracy": float(acc.dropna().iloc[-1]) if acc.notna().any() else float("nan"),
+        "best_accuracy": float(acc.max()),
+        "sim_time_s": float(rounds["sim_time_s"].iloc[-1]),
+        "bits": float(bits.sum()),
+        "device_energy_j": float(rounds["device_energy_j"].sum()),
+        "subframes": float(rounds["subframes"].sum()),
+        "models_sent": float(rounds["models_sent"].sum()),
+    }
+    if target is not None:
+        hit = rounds.index[acc >= target]
+        upto = rounds.loc[: hit[0]] if len(hit) else None
+        out.update(
+            {
+                "rounds_to_target": float(hit[0] + 1) if len(hit) else float("nan"),
+                "time_to_target_s": float(rounds.loc[hit[0], "sim_time_s"])
+                if len(hit)
+                else float("nan"),
+                "bits_to_target": float(bits.loc[: hit[0]].sum()) if len(hit) else float("nan"),
+                "energy_to_target_j": float(upto["device_energy_j"].sum())
+                if upto is not None
+                else float("nan"),
+                "subframes_to_target": float(upto["subframes"].sum())
+                if upto is not None
+                else float("nan"),
+            }
+        )
+    return out
+
+
+def _run_one(scenario: Scenario, source: str, run_dir: str) -> dict[str, Any]:
+    """Run one variant and write its run directory (in a worker process or inline)."""
+    from netfl.report import write_run
+    from netfl.runner import run
+
+    result = run(scenario, source=source)
+    write_run(result, run_dir)
+    return {"stop_reason": result.stop_reason, "wall_time_s": result.wall_time_s}
+
+
+def run_sweep(
+    runs: list[SweepRun],
+    out_dir: str | Path,
+    workers: int = 1,
+    target_accuracy: float | None = None,
+    on_done: Callable[[str, str], None] | None = None,
+) -> pd.DataFrame:
+    """Run every run not yet complete under ``out_dir``; write and return the index.
+
+    ``workers`` > 1 runs them in a process pool (spawned workers). A run whose
+    directory holds a ``manifest.json`` is complete and skipped; a failing run
+    is recorded with status ``failed`` and its error, and the others go on.
+    ``on_done(name, status)`` is called as each run finishes.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    status: dict[str, tuple[str, str]] = {}
+    todo = []
+    for r in runs:
+        if (out / r.name / "manifest.json").is_file():
+            status[r.name] = ("skipped", "")
+            if on_done:
+                on_done(r.name, "skipped")
+        else:
+            todo.append(r)
+
+    def done(name: str, error: str) -> None:
+        status[name] = ("failed", error) if error else ("complete", "")
+        if on_done:
+            on_done(name, status[name][0])
+
+    if workers <= 1:
+        for r in todo:
+            try:
+                _run_one(r.scenario, r.source, str(out / r.name))
+                done(r.name, "")
+            except Exception as err:  # noqa: BLE001 - a failing run must not stop the sweep
+                done(r.name, f"{type(err).__name__}: {err}")
+                (out / f"{r.name}.error.txt").write_text(traceback.format_exc())
+    else:
+        with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+            futures = {
+                pool.submit(_run_one, r.scenario, r.source, str(out / r.name)): r for r in todo
+            }
+            for fut in as_completed(futures):
+                r = futures[fut]
+                err = fut.exception()
+                done(r.name, f"{type(err).__name__}: {err}" if err else "")
+
+    rows = []
+    for r in runs:
+        st, error = status[r.name]
+        row: dict[str, Any] = {"run": r.name, **r.params, "status": st, "error": error}
+        rounds_csv = out / r.name / "rounds.csv"
+        if st != "failed" and rounds_csv.is_file():
+            row["status"] = "complete"
+            row.update(summarize_rounds(pd.read_csv(rounds_csv), target_accuracy))
+            man = json.loads((out / r.name / "manifest.json").read_text())
+            row["stop_reason"] = man.get("stop_reason", "")
+            row["wall_time_s"] = man.get("wall_time_s", float("nan"))
+        rows.append(row)
+    index = pd.DataFrame(rows)
+    index.to_csv(out / "sweep.csv", index=False)
+    index.astype({c: str for c in index.columns if index[c].dtype == object}).to_parquet(
+        out / "sweep.parquet", index=False
+    )
+    return index
