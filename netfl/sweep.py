@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from netfl.errors import ScenarioError
 from netfl.scenario import Scenario
@@ -67,15 +67,21 @@ class SweepSpec(BaseModel):
     seeds: list[int] | None = Field(None, min_length=1, description="replicate seeds")
     target_accuracy: float | None = Field(None, gt=0.0, le=1.0)
 
-    @model_validator(mode="after")
-    def _check(self) -> SweepSpec:
-        lengths = {len(v) for v in self.zip.values()}
+    @field_validator("zip")
+    @classmethod
+    def _zip_lengths(cls, value: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        lengths = {len(v) for v in value.values()}
         if len(lengths) > 1:
-            raise ValueError(f"zip lists must have one length (got {sorted(lengths)})")
-        for key, values in self.grid.items():
-            if not values:
-                raise ValueError(f"grid.{key}: empty list")
-        return self
+            raise ValueError(f"the lists must have one length (got {sorted(lengths)})")
+        return value
+
+    @field_validator("grid")
+    @classmethod
+    def _grid_lists(cls, value: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        empty = [k for k, v in value.items() if not v]
+        if empty:
+            raise ValueError(f"empty list for {', '.join(empty)}")
+        return value
 
 
 @dataclass
@@ -108,9 +114,11 @@ def _short(key: str) -> str:
 
 def _label(value: Any) -> str:
     if isinstance(value, dict):
-        return str(value.get("name", "-".join(f"{k}{v}" for k, v in value.items())))
+        key = next((k for k in ("name", "scheme") if k in value), None)
+        text = str(value[key]) if key else "_".join(str(v) for v in value.values())
+        return re.sub(r"[^A-Za-z0-9_.-]", "_", text)
     text = f"{value:g}" if isinstance(value, float) else str(value)
-    return re.sub(r"[^A-Za-z0-9_.+-]", "_", text)
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", text)
 
 
 def expand(
@@ -149,7 +157,7 @@ def expand(
         names.add(name)
         values = {**spec.set, **vset, **params, "seed": seed, **(overrides or {})}
         data = apply_values(base, values, str(path))
-        data["name"] = f"{spec.name}-{name}"
+        data["name"] = f"{spec.name}-{name}".replace("=", "_")
         source = f"{path} (run {name})"
         scenario = parse_scenario(data, source)
         runs.append(SweepRun(name, {"variant": vname, **params, "seed": seed}, scenario, source))

@@ -9,15 +9,31 @@ import pytest
 from netfl.runner import run
 from netfl.scenario_io import load_scenario, resolved
 
-SCENARIOS = sorted((Path(__file__).resolve().parent.parent / "scenarios").glob("*.yaml"))
+ROOT = Path(__file__).resolve().parent.parent / "scenarios"
+SCENARIOS = sorted(p for p in ROOT.rglob("*.yaml") if not p.name.endswith(".sweep.yaml"))
+SWEEPS = sorted(ROOT.rglob("*.sweep.yaml"))
 TINY = ["training.rounds=1", "outputs.figures=false", "outputs.progress=false"]
 
 
 def test_there_are_scenarios():
-    assert {p.name for p in SCENARIOS} >= {"quickstart.yaml", "fedavg_timing.yaml"}
+    assert {p.name for p in SCENARIOS} >= {"quickstart.yaml", "fedavg_timing.yaml", "feddif.yaml"}
+    assert {p.name for p in SWEEPS} >= {"alpha.sweep.yaml", "epsilon.sweep.yaml"}
 
 
-@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", SWEEPS, ids=lambda p: p.stem)
+def test_sweep_expands_to_valid_scenarios(path):
+    from netfl.sweep import expand, load_sweep
+
+    spec, p = load_sweep(path)
+    runs = expand(spec, p)
+    want = max(len(spec.variants), 1) * len(spec.seeds or [0])
+    for values in spec.grid.values():
+        want *= len(values)
+    want *= len(next(iter(spec.zip.values()))) if spec.zip else 1
+    assert len(runs) == want and len({r.name for r in runs}) == want
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_scenario_runs(path):
     scenario = load_scenario(path, TINY)
     result = run(scenario, source=str(path))
@@ -27,7 +43,7 @@ def test_scenario_runs(path):
         assert 0.0 <= result.rounds["accuracy"].iloc[0] <= 1.0
 
 
-@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_resolved_scenario_reloads_identically(path, tmp_path):
     import yaml
 

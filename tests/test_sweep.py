@@ -1,0 +1,121 @@
+"""Sweep files: expansion (counts, names, seeds), local runs, skip-if-complete, failures."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+import yaml
+
+from netfl.cli import main
+from netfl.errors import ScenarioError
+from netfl.sweep import expand, load_sweep, run_sweep
+from tests.conftest import tiny_scenario
+
+
+def _write(tmp_path, sweep: dict, base: dict | None = None):
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump(base or tiny_scenario()))
+    path = tmp_path / "s.sweep.yaml"
+    path.write_text(yaml.safe_dump({"name": "s", "base": "base.yaml", **sweep}, sort_keys=False))
+    return path
+
+
+def test_grid_variants_zip_and_seeds_expand_in_order(tmp_path):
+    path = _write(
+        tmp_path,
+        {
+            "set": {"training.rounds": 3},
+            "variants": {"a": {"algorithm": {"name": "fedavg"}}, "b": {"algorithm.fraction": 0.5}},
+            "grid": {"devices.count": [2, 4, 6], "data.partition": [{"scheme": "iid"}]},
+            "zip": {"training.lr": [0.1, 0.01], "training.batch_size": [8, 16]},
+            "seeds": [1, 2],
+        },
+    )
+    runs = expand(*load_sweep(path))
+    assert len(runs) == 2 * 3 * 1 * 2 * 2
+    names = [r.name for r in runs]
+    assert len(set(names)) == len(names)
+    assert names[0] == "a-count=2-partition=iid-lr=0.1-batch_size=8-seed1"
+    assert names[-1] == "b-count=6-partition=iid-lr=0.01-batch_size=16-seed2"
+    first, last = runs[0].scenario, runs[-1].scenario
+    assert (first.devices.count, first.training.lr, first.training.batch_size, first.seed) == (
+        2,
+        0.1,
+        8,
+        1,
+    )
+    assert (last.devices.count, last.training.lr, last.seed) == (6, 0.01, 2)
+    assert all(r.scenario.training.rounds == 3 for r in runs)
+    assert {r.scenario.algorithm.options().get("fraction") for r in runs} == {None, 0.5}
+    assert runs[0].scenario.name == "s-" + names[0].replace("=", "_")
+    assert runs[0].params == {
+        "variant": "a",
+        "devices.count": 2,
+        "data.partition": {"scheme": "iid"},
+        "training.lr": 0.1,
+        "training.batch_size": 8,
+        "seed": 1,
+    }
+
+
+def test_without_seeds_the_base_seed_is_kept(tmp_path):
+    runs = expand(*load_sweep(_write(tmp_path, {"grid": {"devices.count": [2, 3]}})))
+    assert [r.name for r in runs] == ["count=2", "count=3"]
+    assert {r.scenario.seed for r in runs} == {tiny_scenario()["seed"]}
+
+
+def test_bad_sweeps_are_one_line_errors(tmp_path):
+    path = _write(tmp_path, {"zip": {"training.lr": [0.1], "training.batch_size": [8, 16]}})
+    with pytest.raises(ScenarioError, match=r"s.sweep.yaml: zip: .*one length"):
+        load_sweep(path)
+    path = _write(tmp_path, {"gird": {}})
+    with pytest.raises(ScenarioError, match=r"s.sweep.yaml: gird: unknown key"):
+        load_sweep(path)
+    path = _write(tmp_path, {"grid": {"devices.count": [0]}})
+    with pytest.raises(ScenarioError, match=r"\(run count=0\): devices.count"):
+        expand(*load_sweep(path))
+
+
+def test_run_skip_and_failure(tmp_path, capsys):
+    path = _write(
+        tmp_path,
+        {
+            "variants": {
+                "ok": {},
+                "broken": {"data": {"dataset": "mnist", "root": str(tmp_path / "none")}},
+            },
+            "grid": {"devices.count": [2, 3]},
+            "target_accuracy": 0.5,
+        },
+    )
+    spec, p = load_sweep(path)
+    runs = expand(spec, p)
+    out = tmp_path / "out"
+    index = run_sweep(runs, out, target_accuracy=spec.target_accuracy)
+    assert list(index["status"]) == ["complete", "complete", "failed", "failed"]
+    assert index.loc[2, "error"].startswith("UserError") and "data.root" in index.loc[2, "error"]
+    assert (out / "ok-count=2" / "manifest.json").is_file()
+    assert (out / "broken-count=2.error.txt").is_file()
+    saved = pd.read_csv(out / "sweep.csv")
+    assert list(saved["run"]) == list(index["run"]) and "sim_time_s" in saved
+    assert saved.loc[0, "sim_time_s"] > 0 and saved.loc[0, "bits"] > 0
+    assert (out / "sweep.parquet").is_file()
+    # second invocation: complete runs are skipped, failed ones retried
+    seen = []
+    index2 = run_sweep(runs, out, on_done=lambda name, status: seen.append((name, status)))
+    assert ("ok-count=2", "skipped") in seen and ("broken-count=3", "failed") in seen
+    assert list(index2["status"]) == ["complete", "complete", "failed", "failed"]
+    assert index2.loc[0, "sim_time_s"] == index.loc[0, "sim_time_s"]
+    # the CLI: exit 1 when a run failed, the index path printed
+    assert main(["sweep", str(path), "--out", str(out), "--no-progress"]) == 1
+    text = capsys.readouterr().out
+    assert "s: 4 runs" in text and "2 failed" in text and "2 complete" in text
+    assert main(["sweep", str(tmp_path / "missing.yaml")]) == 2
+
+
+def test_process_pool_gives_the_local_result(tmp_path):
+    path = _write(tmp_path, {"grid": {"devices.count": [2, 3]}})
+    runs = expand(*load_sweep(path))
+    a = run_sweep(runs, tmp_path / "serial")
+    b = run_sweep(runs, tmp_path / "pool", workers=2)
+    cols = ["run", "status", "sim_time_s", "bits", "device_energy_j", "subframes"]
+    pd.testing.assert_frame_equal(a[cols], b[cols])
