@@ -26,6 +26,7 @@ lint: $(BIN)/.installed
 bench: $(BIN)/.installed
 	$(BIN)/python benchmarks/overhead.py
 	$(BIN)/python benchmarks/radio_scale.py
+	$(BIN)/python benchmarks/feddif_scale.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache
