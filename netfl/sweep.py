@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import re
 import traceback
 from collections.abc import Callable
@@ -199,10 +200,21 @@ def summarize_rounds(rounds: pd.DataFrame, target: float | None = None) -> dict[
     return out
 
 
-def _run_one(scenario: Scenario, source: str, run_dir: str) -> dict[str, Any]:
-    """Run one variant and write its run directory (in a worker process or inline)."""
+def _run_one(
+    scenario: Scenario, source: str, run_dir: str, threads: int | None = None
+) -> dict[str, Any]:
+    """Run one variant and write its run directory (in a worker process or inline).
+
+    ``threads``: torch's intra-op threads in a pool worker (the cores divided
+    among the workers: oversubscribed OpenMP threads slow every run many-fold).
+    """
     from netfl.report import write_run
     from netfl.runner import run
+
+    if threads is not None and not scenario.learning.num_threads:
+        import torch
+
+        torch.set_num_threads(threads)
 
     result = run(scenario, source=source)
     write_run(result, run_dir)
@@ -249,9 +261,11 @@ def run_sweep(
                 done(r.name, f"{type(err).__name__}: {err}")
                 (out / f"{r.name}.error.txt").write_text(traceback.format_exc())
     else:
+        threads = max(1, (os.cpu_count() or 1) // workers)
         with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
             futures = {
-                pool.submit(_run_one, r.scenario, r.source, str(out / r.name)): r for r in todo
+                pool.submit(_run_one, r.scenario, r.source, str(out / r.name), threads): r
+                for r in todo
             }
             for fut in as_completed(futures):
                 r = futures[fut]

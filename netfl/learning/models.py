@@ -16,6 +16,8 @@ lstm       image rows as a sequence (H steps of C·W features), 2-layer  cross-e
            LSTM with 128 hidden units → FC C (FedDif's FMNIST task)
 vgg11      CIFAR VGG11 (EcoFed): 3×3 conv+BN+ReLU 64, M, 128, M, 256,   cross-entropy
            256, M, 512, 512, M, 512, 512 → FC 2048 → 4096 → 4096 → C
+resnet9    CIFAR ResNet9 (EcoFed): conv-BN-ReLU 64, M, 128, M, residual   cross-entropy
+           blocks 256 (pool), 512 (pool), 512 (avg pool) → FC C
 =========  ==========================================================  ==========
 """
 
@@ -161,6 +163,62 @@ class VGG11(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.classifier(self.features(x))
 
+    def layers(self) -> list[nn.Module]:
+        """The layers in order (``features`` then ``classifier``): partition points index it."""
+        return [*self.features, *self.classifier]
+
+
+def _cbr(c_in: int, c_out: int) -> list[nn.Module]:
+    """conv3×3 + BatchNorm (batch statistics only, as EcoFed's code) + ReLU."""
+    return [
+        nn.Conv2d(c_in, c_out, 3, padding=1),
+        nn.BatchNorm2d(c_out, track_running_stats=False),
+        nn.ReLU(),
+    ]
+
+
+class ResidualBlock(nn.Module):
+    """EcoFed's ResNet9 residual blocks: two conv-BN-ReLU, then either a max-pool
+    with a strided 1×1 projection of the input (``"pool"``: RBMPD) or the identity
+    shortcut and an adaptive average pool to 1×1 (``"avg"``: RBAAP)."""
+
+    def __init__(self, c_in: int, c_out: int, kind: str):
+        super().__init__()
+        self.kind = kind
+        body = [*_cbr(c_in, c_out), *_cbr(c_out, c_out)]
+        if kind == "pool":
+            body.append(nn.MaxPool2d(2, ceil_mode=True))
+            self.shortcut: nn.Module = nn.Conv2d(c_in, c_out, 1, stride=2)
+        else:
+            self.shortcut = nn.Identity()
+        self.body = nn.Sequential(*body)
+        self.pool = nn.AdaptiveAvgPool2d(1) if kind == "avg" else nn.Identity()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.pool(self.body(x) + self.shortcut(x))
+
+
+class ResNet9(nn.Sequential):
+    """EcoFed's ResNet9 (its public code): conv-BN-ReLU 64, pool, 128, pool, residual
+    block 128→256 with pool, 256→512 with pool, 512→512 with average pool, FC 512→C.
+    9,395,722 parameters for C = 10 (BatchNorm keeps no running statistics)."""
+
+    def __init__(self, input_shape: tuple[int, ...], num_classes: int):
+        super().__init__(
+            *_cbr(input_shape[0], 64),
+            nn.MaxPool2d(2, ceil_mode=True),
+            *_cbr(64, 128),
+            nn.MaxPool2d(2, ceil_mode=True),
+            ResidualBlock(128, 256, "pool"),
+            ResidualBlock(256, 512, "pool"),
+            ResidualBlock(512, 512, "avg"),
+            nn.Flatten(),
+            nn.Linear(512, num_classes),
+        )
+
+    def layers(self) -> list[nn.Module]:
+        return list(self)
+
 
 @dataclass(frozen=True)
 class ModelSpec:
@@ -185,6 +243,7 @@ MODELS: dict[str, ModelSpec] = {
     "cifar_cnn": ModelSpec("cifar_cnn", _cifar_cnn, "cross_entropy", "FedDif's CIFAR CNN"),
     "lstm": ModelSpec("lstm", RowLSTM, "cross_entropy", "2-layer LSTM over image rows"),
     "vgg11": ModelSpec("vgg11", VGG11, "cross_entropy", "VGG11, CIFAR variant (EcoFed)"),
+    "resnet9": ModelSpec("resnet9", ResNet9, "cross_entropy", "ResNet9, CIFAR variant (EcoFed)"),
 }
 
 
