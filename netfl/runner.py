@@ -100,5 +100,6 @@ def run(
             "inference_flops_per_sample": world.model.flops.inference_per_sample,
             "num_train_samples": len(world.dataset.train_y),
             "num_test_samples": len(world.dataset.test_y),
+            **algorithm.info(),
         },
     )

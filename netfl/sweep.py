@@ -110,7 +110,9 @@ def load_sweep(path: str | Path) -> tuple[SweepSpec, Path]:
 
 
 def _short(key: str) -> str:
-    return key.split(".")[-1]
+    """The last key of a path (``data.partition.alpha`` → ``alpha``; ``model.name`` → ``model``)."""
+    parts = key.split(".")
+    return parts[-2] if parts[-1] == "name" and len(parts) > 1 else parts[-1]
 
 
 def _label(value: Any) -> str:

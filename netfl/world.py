@@ -68,6 +68,7 @@ class World:
         source: str = "scenario",
     ):
         self.scenario = scenario
+        self.source = source
         self.env = env if env is not None else simpy.Environment()
         self.streams = Streams(scenario.seed)
         self.recorder = Recorder()

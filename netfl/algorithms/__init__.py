@@ -13,6 +13,7 @@ from netfl.algorithms.base import (
 )
 from netfl.algorithms.fedavg import FedAvg, FedAvgConfig
 from netfl.algorithms.feddif import FedDif, FedDifConfig, FedSwap
+from netfl.algorithms.split import EcoFed, EcoFedConfig, LocalLossDPFL, SplitConfig, VanillaDPFL
 
 __all__ = [
     "ALGORITHMS",
@@ -26,4 +27,9 @@ __all__ = [
     "FedDif",
     "FedDifConfig",
     "FedSwap",
+    "EcoFed",
+    "EcoFedConfig",
+    "LocalLossDPFL",
+    "SplitConfig",
+    "VanillaDPFL",
 ]

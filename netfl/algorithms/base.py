@@ -66,6 +66,10 @@ class Algorithm(ABC):
         (beyond its Config), reported with the file name when the scenario is parsed."""
         return []
 
+    def info(self) -> dict[str, Any]:
+        """Facts of the run for its manifest (e.g. EcoFed's pre-training cost)."""
+        return {}
+
     def tables(self) -> dict[str, Any]:
         """Further tables of the run (``pandas.DataFrame`` by name) written as parquet."""
         return {}

@@ -65,11 +65,14 @@ def measure_flops(
     loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
     num_classes: int,
     batch_size: int = 4,
+    input_grad: bool = False,
 ) -> ModelFlops:
     """Count FLOPs per sample of ``build()`` on inputs of ``input_shape`` (no batch dim).
 
     The count runs on a batch of ``batch_size`` random samples on the CPU and is
-    divided by the batch size; it is cached under ``key``.
+    divided by the batch size; it is cached under ``key``. ``input_grad``: the
+    backward pass also computes the gradient of the input (a split model's
+    server part, whose input gradient goes back to the device).
     """
     if key in _CACHE:
         return _CACHE[key]
@@ -81,6 +84,8 @@ def measure_flops(
     with FlopCounterMode(display=False, custom_mapping=CUSTOM_FORMULAS) as fwd_counter:
         with torch.no_grad():
             model(x)
+    if input_grad:
+        x.requires_grad_(True)
     with FlopCounterMode(display=False, custom_mapping=CUSTOM_FORMULAS) as train_counter:
         loss = loss_fn(model(x), y)
         loss.backward()

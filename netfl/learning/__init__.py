@@ -4,7 +4,7 @@ Pure torch: nothing here imports SimPy or the radio.
 """
 
 from netfl.learning.datasets import DATASETS, DataRootError, Dataset, load_dataset
-from netfl.learning.executor import LearningContext, SerialExecutor, TrainTask
+from netfl.learning.executor import LearningContext, SerialExecutor, SplitTask, TrainTask
 from netfl.learning.models import MODELS, ModelSpec, get_model_spec, num_parameters
 from netfl.learning.params import clone_state, state_numel, weighted_average
 from netfl.learning.partition import PARTITIONERS, PartitionError, partition
@@ -18,6 +18,7 @@ __all__ = [
     "LearningContext",
     "SerialExecutor",
     "TrainTask",
+    "SplitTask",
     "MODELS",
     "ModelSpec",
     "get_model_spec",

@@ -10,15 +10,23 @@ from __future__ import annotations
 
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from typing import Any, Literal
 
 import numpy as np
 import torch
 from torch import nn
 
 from netfl.learning.models import ModelSpec
-from netfl.learning.train import TrainConfig, TrainResult, train_local
+from netfl.learning.split import Split, split_model
+from netfl.learning.split_train import (
+    aux_head,
+    device_activations,
+    train_local_loss,
+    train_server_part,
+)
+from netfl.learning.train import TrainConfig, train_local
 
-__all__ = ["TrainTask", "LearningContext", "SerialExecutor"]
+__all__ = ["TrainTask", "SplitTask", "LearningContext", "SerialExecutor"]
 
 
 @dataclass
@@ -33,6 +41,28 @@ class TrainTask:
 
 
 @dataclass
+class SplitTask:
+    """One device's job of a split scheme (picklable).
+
+    ``kind``: ``"activations"`` (a frozen device part's forward pass over the
+    device's data; result: a tensor), ``"server"`` (train the server part on
+    ``activations``/``labels``; result: :class:`TrainResult`) or
+    ``"local_loss"`` (local-loss DPFL; result: ``LocalLossResult``).
+    ``states`` holds the parts' states by name (``device``, ``server``, ``aux``).
+    """
+
+    kind: Literal["activations", "server", "local_loss"]
+    model: str
+    point: str
+    states: dict[str, dict[str, torch.Tensor]]
+    indices: np.ndarray
+    config: TrainConfig
+    seed: int
+    activations: torch.Tensor | None = None
+    labels: torch.Tensor | None = None
+
+
+@dataclass
 class LearningContext:
     """What every worker holds once: the training tensors and the model builders."""
 
@@ -43,6 +73,7 @@ class LearningContext:
     specs: dict[str, ModelSpec]
     device: torch.device = field(default_factory=lambda: torch.device("cpu"))
     _models: dict[str, nn.Module] = field(default_factory=dict, repr=False)
+    _splits: dict[str, tuple[Split, nn.Module]] = field(default_factory=dict, repr=False)
 
     def model(self, name: str) -> nn.Module:
         """A worker-local instance of model ``name`` (built once, reloaded per job)."""
@@ -50,7 +81,19 @@ class LearningContext:
             self._models[name] = self.specs[name].build(self.input_shape, self.num_classes)
         return self._models[name]
 
-    def run(self, task: TrainTask) -> TrainResult:
+    def split(self, name: str, point: str) -> tuple[Split, nn.Module]:
+        """Worker-local device/server parts of model ``name`` at ``point``, and an aux head."""
+        key = f"{name}@{point}"
+        if key not in self._models:
+            model = self.specs[name].build(self.input_shape, self.num_classes)
+            split = split_model(model, name, point, self.input_shape)
+            self._models[key] = model
+            self._splits[key] = (split, aux_head(split.activation_shape, self.num_classes))
+        return self._splits[key]
+
+    def run(self, task: TrainTask | SplitTask) -> Any:
+        if isinstance(task, SplitTask):
+            return self._run_split(task)
         idx = torch.from_numpy(np.asarray(task.indices, dtype=np.int64))
         spec = self.specs[task.model]
         return train_local(
@@ -64,6 +107,41 @@ class LearningContext:
             self.device,
         )
 
+    def _run_split(self, task: SplitTask) -> Any:
+        split, aux = self.split(task.model, task.point)
+        loss = self.specs[task.model].loss_fn()
+        if task.kind == "server":
+            return train_server_part(
+                split.server,
+                task.states["server"],
+                task.activations,
+                task.labels,
+                task.config,
+                task.seed,
+                loss,
+                self.device,
+            )
+        idx = torch.from_numpy(np.asarray(task.indices, dtype=np.int64))
+        x, y = self.train_x[idx], self.train_y[idx]
+        if task.kind == "activations":
+            return device_activations(split.device, task.states["device"], x, device=self.device)
+        if task.kind == "local_loss":
+            return train_local_loss(
+                split.device,
+                aux,
+                split.server,
+                task.states["device"],
+                task.states["aux"],
+                task.states["server"],
+                x,
+                y,
+                task.config,
+                task.seed,
+                loss,
+                self.device,
+            )
+        raise ValueError(f"unknown split job {task.kind!r}")
+
 
 class SerialExecutor:
     """Runs each job in the calling process when it is submitted."""
@@ -71,8 +149,8 @@ class SerialExecutor:
     def __init__(self, context: LearningContext):
         self.context = context
 
-    def submit(self, task: TrainTask) -> Future[TrainResult]:
-        fut: Future[TrainResult] = Future()
+    def submit(self, task: TrainTask | SplitTask) -> Future:
+        fut: Future = Future()
         try:
             fut.set_result(self.context.run(task))
         except Exception as err:  # surfaced by fut.result() in the SimPy process

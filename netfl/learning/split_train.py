@@ -88,6 +88,11 @@ class LocalLossResult:
     mean_local_loss: float
     mean_server_loss: float
 
+    @property
+    def mean_loss(self) -> float:
+        """The device's training loss (its local loss)."""
+        return self.mean_local_loss
+
 
 def train_local_loss(
     device_part: nn.Module,

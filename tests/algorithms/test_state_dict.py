@@ -12,17 +12,29 @@ from netfl.scenario_io import algorithm_config, parse_scenario
 from netfl.world import World
 from tests.conftest import tiny_scenario
 
+#: algorithms that split a model need a splittable one (small inputs keep it fast)
+SPLIT = {
+    "data": {
+        "dataset": "synthetic",
+        "synthetic": {"shape": [3, 8, 8], "num_samples": 150, "num_classes": 4},
+        "partition": {"scheme": "dirichlet", "alpha": 0.3},
+    },
+    "model": {"name": "resnet9"},
+}
+OPTIONS = {"ecofed": {"pretrain": {"num_samples": 60, "epochs": 1, "batch_size": 20}}}
+
 
 def _scenario(name: str):
-    return parse_scenario(
-        tiny_scenario(
-            devices={"count": 5},
-            cell={"radius_m": 60, "link": {"mode": "ofdma", "channel_profile": "feddif"}},
-            data={"dataset": "digits", "partition": {"scheme": "dirichlet", "alpha": 0.3}},
-            learning={"mode": "learn"},
-            algorithm={"name": name},
-        )
-    )
+    sections = {
+        "devices": {"count": 5},
+        "cell": {"radius_m": 60, "link": {"mode": "ofdma", "channel_profile": "feddif"}},
+        "data": {"dataset": "digits", "partition": {"scheme": "dirichlet", "alpha": 0.3}},
+        "learning": {"mode": "learn"},
+        "algorithm": {"name": name, **OPTIONS.get(name, {})},
+    }
+    if name in ("vanilla_dpfl", "local_loss_dpfl", "ecofed"):
+        sections.update(SPLIT)
+    return parse_scenario(tiny_scenario(**sections))
 
 
 def _build(name: str):

@@ -1,0 +1,179 @@
+"""DNN-partitioned FL: Table I bytes, the ρ schedule, the frozen device part, the replay
+buffer, pre-training, and vanilla DPFL's equivalence with whole-model FedAvg."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from netfl.algorithms import ALGORITHMS
+from netfl.errors import ScenarioError, UserError
+from netfl.learning.split import round_bytes
+from netfl.runner import run
+from netfl.scenario_io import algorithm_config, parse_scenario
+from netfl.world import World
+from tests.conftest import tiny_scenario
+
+SPLIT = ("vanilla_dpfl", "local_loss_dpfl", "ecofed")
+TINY_PRETRAIN = {"num_samples": 60, "epochs": 1, "batch_size": 20}
+
+
+def _scenario(algorithm: dict, mode: str = "timing", **sections):
+    base = {
+        "devices": {"count": 3, "link_profile": "4g_lte_advanced"},
+        "data": {
+            "dataset": "synthetic",
+            "synthetic": {"shape": [3, 8, 8], "num_samples": 150, "num_classes": 4},
+            "partition": {"scheme": "iid"},
+        },
+        "model": {"name": "resnet9"},
+        "training": {"rounds": 3, "batch_size": 16},
+        "learning": {"mode": mode},
+        "algorithm": algorithm,
+    }
+    base.update(sections)
+    return parse_scenario(tiny_scenario(**base))
+
+
+def _algorithm(scenario):
+    world = World(scenario)
+    return world, ALGORITHMS[scenario.algorithm.name](world, algorithm_config(scenario))
+
+
+def _per_device_bits(result, r: int, node: str) -> dict[str, float]:
+    t = result.transfers
+    t = t[t["round"] == r]
+    return {
+        "up": float(t.loc[t["src"] == node, "size_bits"].sum()),
+        "down": float(t.loc[t["dst"] == node, "size_bits"].sum()),
+    }
+
+
+@pytest.mark.parametrize("name", ["fedavg", *SPLIT])
+def test_per_device_round_bytes_are_table_i(name):
+    algo = {"name": name} if name == "fedavg" else {"name": name, "partition_point": "PP2"}
+    if name == "ecofed":
+        algo["rho"] = 2
+    scenario = _scenario(algo, training={"rounds": 4, "batch_size": 16})
+    result = run(scenario)
+    world, alg = _algorithm(scenario)
+    scheme = "classic_fl" if name == "fedavg" else name
+    model_bits = world.model.size_bits
+    dev_bits = getattr(alg, "device_bits", 0.0)
+    acts = getattr(alg, "act_values", 0)
+    aux = getattr(alg, "aux_bits", 0.0)
+    for r in range(4):
+        for d in world.devices:
+            n = world.num_samples(d)
+            want = round_bytes(
+                scheme,
+                model_bits,
+                dev_bits,
+                n,
+                acts,
+                aux_bits=aux,
+                upload_activations=r % 2 == 0,
+                first_round=r == 0,
+                num_batches=1,
+            )
+            assert _per_device_bits(result, r, d.name) == pytest.approx(want), (r, d.name)
+
+
+def test_ecofed_uploads_every_rho_rounds_and_replays_between():
+    result = run(_scenario({"name": "ecofed", "rho": 3}, training={"rounds": 7}))
+    t = result.transfers
+    assert sorted(t.loc[t["kind"] == "activations", "round"].unique()) == [0, 3, 6]
+    rounds = result.rounds.set_index("round")
+    assert list(rounds["activation_upload"]) == [1, 0, 0, 1, 0, 0, 1]
+    assert (rounds["server_trained"] == 3).all()  # replay: the server trains every round
+    c = result.computes
+    assert set(c.loc[c["kind"] == "device_forward", "round"]) == {0, 3, 6}
+    assert (c.groupby("round")["kind"].apply(lambda k: (k == "server_train").sum()) == 3).all()
+
+
+def test_replay_buffer_capacity_is_respected():
+    # 3 devices × 40 samples; room for 90: the oldest device's activations are evicted
+    result = run(
+        _scenario({"name": "ecofed", "rho": 2, "replay_capacity": 90}, training={"rounds": 4})
+    )
+    r = result.rounds
+    assert (r["buffer_samples"] <= 90).all()
+    # upload rounds: each device trains on its fresh upload; by the next round the
+    # first uploader's entry has been evicted, so only two devices replay
+    assert list(r["server_trained"]) == [3, 2, 3, 2]
+
+
+def test_ecofed_device_part_stays_frozen_and_server_part_learns():
+    scenario = _scenario(
+        {"name": "ecofed", "rho": 2, "pretrain": TINY_PRETRAIN}, "learn", training={"rounds": 3}
+    )
+    world, alg = _algorithm(scenario)
+    dev0 = {k: v.clone() for k, v in alg.part_state(alg.device_keys).items()}
+    srv0 = {k: v.clone() for k, v in alg.part_state(alg.server_keys).items()}
+    for r in range(3):
+        world.recorder.round = r
+        proc = world.env.process(alg.round(r))
+        world.env.run(until=proc)
+    for k, v in alg.part_state(alg.device_keys).items():
+        assert torch.equal(v, dev0[k]), k
+    assert any(not torch.equal(v, srv0[k]) for k, v in alg.part_state(alg.server_keys).items())
+    info = alg.info()
+    assert info["pretrain_flops"] > 0 and "synthetic" in info["pretrain_source"]
+    assert math.isfinite(info["pretrain_server_time_s"])
+    # the same pre-training again comes from the cache, with the same weights
+    _, again = _algorithm(scenario)
+    assert again.info()["pretrain_cached"]
+    for k, v in again.part_state(again.device_keys).items():
+        assert torch.equal(v, dev0[k])
+
+
+def test_pretrained_weights_load_from_a_local_file(tmp_path):
+    scenario = _scenario({"name": "ecofed"}, "learn")
+    world, alg = _algorithm(scenario)
+    state = {
+        k: torch.full_like(v, 0.5) if v.is_floating_point() else v
+        for k, v in alg.global_state.items()
+    }
+    path = tmp_path / "w.pt"
+    torch.save(state, path)
+    loaded = _scenario({"name": "ecofed", "pretrain": {"weights_file": str(path)}}, "learn")
+    _, alg2 = _algorithm(loaded)
+    for k, v in alg2.part_state(alg2.device_keys).items():
+        assert torch.equal(v, state[alg2.device_keys[k]])
+    bad = _scenario({"name": "ecofed", "pretrain": {"dataset": "digits"}}, "learn")
+    with pytest.raises(UserError, match=r"algorithm.pretrain.dataset: digits images are"):
+        _algorithm(bad)
+
+
+def test_vanilla_dpfl_learns_exactly_what_fedavg_learns():
+    """SplitFed's per-batch exchange is whole-model SGD: same accuracies as FedAvg;
+    only the bytes and the instants differ."""
+    fedavg = run(_scenario({"name": "fedavg"}, "learn"))
+    split = run(_scenario({"name": "vanilla_dpfl"}, "learn"))
+    assert list(split.rounds["accuracy"]) == list(fedavg.rounds["accuracy"])
+    assert not split.rounds["sim_time_s"].equals(fedavg.rounds["sim_time_s"])
+
+
+def test_vanilla_dpfl_round_time_is_the_sum_of_its_steps():
+    """One device on a dedicated link: the round is the sum of every exchange and step."""
+    scenario = _scenario({"name": "vanilla_dpfl"}, devices={"count": 1, "link_profile": "4g_lte"})
+    result = run(scenario)
+    world, alg = _algorithm(scenario)
+    dev, bs = world.devices[0], world.bs
+    up, down = dev.link.uplink_bps, dev.link.downlink_bps
+    f_dev, f_srv = dev.compute.effective_flops_per_s, bs.compute.effective_flops_per_s
+    t = alg.device_bits / down + alg.device_bits / up
+    for b in alg.batches(dev):
+        bits = b * alg.act_values * 32
+        t += alg.device_flops.train_per_sample * b / f_dev  # forward + backward
+        t += bits / up + bits / down
+        t += alg.server_flops.train_per_sample * b / f_srv
+    t += 2.0 * (alg.split.device_params + alg.split.server_params) / f_srv  # aggregation
+    assert result.rounds["round_time_s"].iloc[0] == pytest.approx(t, rel=1e-9)
+
+
+def test_split_schemes_need_a_splittable_model():
+    with pytest.raises(ScenarioError, match="model.name: ecofed splits the model"):
+        parse_scenario(tiny_scenario(algorithm={"name": "ecofed"}))
