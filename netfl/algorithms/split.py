@@ -57,7 +57,7 @@ from netfl.learning.split import (
 from netfl.learning.split_train import aux_head
 from netfl.nodes import Node
 
-__all__ = ["SplitConfig", "VanillaDPFL", "LocalLossDPFL", "EcoFed", "EcoFedConfig"]
+__all__ = ["SplitConfig", "VanillaConfig", "VanillaDPFL", "LocalLossDPFL", "EcoFed", "EcoFedConfig"]
 
 
 class SplitConfig(FedAvgConfig):
@@ -151,12 +151,21 @@ class _SplitFL(FedAvg):
         return float(num_samples * self.act_values * self.config.value_bits)
 
 
+class VanillaConfig(SplitConfig):
+    coalesce: bool = Field(
+        True,
+        description="merge a batch's device backward with the next batch's forward into one "
+        "compute step (the device does nothing in between: same instants, fewer events)",
+    )
+
+
 @register
 class VanillaDPFL(_SplitFL):
     """SplitFed V1 (vanilla DPFL): activations up and gradients down every batch."""
 
     name = "vanilla_dpfl"
-    Config = SplitConfig
+    Config = VanillaConfig
+    config: VanillaConfig
     server_input_grad = True
 
     def model_bits(self, device: Node | None = None) -> float:
@@ -171,13 +180,22 @@ class VanillaDPFL(_SplitFL):
             yield radio.transfer(bs, device, self.device_bits, "device_model_down", num_models=1)
         future = self._submit_whole(r, device)
         fwd, dev_train = self.device_flops.inference_per_sample, self.device_flops.train_per_sample
+        bwd = dev_train - fwd
         srv = self.server_flops.train_per_sample
-        for b in self.batches(device):
-            yield compute.run(device, fwd * b, "device_forward")
+        batches = self.batches(device)
+        carry = 0.0  # a backward pass waiting to be merged into the next forward
+        for b in batches:
+            kind = "device_backward_forward" if carry else "device_forward"
+            yield compute.run(device, carry + fwd * b, kind)
             yield radio.transfer(device, bs, self.activation_bits(b), "activations")
             yield compute.run(bs, srv * b, "server_train")
             yield radio.transfer(bs, device, self.activation_bits(b), "gradients")
-            yield compute.run(device, (dev_train - fwd) * b, "device_backward")
+            if self.config.coalesce:
+                carry = bwd * b
+            else:
+                yield compute.run(device, bwd * b, "device_backward")
+        if carry:
+            yield compute.run(device, carry, "device_backward")
         yield radio.transfer(device, bs, self.device_bits, "device_model_up", num_models=1)
         return future.result() if future is not None else None
 

@@ -177,3 +177,26 @@ def test_vanilla_dpfl_round_time_is_the_sum_of_its_steps():
 def test_split_schemes_need_a_splittable_model():
     with pytest.raises(ScenarioError, match="model.name: ecofed splits the model"):
         parse_scenario(tiny_scenario(algorithm={"name": "ecofed"}))
+
+
+def test_coalesced_device_steps_deliver_at_the_same_instants():
+    """Merging a batch's backward with the next forward (the device idles in between
+    otherwise) changes no transfer instant, round time or energy; it saves events."""
+    runs = {
+        c: run(_scenario({"name": "vanilla_dpfl", "coalesce": c}, devices={"count": 3}))
+        for c in (True, False)
+    }
+    a, b = runs[True], runs[False]
+    cols = ["round", "src", "dst", "kind", "size_bits"]
+    assert a.transfers[cols].equals(b.transfers[cols])
+    for col in ("start_s", "end_s"):
+        assert a.transfers[col].to_numpy() == pytest.approx(b.transfers[col].to_numpy(), rel=1e-12)
+    assert a.rounds["round_time_s"].to_numpy() == pytest.approx(
+        b.rounds["round_time_s"].to_numpy(), rel=1e-12
+    )
+    assert a.rounds["device_energy_j"].to_numpy() == pytest.approx(
+        b.rounds["device_energy_j"].to_numpy(), rel=1e-9
+    )
+    assert len(a.computes) < len(b.computes)
+    dev = lambda c: c[c["node"] != "bs"]["flops"].sum()  # noqa: E731
+    assert dev(a.computes) == pytest.approx(dev(b.computes), rel=1e-12)
