@@ -16,13 +16,15 @@ cut, ``value_bits`` per value):
   whole-model SGD on the device's data (tested), so the torch job is the
   whole model's; the bytes and instants are the split exchange's.
 - ``local_loss_dpfl``: download w_C and the auxiliary head; per batch the
-  device trains w_C on its local loss and sends the activations without
-  waiting; the server trains its copy of w_S on each batch as it arrives, in
+  device trains w_C on its local loss and queues the activations for upload
+  without waiting (one send queue per device: its link carries one batch at a
+  time); the server trains its copy of w_S on each batch as it arrives, in
   order; upload w_C and the head after the last batch. All three aggregated.
 - ``ecofed``: w_C pre-trained (``pretrain``) and frozen. A device downloads
   w_C the first time it takes part; in rounds t with t mod ρ = 0 it computes
-  the activations of its data (forward only) and uploads them (8-bit with
-  ``quantize``, one 32-bit scale) into the server's replay buffer; in every
+  the activations of its data batch by batch (forward only) and streams each
+  batch (8-bit with ``quantize``, a 32-bit scale per batch) into the
+  server's replay buffer; in every
   round the server trains a copy of w_S per selected device on that device's
   buffered activations (none yet: the device is skipped), and aggregates the
   copies. Nothing else crosses the air.
@@ -142,13 +144,30 @@ class _SplitFL(FedAvg):
 
     def batches(self, device: Node) -> list[int]:
         """Batch sizes of one device's round (epochs × ⌈n/B⌉ batches)."""
-        n = self.world.num_samples(device)
-        b = self.world.train_config.batch_size
-        per_epoch = [min(b, n - s) for s in range(0, n, b)]
-        return per_epoch * self.world.train_config.epochs
+        return self.epoch_batches(device) * self.world.train_config.epochs
 
     def activation_bits(self, num_samples: int) -> float:
         return float(num_samples * self.act_values * self.config.value_bits)
+
+    def send_after(
+        self, previous: simpy.Event | None, src: Node, dst: Node, bits: float, kind: str, **kw
+    ) -> simpy.Process:
+        """A transfer that starts once ``previous`` (the sender's last queued send) is
+        done: a device streams batches through one send queue, never two at once on
+        its own link."""
+
+        def proc():
+            if previous is not None:
+                yield previous
+            return (yield self.world.radio.transfer(src, dst, bits, kind, **kw))
+
+        return self.world.env.process(proc())
+
+    def epoch_batches(self, device: Node) -> list[int]:
+        """Batch sizes of one pass over a device's data."""
+        n = self.world.num_samples(device)
+        b = self.world.train_config.batch_size
+        return [min(b, n - s) for s in range(0, n, b)]
 
 
 class VanillaConfig(SplitConfig):
@@ -281,13 +300,14 @@ class LocalLossDPFL(_SplitFL):
         dev = self.device_flops.train_per_sample + self.aux_flops.train_per_sample
         srv = self.server_flops.train_per_sample
         previous: simpy.Event | None = None
+        up: simpy.Process | None = None
         server_jobs = []
         for b in self.batches(device):
             yield compute.run(device, dev * b, "device_train")
-            up = radio.transfer(device, bs, self.activation_bits(b), "activations")
+            up = self.send_after(up, device, bs, self.activation_bits(b), "activations")
             previous = env.process(self._server_batch(up, previous, srv * b))
             server_jobs.append(previous)
-        yield radio.transfer(device, bs, self.model_bits(), "device_model_up", num_models=1)
+        yield self.send_after(up, device, bs, self.model_bits(), "device_model_up", num_models=1)
         yield simpy.AllOf(env, server_jobs)
         return future.result() if future is not None else None
 
@@ -445,11 +465,11 @@ class EcoFed(_SplitFL):
     def model_bits(self, device: Node | None = None) -> float:
         return self.server_bits
 
-    def upload_bits(self, device: Node) -> float:
-        n = self.world.num_samples(device)
+    def upload_bits(self, num_samples: int) -> float:
+        """One batch's activations: 8-bit values and a 32-bit scale, or full precision."""
         if self.config.quantize:
-            return quantized_bits(n * self.act_values, 1)
-        return self.activation_bits(n)
+            return quantized_bits(num_samples * self.act_values, 1)
+        return self.activation_bits(num_samples)
 
     def client_round(
         self, r: int, device: Node, download: bool = True
@@ -474,8 +494,13 @@ class EcoFed(_SplitFL):
                         0,
                     )
                 )
-            yield compute.run(device, self.device_flops.inference_per_sample * n, "device_forward")
-            yield radio.transfer(device, bs, self.upload_bits(device), "activations")
+            up: simpy.Process | None = None
+            for b in self.epoch_batches(device):  # forward a batch, queue its upload
+                yield compute.run(
+                    device, self.device_flops.inference_per_sample * b, "device_forward"
+                )
+                up = self.send_after(up, device, bs, self.upload_bits(b), "activations")
+            yield up
             labels = world.dataset.train_y[torch.from_numpy(world.partitions[device.index])]
             if future is not None:
                 acts = future.result()

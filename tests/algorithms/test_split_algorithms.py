@@ -76,7 +76,7 @@ def test_per_device_round_bytes_are_table_i(name):
                 aux_bits=aux,
                 upload_activations=r % 2 == 0,
                 first_round=r == 0,
-                num_batches=1,
+                num_batches=len(alg.epoch_batches(d)) if name == "ecofed" else 1,
             )
             assert _per_device_bits(result, r, d.name) == pytest.approx(want), (r, d.name)
 
@@ -85,6 +85,10 @@ def test_ecofed_uploads_every_rho_rounds_and_replays_between():
     result = run(_scenario({"name": "ecofed", "rho": 3}, training={"rounds": 7}))
     t = result.transfers
     assert sorted(t.loc[t["kind"] == "activations", "round"].unique()) == [0, 3, 6]
+    # a device's streamed uploads never overlap on its own link
+    for _, g in t[t["kind"] == "activations"].groupby(["round", "src"]):
+        g = g.sort_values("start_s")
+        assert (g["start_s"].to_numpy()[1:] >= g["end_s"].to_numpy()[:-1] - 1e-12).all()
     rounds = result.rounds.set_index("round")
     assert list(rounds["activation_upload"]) == [1, 0, 0, 1, 0, 0, 1]
     assert (rounds["server_trained"] == 3).all()  # replay: the server trains every round
@@ -200,3 +204,20 @@ def test_coalesced_device_steps_deliver_at_the_same_instants():
     assert len(a.computes) < len(b.computes)
     dev = lambda c: c[c["node"] != "bs"]["flops"].sum()  # noqa: E731
     assert dev(a.computes) == pytest.approx(dev(b.computes), rel=1e-12)
+
+
+def test_local_loss_streams_through_one_send_queue_per_device():
+    """Streamed activations queue on the device's link: no two of its uploads overlap,
+    so a slow link is never credited with more than its rate."""
+    result = run(
+        _scenario({"name": "local_loss_dpfl"}, devices={"count": 2, "link_profile": "3g"})
+    )
+    t = result.transfers
+    for (_, src), g in t[t["direction"] == "uplink"].groupby(["round", "src"]):
+        g = g.sort_values("start_s")
+        assert (g["start_s"].to_numpy()[1:] >= g["end_s"].to_numpy()[:-1] - 1e-12).all(), src
+        busy = g["duration_s"].sum()
+        assert busy == pytest.approx(g["size_bits"].sum() / 0.4e6)  # 3G: 0.4 Mbit/s up
+    rounds = result.rounds
+    first_up = t[(t["round"] == 0) & (t["direction"] == "uplink") & (t["src"] == "ue0")]
+    assert rounds["round_time_s"].iloc[0] >= first_up["duration_s"].sum()
