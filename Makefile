@@ -27,6 +27,7 @@ bench: $(BIN)/.installed
 	$(BIN)/python benchmarks/overhead.py
 	$(BIN)/python benchmarks/radio_scale.py
 	$(BIN)/python benchmarks/feddif_scale.py
+	$(BIN)/python benchmarks/split_scale.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

@@ -57,6 +57,7 @@ from netfl.learning.split import (
     split_model,
 )
 from netfl.learning.split_train import aux_head
+from netfl.learning.train import batch_bounds
 from netfl.nodes import Node
 
 __all__ = ["SplitConfig", "VanillaConfig", "VanillaDPFL", "LocalLossDPFL", "EcoFed", "EcoFedConfig"]
@@ -165,9 +166,8 @@ class _SplitFL(FedAvg):
 
     def epoch_batches(self, device: Node) -> list[int]:
         """Batch sizes of one pass over a device's data."""
-        n = self.world.num_samples(device)
-        b = self.world.train_config.batch_size
-        return [min(b, n - s) for s in range(0, n, b)]
+        bounds = batch_bounds(self.world.num_samples(device), self.world.train_config.batch_size)
+        return [end - start for start, end in bounds]
 
 
 class VanillaConfig(SplitConfig):

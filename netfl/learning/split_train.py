@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from netfl.learning.train import CPU, State, TrainConfig, TrainResult, train_local
+from netfl.learning.train import CPU, State, TrainConfig, TrainResult, batch_bounds, train_local
 
 __all__ = [
     "aux_head",
@@ -132,8 +132,8 @@ def train_local_loss(
     steps = 0
     for _ in range(config.epochs):
         perm = torch.randperm(n, generator=gen).to(device)
-        for start in range(0, n, config.batch_size):
-            idx = perm[start : start + config.batch_size]
+        for start, end in batch_bounds(n, config.batch_size):
+            idx = perm[start:end]
             xb, yb = x[idx], y[idx]
             opt_dev.zero_grad(set_to_none=True)
             a = device_part(xb)

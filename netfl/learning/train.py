@@ -8,7 +8,14 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-__all__ = ["TrainConfig", "TrainResult", "train_local", "evaluate", "resolve_device"]
+__all__ = [
+    "TrainConfig",
+    "TrainResult",
+    "train_local",
+    "evaluate",
+    "resolve_device",
+    "batch_bounds",
+]
 
 State = dict[str, torch.Tensor]
 CPU = torch.device("cpu")
@@ -42,6 +49,19 @@ def resolve_device(name: str) -> torch.device:
     if name.startswith("cuda") and not torch.cuda.is_available():
         raise RuntimeError("learning.device is 'cuda' but torch finds no CUDA device")
     return torch.device(name)
+
+
+def batch_bounds(n: int, batch_size: int) -> list[tuple[int, int]]:
+    """``(start, end)`` of each mini-batch of one epoch over ``n`` samples.
+
+    A trailing batch of a single sample joins the one before it (when there is
+    one): BatchNorm cannot normalise one sample in training mode, and a
+    one-sample step is noise anyway.
+    """
+    bounds = [(s, min(s + batch_size, n)) for s in range(0, n, batch_size)]
+    if len(bounds) > 1 and bounds[-1][1] - bounds[-1][0] == 1:
+        bounds[-2:] = [(bounds[-2][0], n)]
+    return bounds
 
 
 def train_local(
@@ -79,8 +99,8 @@ def train_local(
     steps = 0
     for _ in range(config.epochs):
         perm = torch.randperm(n, generator=gen).to(device)
-        for start in range(0, n, config.batch_size):
-            idx = perm[start : start + config.batch_size]
+        for start, end in batch_bounds(n, config.batch_size):
+            idx = perm[start:end]
             xb, yb = x[idx], y[idx]
             opt.zero_grad(set_to_none=True)
             logits = model(xb)

@@ -209,9 +209,7 @@ def test_coalesced_device_steps_deliver_at_the_same_instants():
 def test_local_loss_streams_through_one_send_queue_per_device():
     """Streamed activations queue on the device's link: no two of its uploads overlap,
     so a slow link is never credited with more than its rate."""
-    result = run(
-        _scenario({"name": "local_loss_dpfl"}, devices={"count": 2, "link_profile": "3g"})
-    )
+    result = run(_scenario({"name": "local_loss_dpfl"}, devices={"count": 2, "link_profile": "3g"}))
     t = result.transfers
     for (_, src), g in t[t["direction"] == "uplink"].groupby(["round", "src"]):
         g = g.sort_values("start_s")
@@ -221,3 +219,42 @@ def test_local_loss_streams_through_one_send_queue_per_device():
     rounds = result.rounds
     first_up = t[(t["round"] == 0) & (t["direction"] == "uplink") & (t["src"] == "ue0")]
     assert rounds["round_time_s"].iloc[0] >= first_up["duration_s"].sum()
+
+
+def test_ecofed_rho1_unquantised_trains_on_fresh_activations_exactly():
+    """ρ = 1, no quantisation: each round's server part is the weighted average of
+    server parts trained on the activations the frozen device part gives now."""
+    from netfl.learning import weighted_average
+    from netfl.learning.split_train import device_activations, train_server_part
+
+    scenario = _scenario(
+        {"name": "ecofed", "rho": 1, "quantize": False, "pretrain": TINY_PRETRAIN},
+        "learn",
+        training={"rounds": 1, "batch_size": 16},
+    )
+    world, alg = _algorithm(scenario)
+    dev0 = alg.part_state(alg.device_keys)
+    srv0 = alg.part_state(alg.server_keys)
+    split, _ = world.executor.context.split("resnet9", "PP2")
+    states, weights = [], []
+    for d in world.devices:
+        idx = torch.from_numpy(world.partitions[d.index])
+        x, y = world.dataset.train_x[idx], world.dataset.train_y[idx]
+        acts = device_activations(split.device, dev0, x)
+        res = train_server_part(
+            split.server,
+            srv0,
+            acts,
+            y,
+            world.train_config,
+            world.streams.torch_seed("torch", 0, d.index),
+            torch.nn.CrossEntropyLoss(),
+        )
+        states.append(res.state)
+        weights.append(res.num_samples)
+    want = weighted_average(states, weights)
+    proc = world.env.process(alg.round(0))
+    world.env.run(until=proc)
+    got = alg.part_state(alg.server_keys)
+    for k, v in want.items():
+        assert torch.equal(got[k], v), k

@@ -98,3 +98,16 @@ def test_executor_runs_the_same_job_as_a_direct_call():
     got = fut.result()
     assert got.num_samples == 150
     assert all(torch.equal(got.state[k], direct.state[k]) for k in got.state)
+
+
+def test_batch_bounds_cover_every_sample_once_and_never_leave_one_alone():
+    from netfl.learning.train import batch_bounds
+
+    for n in range(1, 60):
+        for b in (1, 2, 5, 10, 16):
+            bounds = batch_bounds(n, b)
+            covered = [i for s, e in bounds for i in range(s, e)]
+            assert covered == list(range(n))
+            if n > 1 and b > 1:
+                assert all(e - s >= 2 for s, e in bounds)
+            assert all(e - s <= b + 1 for s, e in bounds)
