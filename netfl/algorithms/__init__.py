@@ -11,6 +11,7 @@ from netfl.algorithms.base import (
     get_algorithm,
     register,
 )
+from netfl.algorithms.dfl import DFL, FD, DFLConfig, FDConfig
 from netfl.algorithms.fedavg import FedAvg, FedAvgConfig
 from netfl.algorithms.feddif import FedDif, FedDifConfig, FedSwap
 from netfl.algorithms.split import EcoFed, EcoFedConfig, LocalLossDPFL, SplitConfig, VanillaDPFL
@@ -24,6 +25,10 @@ __all__ = [
     "register",
     "FedAvg",
     "FedAvgConfig",
+    "DFL",
+    "DFLConfig",
+    "FD",
+    "FDConfig",
     "FedDif",
     "FedDifConfig",
     "FedSwap",

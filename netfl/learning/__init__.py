@@ -4,7 +4,13 @@ Pure torch: nothing here imports SimPy or the radio.
 """
 
 from netfl.learning.datasets import DATASETS, DataRootError, Dataset, load_dataset
-from netfl.learning.executor import LearningContext, SerialExecutor, SplitTask, TrainTask
+from netfl.learning.executor import (
+    DistillTask,
+    LearningContext,
+    SerialExecutor,
+    SplitTask,
+    TrainTask,
+)
 from netfl.learning.models import MODELS, ModelSpec, get_model_spec, num_parameters
 from netfl.learning.params import clone_state, state_numel, weighted_average
 from netfl.learning.partition import PARTITIONERS, PartitionError, partition
@@ -19,6 +25,7 @@ __all__ = [
     "SerialExecutor",
     "TrainTask",
     "SplitTask",
+    "DistillTask",
     "MODELS",
     "ModelSpec",
     "get_model_spec",

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from netfl.learning.distill import DistillResult, train_distill
 from netfl.learning.models import ModelSpec
 from netfl.learning.split import Split, split_model
 from netfl.learning.split_train import (
@@ -26,7 +27,7 @@ from netfl.learning.split_train import (
 )
 from netfl.learning.train import TrainConfig, train_local
 
-__all__ = ["TrainTask", "SplitTask", "LearningContext", "SerialExecutor"]
+__all__ = ["TrainTask", "SplitTask", "DistillTask", "LearningContext", "SerialExecutor"]
 
 
 @dataclass
@@ -63,6 +64,22 @@ class SplitTask:
 
 
 @dataclass
+class DistillTask:
+    """One device's DFL/FD job: weighted CE + KL to the soft targets, then its own
+    soft targets (picklable; result: ``DistillResult``)."""
+
+    model: str
+    state: dict[str, torch.Tensor]
+    indices: np.ndarray
+    config: TrainConfig
+    seed: int
+    targets: torch.Tensor
+    ce_weight: float
+    kl_weight: float
+    temperature: float = 1.0
+
+
+@dataclass
 class LearningContext:
     """What every worker holds once: the training tensors and the model builders."""
 
@@ -91,9 +108,11 @@ class LearningContext:
             self._splits[key] = (split, aux_head(split.activation_shape, self.num_classes))
         return self._splits[key]
 
-    def run(self, task: TrainTask | SplitTask) -> Any:
+    def run(self, task: TrainTask | SplitTask | DistillTask) -> Any:
         if isinstance(task, SplitTask):
             return self._run_split(task)
+        if isinstance(task, DistillTask):
+            return self._run_distill(task)
         idx = torch.from_numpy(np.asarray(task.indices, dtype=np.int64))
         spec = self.specs[task.model]
         return train_local(
@@ -104,6 +123,23 @@ class LearningContext:
             task.config,
             task.seed,
             spec.loss_fn(),
+            self.device,
+        )
+
+    def _run_distill(self, task: DistillTask) -> DistillResult:
+        idx = torch.from_numpy(np.asarray(task.indices, dtype=np.int64))
+        return train_distill(
+            self.model(task.model),
+            task.state,
+            self.train_x[idx],
+            self.train_y[idx],
+            task.targets,
+            task.ce_weight,
+            task.kl_weight,
+            task.config,
+            task.seed,
+            self.num_classes,
+            task.temperature,
             self.device,
         )
 
@@ -149,7 +185,7 @@ class SerialExecutor:
     def __init__(self, context: LearningContext):
         self.context = context
 
-    def submit(self, task: TrainTask | SplitTask) -> Future:
+    def submit(self, task: TrainTask | SplitTask | DistillTask) -> Future:
         fut: Future = Future()
         try:
             fut.set_result(self.context.run(task))

@@ -1,0 +1,201 @@
+"""DFL: FedAvg plus label-wise soft targets and a dynamic loss ratio, and the FD baseline.
+
+T. Liu et al., "Efficient Federated Learning for AIoT Applications Using
+Knowledge Distillation", IEEE IoT Journal (arXiv 2111.14347), Algorithms 1-2.
+The math is in :mod:`netfl.learning.distill`.
+
+``dfl`` round r: the BS sends each selected device the global model w_r and
+the soft targets Y_r (one download of |w| + N_cls² values); the device trains
+E epochs on (7) ρ·CE + (1 − ρ)·KL(f(x) ‖ Y_r[y]) with ρ from (10) (or a fixed
+ratio), predicts its samples once more for its label-wise soft targets Y_k,
+and uploads Δ_k = w_k − w_r (9) with Y_k (|w| + N_cls² values). The server
+applies (5) — computed as the weighted average of the devices' models, which
+equals w_r + Σ|D_k|Δ_k/Σ|D_k| exactly in real arithmetic and avoids the
+round-off of subtracting w_r and adding it back — and (6) with per-label
+weights. With T = 1 (ρ ≡ 1) the local steps and the aggregation are
+FedAvg's (tested), only the soft targets ride along.
+
+``fd`` (federated distillation, Jeong et al.): only soft targets travel; each
+device keeps its own model and trains on CE + ``kd_weight``·KL to the global
+soft targets. Its accuracy is the mean test accuracy of all devices' models.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any, Literal
+
+import numpy as np
+import simpy
+from pydantic import Field
+
+from netfl.algorithms.base import RoundSummary, register
+from netfl.algorithms.fedavg import FedAvg, FedAvgConfig
+from netfl.learning import DistillTask, clone_state, weighted_average
+from netfl.learning.distill import aggregate_soft_targets, dynamic_ratio, uniform_soft_targets
+from netfl.nodes import Node
+
+__all__ = ["DFL", "DFLConfig", "FD", "FDConfig"]
+
+
+class DFLConfig(FedAvgConfig):
+    ratio: Literal["dynamic", "fixed"] = Field(
+        "dynamic", description="ρ of (7): dynamic (10) max(1 − r/R, T), or fixed"
+    )
+    threshold: float = Field(0.6, ge=0.0, le=1.0, description="T of (10)")
+    fixed_ratio: float = Field(0.5, ge=0.0, le=1.0, description="ρ when ratio is fixed")
+    temperature: float = Field(1.0, gt=0.0, description="softmax temperature of the soft targets")
+    value_bits: int = Field(32, ge=1, description="bits per soft-target value on the wire")
+
+
+class _SoftTargets(FedAvg):
+    """What DFL and FD share: the global soft targets and their payload."""
+
+    def __init__(self, world, config):
+        super().__init__(world, config)
+        self.num_classes = world.dataset.num_classes
+        self.soft = uniform_soft_targets(self.num_classes)
+        self.soft_bits = float(self.num_classes**2 * config.value_bits)
+
+    def ce_kl_weights(self, r: int) -> tuple[float, float]:
+        raise NotImplementedError
+
+    def train_flops(self, device: Node) -> float:
+        """E epochs of training plus one prediction pass for the soft targets."""
+        m, n = self.world.model.flops, self.world.num_samples(device)
+        return m.train_per_sample * n * self.world.train_config.epochs + m.inference_per_sample * n
+
+    def distill_update(
+        self, r: int, device: Node, state: dict | None
+    ) -> Generator[simpy.Event, Any, Any]:
+        world = self.world
+        future = None
+        if world.learn:
+            ce, kl = self.ce_kl_weights(r)
+            future = world.executor.submit(
+                DistillTask(
+                    world.model.spec.name,
+                    state,
+                    world.partitions[device.index],
+                    world.train_config,
+                    world.streams.torch_seed("torch", r, device.index),
+                    self.soft.clone(),
+                    ce,
+                    kl,
+                    self.config.temperature,
+                )
+            )
+        yield world.compute.run(device, self.train_flops(device), "train")
+        return future.result() if future is not None else None
+
+    def state_dict(self) -> dict[str, Any]:
+        return {**super().state_dict(), "soft_targets": self.soft.clone()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        super().load_state_dict(state)
+        self.soft = state["soft_targets"].clone()
+
+
+@register
+class DFL(_SoftTargets):
+    """DFL (Liu et al., Algorithms 1-2): weights and label-wise soft targets."""
+
+    name = "dfl"
+    Config = DFLConfig
+    config: DFLConfig
+
+    def rho(self, r: int) -> float:
+        if self.config.ratio == "fixed":
+            return self.config.fixed_ratio
+        return dynamic_ratio(r, self.world.scenario.training.rounds, self.config.threshold)
+
+    def ce_kl_weights(self, r: int) -> tuple[float, float]:
+        rho = self.rho(r)
+        return rho, 1.0 - rho
+
+    def model_bits(self, device: Node | None = None) -> float:
+        """The model (or its update Δ) and the soft targets travel together."""
+        return self.world.model.size_bits + self.soft_bits
+
+    def local_update(self, r, device, state, epochs=None, seed_key=()):
+        return (yield from self.distill_update(r, device, state))
+
+    def server_update(self, r, clients, results) -> Generator[simpy.Event, Any, None]:
+        world = self.world
+        flops = self.aggregation_flops(len(results)) + 2.0 * self.num_classes**2 * len(results)
+        yield world.compute.run(world.bs, flops, "aggregate")
+        if world.learn:
+            weights = [res.num_samples for res in results]
+            self.global_state = weighted_average([res.state for res in results], weights)
+            self.soft = aggregate_soft_targets(
+                self.soft, [(res.soft_targets, res.label_counts) for res in results]
+            )
+
+    def round(self, r: int) -> Generator[simpy.Event, Any, RoundSummary]:
+        summary = yield from super().round(r)
+        summary.extra["rho"] = self.rho(r)
+        return summary
+
+
+class FDConfig(DFLConfig):
+    kd_weight: float = Field(1.0, ge=0.0, description="weight of the KL term (CE has weight 1)")
+
+
+@register
+class FD(_SoftTargets):
+    """Federated distillation (Jeong et al.): only soft targets travel; models stay local."""
+
+    name = "fd"
+    Config = FDConfig
+    config: FDConfig
+
+    def __init__(self, world, config: FDConfig):
+        super().__init__(world, config)
+        self.device_states: dict[int, dict] = {}
+
+    def ce_kl_weights(self, r: int) -> tuple[float, float]:
+        return 1.0, self.config.kd_weight
+
+    def client_round(
+        self, r: int, device: Node, download: bool = True
+    ) -> Generator[simpy.Event, Any, Any]:
+        world = self.world
+        if download:
+            yield world.radio.transfer(world.bs, device, self.soft_bits, "soft_targets_down")
+        # (with multicast the round already broadcast them)
+        state = self.device_states.get(device.index, self.global_state)
+        result = yield from self.distill_update(r, device, state)
+        yield world.radio.transfer(device, world.bs, self.soft_bits, "soft_targets_up")
+        if result is not None:
+            self.device_states[device.index] = result.state
+        return result
+
+    def model_bits(self, device: Node | None = None) -> float:
+        """Only the soft targets travel (a multicast sends them once)."""
+        return self.soft_bits
+
+    def server_update(self, r, clients, results) -> Generator[simpy.Event, Any, None]:
+        world = self.world
+        yield world.compute.run(world.bs, 2.0 * self.num_classes**2 * len(results), "aggregate")
+        if world.learn:
+            self.soft = aggregate_soft_targets(
+                self.soft, [(res.soft_targets, res.label_counts) for res in results]
+            )
+
+    def evaluate(self) -> tuple[float, float]:
+        """Mean test accuracy and loss of every device's model (untrained ones: the initial)."""
+        scores = [
+            self.world.evaluate(self.device_states.get(d.index, self.global_state))
+            for d in self.world.devices
+        ]
+        return float(np.mean([a for a, _ in scores])), float(np.mean([loss for _, loss in scores]))
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            **super().state_dict(),
+            "device_states": {k: clone_state(v) for k, v in self.device_states.items()},
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        super().load_state_dict(state)
+        self.device_states = dict(state["device_states"])
