@@ -154,8 +154,9 @@ def test_pretrained_weights_load_from_a_local_file(tmp_path):
 def test_vanilla_dpfl_learns_exactly_what_fedavg_learns():
     """SplitFed's per-batch exchange is whole-model SGD: same accuracies as FedAvg;
     only the bytes and the instants differ."""
-    fedavg = run(_scenario({"name": "fedavg"}, "learn"))
-    split = run(_scenario({"name": "vanilla_dpfl"}, "learn"))
+    small = {"devices": {"count": 2}, "training": {"rounds": 2, "batch_size": 16}}
+    fedavg = run(_scenario({"name": "fedavg"}, "learn", **small))
+    split = run(_scenario({"name": "vanilla_dpfl"}, "learn", **small))
     assert list(split.rounds["accuracy"]) == list(fedavg.rounds["accuracy"])
     assert not split.rounds["sim_time_s"].equals(fedavg.rounds["sim_time_s"])
 

@@ -16,7 +16,7 @@ from tests.conftest import tiny_scenario
 SPLIT = {
     "data": {
         "dataset": "synthetic",
-        "synthetic": {"shape": [3, 8, 8], "num_samples": 150, "num_classes": 4},
+        "synthetic": {"shape": [3, 8, 8], "num_samples": 60, "num_classes": 4},
         "partition": {"scheme": "dirichlet", "alpha": 0.3},
     },
     "model": {"name": "resnet9"},
