@@ -239,16 +239,12 @@ class VanillaDPFL(_SplitFL):
         return 2.0 * (self.split.device_params + self.split.server_params) * num_models
 
 
-class LocalLossConfig(SplitConfig):
-    pass
-
-
 @register
 class LocalLossDPFL(_SplitFL):
     """Local-loss DPFL: the device trains on an auxiliary loss; activations up only."""
 
     name = "local_loss_dpfl"
-    Config = LocalLossConfig
+    Config = SplitConfig
 
     def __init__(self, world, config: SplitConfig):
         super().__init__(world, config)
@@ -376,8 +372,11 @@ class EcoFedConfig(SplitConfig):
 
 @register
 class EcoFed(_SplitFL):
-    """EcoFed (Wu et al., Algorithm 1): frozen pre-trained w_C, activation switch,
-    replay buffer, 8-bit activations; only w_S is trained and aggregated."""
+    """EcoFed (Wu et al., Algorithm 1): frozen pre-trained device part, replayed 8-bit activations.
+
+    Activation switch every ρ rounds, a replay buffer on the server; only the
+    server part w_S is trained and aggregated.
+    """
 
     name = "ecofed"
     Config = EcoFedConfig
