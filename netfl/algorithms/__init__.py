@@ -12,9 +12,10 @@ from netfl.algorithms.base import (
     register,
 )
 from netfl.algorithms.dfl import DFL, FD, DFLConfig, FDConfig
+from netfl.algorithms.ecofed import EcoFed, EcoFedConfig
 from netfl.algorithms.fedavg import FedAvg, FedAvgConfig
 from netfl.algorithms.feddif import FedDif, FedDifConfig, FedSwap
-from netfl.algorithms.split import EcoFed, EcoFedConfig, LocalLossDPFL, SplitConfig, VanillaDPFL
+from netfl.algorithms.split import LocalLossDPFL, SplitConfig, VanillaDPFL
 
 __all__ = [
     "ALGORITHMS",

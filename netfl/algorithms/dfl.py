@@ -23,6 +23,7 @@ soft targets. Its accuracy is the mean test accuracy of the devices' models
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Generator
 from typing import Any, Literal
 
@@ -58,8 +59,9 @@ class _SoftTargets(FedAvg):
         self.soft = uniform_soft_targets(self.num_classes)
         self.soft_bits = float(self.num_classes**2 * config.value_bits)
 
+    @abstractmethod
     def ce_kl_weights(self, r: int) -> tuple[float, float]:
-        raise NotImplementedError
+        """Weights of CE and of KL to the soft targets in round ``r``'s local loss."""
 
     def train_flops(self, device: Node) -> float:
         """E epochs of training plus one prediction pass for the soft targets."""
@@ -198,8 +200,7 @@ class FD(_SoftTargets):
             rng = self.world.streams.generator("fd_eval")
             devices = [devices[i] for i in sorted(rng.choice(len(devices), k, replace=False))]
         scores = [
-            self.world.evaluate(self.device_states.get(d.index, self.global_state))
-            for d in devices
+            self.world.evaluate(self.device_states.get(d.index, self.global_state)) for d in devices
         ]
         return float(np.mean([a for a, _ in scores])), float(np.mean([loss for _, loss in scores]))
 

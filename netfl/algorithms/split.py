@@ -20,47 +20,31 @@ cut, ``value_bits`` per value):
   without waiting (one send queue per device: its link carries one batch at a
   time); the server trains its copy of w_S on each batch as it arrives, in
   order; upload w_C and the head after the last batch. All three aggregated.
-- ``ecofed``: w_C pre-trained (``pretrain``) and frozen. A device downloads
-  w_C the first time it takes part; in rounds t with t mod ρ = 0 it computes
-  the activations of its data batch by batch (forward only) and streams each
-  batch (8-bit with ``quantize``, a 32-bit scale per batch) into the
-  server's replay buffer; in every
-  round the server trains a copy of w_S per selected device on that device's
-  buffered activations (none yet: the device is skipped), and aggregates the
-  copies. Nothing else crosses the air.
+- ``ecofed``: :mod:`netfl.algorithms.ecofed`.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Generator
 from typing import Any, ClassVar, Literal
 
-import numpy as np
 import simpy
 import torch
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from netfl.algorithms.base import RoundSummary, register
+from netfl.algorithms.base import register
 from netfl.algorithms.fedavg import FedAvg, FedAvgConfig
 from netfl.compute.flops import measure_flops
-from netfl.errors import UserError
-from netfl.learning import DataRootError, SplitTask, TrainResult, load_dataset, weighted_average
-from netfl.learning.pretrain import load_weights, pretrain
+from netfl.learning import SplitTask, TrainResult, weighted_average
 from netfl.learning.split import (
     PARTITION_POINTS,
-    ReplayBuffer,
-    activation_switch,
-    dequantize_activations,
-    quantize_activations,
-    quantized_bits,
     split_model,
 )
 from netfl.learning.split_train import aux_head
 from netfl.learning.train import batch_bounds
 from netfl.nodes import Node
 
-__all__ = ["SplitConfig", "VanillaConfig", "VanillaDPFL", "LocalLossDPFL", "EcoFed", "EcoFedConfig"]
+__all__ = ["SplitConfig", "SplitFL", "VanillaConfig", "VanillaDPFL", "LocalLossDPFL"]
 
 
 class SplitConfig(FedAvgConfig):
@@ -76,7 +60,7 @@ def _keymap(part: torch.nn.Module, whole: torch.nn.Module) -> dict[str, str]:
     return {k: by_id[id(t)] for k, t in part.state_dict(keep_vars=True).items()}
 
 
-class _SplitFL(FedAvg):
+class SplitFL(FedAvg):
     """What the three split schemes share: the split, its sizes and FLOPs, state maps."""
 
     config: SplitConfig
@@ -179,7 +163,7 @@ class VanillaConfig(SplitConfig):
 
 
 @register
-class VanillaDPFL(_SplitFL):
+class VanillaDPFL(SplitFL):
     """SplitFed V1 (vanilla DPFL): activations up and gradients down every batch."""
 
     name = "vanilla_dpfl"
@@ -240,7 +224,7 @@ class VanillaDPFL(_SplitFL):
 
 
 @register
-class LocalLossDPFL(_SplitFL):
+class LocalLossDPFL(SplitFL):
     """Local-loss DPFL: the device trains on an auxiliary loss; activations up only."""
 
     name = "local_loss_dpfl"
@@ -339,243 +323,3 @@ class LocalLossDPFL(_SplitFL):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         super().load_state_dict(state)
         self.aux_state = state["aux_state"]
-
-
-class PretrainConfig(BaseModel):
-    """Where EcoFed's frozen device part comes from."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    dataset: str | None = Field(
-        "synthetic",
-        description="pre-training data set (its images must have the FL data's shape); "
-        "'synthetic' draws Gaussian class clusters of that shape; none: random frozen weights",
-    )
-    root: str | None = Field(None, description="local root of a torchvision pre-training set")
-    num_samples: int = Field(2000, ge=10, description="samples of a synthetic pre-training set")
-    epochs: int = Field(2, ge=0)
-    lr: float = Field(0.01, gt=0)
-    batch_size: int = Field(32, ge=1)
-    weights_file: str | None = Field(
-        None, description="load the whole model's pre-trained state from this local file instead"
-    )
-
-
-class EcoFedConfig(SplitConfig):
-    rho: int = Field(2, ge=1, description="activation switch: upload in rounds t with t mod ρ = 0")
-    quantize: bool = Field(True, description="8-bit activations (EcoFed's compressor)")
-    replay_capacity: int | None = Field(
-        None, ge=1, description="replay buffer capacity in samples (none: unbounded)"
-    )
-    pretrain: PretrainConfig = PretrainConfig()
-
-
-@register
-class EcoFed(_SplitFL):
-    """EcoFed (Wu et al., Algorithm 1): frozen pre-trained device part, replayed 8-bit activations.
-
-    Activation switch every ρ rounds, a replay buffer on the server; only the
-    server part w_S is trained and aggregated.
-    """
-
-    name = "ecofed"
-    Config = EcoFedConfig
-    config: EcoFedConfig
-
-    def __init__(self, world, config: EcoFedConfig):
-        super().__init__(world, config)
-        self.buffer = ReplayBuffer(config.replay_capacity)
-        self.has_device_part: set[int] = set()
-        self.pretrain_info: dict[str, Any] = {}
-        if world.learn:
-            self._pretrain()
-
-    def _pretrain(self) -> None:
-        world, pc = self.world, self.config.pretrain
-        where = f"{world.source}: algorithm.pretrain"
-        if pc.weights_file:
-            try:
-                loaded = load_weights(pc.weights_file)
-            except (OSError, ValueError, RuntimeError) as err:
-                raise UserError(f"{where}.weights_file: {err}") from None
-            wanted = set(self.device_keys.values())
-            if not wanted <= set(loaded):
-                raise UserError(
-                    f"{where}.weights_file: {pc.weights_file} lacks the device part's "
-                    f"{sorted(wanted - set(loaded))[:3]}"
-                )
-            self.merge({k: loaded[w].clone() for k, w in self.device_keys.items()}, None)
-            self.pretrain_info = {"pretrain_source": str(pc.weights_file)}
-            return
-        if pc.dataset is None or pc.epochs == 0:
-            self.pretrain_info = {"pretrain_source": "none (random frozen device part)"}
-            return
-        shape = world.dataset.input_shape
-        options = (
-            {
-                "num_samples": pc.num_samples,
-                "shape": shape,
-                "num_classes": world.dataset.num_classes,
-            }
-            if pc.dataset == "synthetic"
-            else {}
-        )
-        seed = world.scenario.seed + 7919  # a data set of its own, not the FL data
-        try:
-            data = load_dataset(pc.dataset, pc.root, 0.2, seed, **options)
-        except (KeyError, DataRootError) as err:
-            raise UserError(f"{where}.dataset: {err}") from None
-        if data.input_shape != shape:
-            raise UserError(
-                f"{where}.dataset: {pc.dataset} images are {data.input_shape}, "
-                f"the FL data's are {shape}"
-            )
-        from netfl.learning import TrainConfig
-
-        cfg = TrainConfig(lr=pc.lr, momentum=0.9, batch_size=pc.batch_size, epochs=pc.epochs)
-        init = self.global_state
-        if data.num_classes != world.dataset.num_classes:  # another head for another label set
-            with torch.random.fork_rng():
-                torch.manual_seed(world.streams.torch_seed("pretrain_init"))
-                init = world.model.spec.build(shape, data.num_classes).state_dict()
-        res = pretrain(
-            world.model.spec,
-            init,
-            data,
-            {"name": pc.dataset, "root": pc.root, **options, "seed": seed},
-            cfg,
-            world.streams.torch_seed("pretrain"),
-            world.torch_device,
-        )
-        self.merge({k: res.state[w] for k, w in self.device_keys.items()}, None)
-        flops = world.model.flops.train_per_sample * res.num_samples * pc.epochs
-        self.pretrain_info = {
-            "pretrain_source": f"{pc.dataset} ({res.num_samples} samples, {pc.epochs} epochs)",
-            "pretrain_train_accuracy": res.train_accuracy,
-            "pretrain_flops": flops,
-            "pretrain_server_time_s": flops / world.bs.compute.effective_flops_per_s,
-            "pretrain_wall_s": res.wall_s,
-            "pretrain_cached": res.cached,
-        }
-
-    def info(self) -> dict[str, Any]:
-        return dict(self.pretrain_info)
-
-    def model_bits(self, device: Node | None = None) -> float:
-        return self.server_bits
-
-    def upload_bits(self, num_samples: int) -> float:
-        """One batch's activations: 8-bit values and a 32-bit scale, or full precision."""
-        if self.config.quantize:
-            return quantized_bits(num_samples * self.act_values, 1)
-        return self.activation_bits(num_samples)
-
-    def client_round(
-        self, r: int, device: Node, download: bool = True
-    ) -> Generator[simpy.Event, Any, Any]:
-        world = self.world
-        radio, compute, bs = world.radio, world.compute, world.bs
-        if device.index not in self.has_device_part:
-            yield radio.transfer(bs, device, self.device_bits, "device_model_down", num_models=1)
-            self.has_device_part.add(device.index)
-        n = world.num_samples(device)
-        if activation_switch(r, self.config.rho):
-            future = None
-            if world.learn:
-                future = world.executor.submit(
-                    SplitTask(
-                        "activations",
-                        world.model.spec.name,
-                        self.config.partition_point,
-                        {"device": self.part_state(self.device_keys)},
-                        world.partitions[device.index],
-                        world.train_config,
-                        0,
-                    )
-                )
-            up: simpy.Process | None = None
-            for b in self.epoch_batches(device):  # forward a batch, queue its upload
-                yield compute.run(
-                    device, self.device_flops.inference_per_sample * b, "device_forward"
-                )
-                up = self.send_after(up, device, bs, self.upload_bits(b), "activations")
-            yield up
-            labels = world.dataset.train_y[torch.from_numpy(world.partitions[device.index])]
-            if future is not None:
-                acts = future.result()
-                stored = quantize_activations(acts) if self.config.quantize else acts
-            else:  # timing mode: the buffer keeps the sample count only
-                stored = torch.empty((n, 0))
-            self.buffer.put(device.index, stored, labels)
-        entry = self.buffer.get(device.index)
-        if entry is None:
-            return None  # nothing uploaded yet, or evicted: no replay for this device
-        stored, labels = entry
-        flops = self.server_flops.train_per_sample * len(labels) * world.train_config.epochs
-        future = None
-        if world.learn:
-            acts = dequantize_activations(stored) if self.config.quantize else stored
-            future = world.executor.submit(
-                SplitTask(
-                    "server",
-                    world.model.spec.name,
-                    self.config.partition_point,
-                    {"server": self.part_state(self.server_keys)},
-                    world.partitions[device.index],
-                    world.train_config,
-                    world.streams.torch_seed("torch", r, device.index),
-                    activations=acts,
-                    labels=labels,
-                )
-            )
-        yield compute.run(bs, flops, "server_train")
-        if future is None:
-            return _Trained(None, len(labels))
-        res = future.result()
-        return _Trained(res.state, res.num_samples, res.mean_loss)
-
-    def round(self, r: int) -> Generator[simpy.Event, Any, RoundSummary]:
-        env = self.world.env
-        clients = self.select_clients(r)
-        jobs = [env.process(self.client_round(r, dev)) for dev in clients]
-        yield simpy.AllOf(env, jobs)
-        trained = [job.value for job in jobs if job.value is not None]
-        yield self.world.compute.run(
-            self.world.bs, 2.0 * self.split.server_params * len(trained), "aggregate"
-        )
-        if self.world.learn and trained:
-            self.merge(
-                None,
-                weighted_average([t.state for t in trained], [t.num_samples for t in trained]),
-            )
-        losses = [t.loss for t in trained if math.isfinite(t.loss)]
-        return RoundSummary(
-            num_clients=len(clients),
-            train_loss=float(np.mean(losses)) if losses else float("nan"),
-            extra={
-                "activation_upload": float(activation_switch(r, self.config.rho)),
-                "server_trained": float(len(trained)),
-                "buffer_samples": float(len(self.buffer)),
-            },
-        )
-
-    def state_dict(self) -> dict[str, Any]:
-        return {
-            **super().state_dict(),
-            "buffer": self.buffer.state_dict(),
-            "has_device_part": sorted(self.has_device_part),
-        }
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        super().load_state_dict(state)
-        self.buffer.load_state_dict(state["buffer"])
-        self.has_device_part = set(state["has_device_part"])
-
-
-class _Trained:
-    """A server-side copy of w_S trained for one device."""
-
-    def __init__(self, state, num_samples: int, loss: float = float("nan")):
-        self.state = state
-        self.num_samples = num_samples
-        self.loss = loss

@@ -23,7 +23,15 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from netfl.learning.train import CPU, State, TrainConfig, TrainResult, batch_bounds, train_local
+from netfl.learning.train import (
+    CPU,
+    State,
+    TrainConfig,
+    TrainResult,
+    batch_bounds,
+    sgd,
+    train_local,
+)
 
 __all__ = [
     "aux_head",
@@ -117,13 +125,8 @@ def train_local_loss(
         part.to(device)
         part.train()
 
-    def sgd(params):
-        return torch.optim.SGD(
-            params, lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay
-        )
-
-    opt_dev = sgd([*device_part.parameters(), *aux.parameters()])
-    opt_srv = sgd(server_part.parameters())
+    opt_dev = sgd([*device_part.parameters(), *aux.parameters()], config)
+    opt_srv = sgd(server_part.parameters(), config)
     gen = torch.Generator().manual_seed(seed)
     x, y = x.to(device), y.to(device)
     n = len(y)

@@ -15,6 +15,7 @@ __all__ = [
     "evaluate",
     "resolve_device",
     "batch_bounds",
+    "sgd",
 ]
 
 State = dict[str, torch.Tensor]
@@ -49,6 +50,13 @@ def resolve_device(name: str) -> torch.device:
     if name.startswith("cuda") and not torch.cuda.is_available():
         raise RuntimeError("learning.device is 'cuda' but torch finds no CUDA device")
     return torch.device(name)
+
+
+def sgd(params, config: TrainConfig) -> torch.optim.SGD:
+    """The local optimiser of every training job: SGD with the config's lr, momentum, decay."""
+    return torch.optim.SGD(
+        params, lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay
+    )
 
 
 def batch_bounds(n: int, batch_size: int) -> list[tuple[int, int]]:
@@ -86,12 +94,7 @@ def train_local(
     model.load_state_dict(state)
     model.to(device)
     model.train()
-    opt = torch.optim.SGD(
-        model.parameters(),
-        lr=config.lr,
-        momentum=config.momentum,
-        weight_decay=config.weight_decay,
-    )
+    opt = sgd(model.parameters(), config)
     gen = torch.Generator().manual_seed(seed)
     x, y = x.to(device), y.to(device)
     n = len(y)
