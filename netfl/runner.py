@@ -70,6 +70,7 @@ def run(
         acc = loss = float("nan")
         if world.learn and ((r + 1) % tr.eval_every == 0 or last):
             acc, loss = algorithm.evaluate()
+            row.update(algorithm.evaluation_columns())
         row["accuracy"], row["loss"] = acc, loss
         rows.append(row)
         if on_round is not None:

@@ -266,7 +266,12 @@ class DeviceGroup(_Strict):
     count: PositiveInt
     compute_profile: str | None = None
     link_profile: str | None = None
+    model: str | None = Field(
+        None,
+        description="this group's on-device model (heterogeneous-model algorithms: fedzkt, fedmd)",
+    )
 
+    _vm = field_validator("model")(lambda v: _check_name("model", v, MODELS))
     _vc = field_validator("compute_profile")(
         lambda v: _check_name("compute profile", v, compute_profiles())
     )
@@ -282,6 +287,30 @@ class DevicesSection(_Strict):
         default_factory=list,
         description="the first devices take these groups' profiles in order; the rest the defaults",
     )
+    models: list[str] = Field(
+        default_factory=list,
+        description="on-device models assigned in turn (device i gets models[i mod len]; a "
+        "group's model wins); empty: every device runs model.name",
+    )
+
+    @field_validator("models")
+    @classmethod
+    def _vms(cls, v: list[str]) -> list[str]:
+        for name in v:
+            _check_name("model", name, MODELS)
+        return v
+
+    def model_names(self, default: str) -> list[str]:
+        """The model of each device: its group's, else ``models`` in turn, else ``default``."""
+        names = [
+            self.models[i % len(self.models)] if self.models else default for i in range(self.count)
+        ]
+        i = 0
+        for g in self.groups:
+            if g.model is not None:
+                names[i : i + g.count] = [g.model] * g.count
+            i += g.count
+        return names
 
     _vc = field_validator("compute_profile")(
         lambda v: _check_name("compute profile", v, compute_profiles())

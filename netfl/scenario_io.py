@@ -120,10 +120,28 @@ def parse_scenario(data: Any, source: str = "<scenario>") -> Scenario:
             (p, m.replace("unknown key", f"unknown key (valid keys: {fields})")) for p, m in probs
         ]
         raise ScenarioError(source, probs) from None
-    probs = ALGORITHMS[name].check_scenario(scenario)
+    probs = _check_device_models(scenario) + ALGORITHMS[name].check_scenario(scenario)
     if probs:
         raise ScenarioError(source, probs)
     return scenario
+
+
+def _check_device_models(scenario: Scenario) -> list[tuple[str, str]]:
+    """Per-device models are for algorithms that declare ``heterogeneous_models``."""
+    name = scenario.algorithm.name
+    if ALGORITHMS[name].heterogeneous_models:
+        return []
+    if set(scenario.devices.model_names(scenario.model.name)) == {scenario.model.name}:
+        return []
+    able = ", ".join(sorted(k for k, c in ALGORITHMS.items() if c.heterogeneous_models))
+    key = "devices.models" if scenario.devices.models else "devices.groups"
+    return [
+        (
+            key,
+            f"algorithm {name!r} trains one model (model.name) on every device; "
+            f"per-device models need one of: {able}",
+        )
+    ]
 
 
 def _parse_value(text: str) -> Any:

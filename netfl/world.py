@@ -99,13 +99,11 @@ class World:
                     train_y=self.dataset.train_y,
                     input_shape=self.dataset.input_shape,
                     num_classes=self.dataset.num_classes,
-                    specs={self.model.spec.name: self.model.spec},
+                    specs={name: info.spec for name, info in self.models.items()},
                     device=self.torch_device,
                 )
             )
-            self._eval_model = self.model.spec.build(
-                self.dataset.input_shape, self.dataset.num_classes
-            )
+            self._eval_models: dict[str, torch.nn.Module] = {}
 
     # -- construction ------------------------------------------------------
     def _build_data(self, source: str) -> None:
@@ -247,8 +245,21 @@ class World:
             node.position_m = pos
 
     def _build_model(self) -> None:
+        """``model`` (the scenario's ``model.name``: the global model) and ``models`` by
+        name, with every device's own architecture (``device_model``)."""
         m = self.scenario.model
-        spec = get_model_spec(m.name)
+        self.device_model_names = self.scenario.devices.model_names(m.name)
+        self.models = {
+            name: self.model_info(name)
+            for name in dict.fromkeys([m.name, *self.device_model_names])
+        }
+        self.model = self.models[m.name]
+
+    def model_info(self, name: str) -> ModelInfo:
+        """Size and FLOPs of model ``name`` on this data set (``model.size_bits``, if set,
+        overrides the size of ``model.name`` only; others send ``bits_per_param`` each)."""
+        m = self.scenario.model
+        spec = get_model_spec(name)
         shape, classes = self.dataset.input_shape, self.dataset.num_classes
         with torch.random.fork_rng():
             num_params = num_parameters(spec.build(shape, classes))
@@ -259,28 +270,45 @@ class World:
             spec.loss_fn(),
             classes,
         )
-        size_bits = m.size_bits if m.size_bits is not None else num_params * m.bits_per_param
-        self.model = ModelInfo(spec, num_params, float(size_bits), flops)
+        size_bits = num_params * m.bits_per_param
+        if name == m.name and m.size_bits is not None:
+            size_bits = m.size_bits
+        return ModelInfo(spec, num_params, float(size_bits), flops)
+
+    def device_model(self, device: Node) -> ModelInfo:
+        """The architecture device ``device`` runs (``model`` unless the scenario assigns
+        per-device models)."""
+        return self.models[self.device_model_names[device.index]]
 
     # -- helpers for algorithms --------------------------------------------
     def num_samples(self, device: Node) -> int:
         return len(self.partitions[device.index])
 
-    def init_model_state(self) -> dict[str, torch.Tensor]:
-        """Initial global parameters, seeded from the ``model_init`` stream."""
+    def init_model_state(self, name: str | None = None, *keys: int) -> dict[str, torch.Tensor]:
+        """Initial parameters of model ``name`` (default: the global model), seeded from
+        the ``model_init`` stream (of ``keys`` too, e.g. a device index, when given)."""
+        spec = self.models[name or self.model.spec.name].spec
         with torch.random.fork_rng():
-            torch.manual_seed(self.streams.torch_seed("model_init"))
-            model = self.model.spec.build(self.dataset.input_shape, self.dataset.num_classes)
+            torch.manual_seed(self.streams.torch_seed("model_init", *keys))
+            model = spec.build(self.dataset.input_shape, self.dataset.num_classes)
         return {k: v.detach().clone() for k, v in model.state_dict().items()}
 
-    def evaluate(self, state: dict[str, torch.Tensor]) -> tuple[float, float]:
-        """Accuracy and loss of ``state`` on the server's test set (not charged in time)."""
+    def evaluate(
+        self, state: dict[str, torch.Tensor], name: str | None = None
+    ) -> tuple[float, float]:
+        """Accuracy and loss of ``state`` (of model ``name``, default the global model) on
+        the server's test set (not charged in time)."""
+        spec = self.models[name or self.model.spec.name].spec
+        if spec.name not in self._eval_models:
+            self._eval_models[spec.name] = spec.build(
+                self.dataset.input_shape, self.dataset.num_classes
+            )
         return evaluate(
-            self._eval_model,
+            self._eval_models[spec.name],
             state,
             self.dataset.test_x,
             self.dataset.test_y,
-            self.model.spec.loss_fn(),
+            spec.loss_fn(),
             self.scenario.learning.eval_batch_size,
             self.torch_device,
         )

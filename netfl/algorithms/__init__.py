@@ -15,6 +15,8 @@ from netfl.algorithms.dfl import DFL, FD, DFLConfig, FDConfig
 from netfl.algorithms.ecofed import EcoFed, EcoFedConfig
 from netfl.algorithms.fedavg import FedAvg, FedAvgConfig
 from netfl.algorithms.feddif import FedDif, FedDifConfig, FedSwap
+from netfl.algorithms.fedmd import FedMD, FedMDConfig
+from netfl.algorithms.fedzkt import FedZKT, FedZKTConfig
 from netfl.algorithms.split import LocalLossDPFL, SplitConfig, VanillaDPFL
 
 __all__ = [
@@ -33,6 +35,10 @@ __all__ = [
     "FedDif",
     "FedDifConfig",
     "FedSwap",
+    "FedZKT",
+    "FedMD",
+    "FedMDConfig",
+    "FedZKTConfig",
     "EcoFed",
     "EcoFedConfig",
     "LocalLossDPFL",

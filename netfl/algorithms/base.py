@@ -55,6 +55,8 @@ class Algorithm(ABC):
 
     name: ClassVar[str]
     Config: ClassVar[type[AlgorithmConfig]]
+    #: devices may run different architectures (``devices.models``, ``devices.groups[].model``)
+    heterogeneous_models: ClassVar[bool] = False
 
     def __init__(self, world: World, config: AlgorithmConfig):
         self.world = world
@@ -68,6 +70,11 @@ class Algorithm(ABC):
 
     def info(self) -> dict[str, Any]:
         """Facts of the run for its manifest (e.g. EcoFed's pre-training cost)."""
+        return {}
+
+    def evaluation_columns(self) -> dict[str, float]:
+        """Further ``rounds.csv`` columns of the last :meth:`evaluate` (e.g. the mean
+        accuracy of the device models); NaN on rounds without evaluation."""
         return {}
 
     def tables(self) -> dict[str, Any]:

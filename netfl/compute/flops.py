@@ -19,9 +19,9 @@ from dataclasses import dataclass
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-__all__ = ["ModelFlops", "measure_flops", "clear_flops_cache"]
+__all__ = ["ModelFlops", "measure_flops", "measure_input_grad_flops", "clear_flops_cache"]
 
-_CACHE: dict[Hashable, ModelFlops] = {}
+_CACHE: dict[Hashable, ModelFlops | float] = {}
 
 aten = torch.ops.aten
 
@@ -95,6 +95,30 @@ def measure_flops(
     )
     _CACHE[key] = result
     return result
+
+
+def measure_input_grad_flops(
+    key: Hashable,
+    build: Callable[[], torch.nn.Module],
+    input_shape: tuple[int, ...],
+    batch_size: int = 4,
+) -> float:
+    """FLOPs per sample of a forward pass plus a backward pass to the *input* only
+    (parameters frozen): what a frozen teacher costs when a generator learns
+    through it (FedZKT's generator step). Cached under ``("input_grad", key)``."""
+    cache_key = ("input_grad", key)
+    if cache_key in _CACHE:
+        return float(_CACHE[cache_key])  # type: ignore[arg-type]
+    model = build()
+    model.train()
+    model.requires_grad_(False)
+    x = torch.randn((batch_size, *input_shape), generator=torch.Generator().manual_seed(0))
+    x.requires_grad_(True)
+    with FlopCounterMode(display=False, custom_mapping=CUSTOM_FORMULAS) as counter:
+        model(x).sum().backward()
+    flops = counter.get_total_flops() / batch_size
+    _CACHE[cache_key] = flops
+    return flops
 
 
 def clear_flops_cache() -> None:

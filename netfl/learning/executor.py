@@ -8,14 +8,16 @@ serially now, or on a process pool or Ray actors later, never changes results.
 
 from __future__ import annotations
 
+import copy
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
 import torch
 from torch import nn
 
+from netfl.learning.consensus import class_scores, digest_and_revisit
 from netfl.learning.distill import DistillResult, train_distill
 from netfl.learning.models import ModelSpec
 from netfl.learning.split import Split, split_model
@@ -26,8 +28,23 @@ from netfl.learning.split_train import (
     train_server_part,
 )
 from netfl.learning.train import TrainConfig, train_local
+from netfl.learning.zkt import (
+    Generator,
+    ZKTServerConfig,
+    ZKTServerResult,
+    proximal_loss,
+    server_update,
+)
 
-__all__ = ["TrainTask", "SplitTask", "DistillTask", "LearningContext", "SerialExecutor"]
+__all__ = [
+    "TrainTask",
+    "SplitTask",
+    "DistillTask",
+    "ZKTServerTask",
+    "FedMDTask",
+    "LearningContext",
+    "SerialExecutor",
+]
 
 
 @dataclass
@@ -39,6 +56,46 @@ class TrainTask:
     indices: np.ndarray
     config: TrainConfig
     seed: int
+    proximal_weight: float = 0.0  # λ of λ‖w − w_start‖² (FedZKT (9)); 0: plain SGD
+
+
+@dataclass
+class ZKTServerTask:
+    """FedZKT's server update (Algorithm 3; picklable; result: ``ZKTServerResult``).
+
+    ``devices`` lists ``(model name, state)`` of the participating device models;
+    ``value_range`` is the data's per-channel ``(lo, hi)`` for the generator.
+    """
+
+    model: str
+    state: dict[str, torch.Tensor]
+    generator_state: dict[str, torch.Tensor]
+    devices: list[tuple[str, dict[str, torch.Tensor]]]
+    config: ZKTServerConfig
+    seed: int
+    value_range: tuple[torch.Tensor, torch.Tensor]
+
+
+@dataclass
+class FedMDTask:
+    """One device's FedMD job (picklable).
+
+    ``kind``: ``"transfer"`` (``public_epochs`` on the labelled public set
+    ``public_x``/``public_y``, then ``config.epochs`` on the private data;
+    result: ``TrainResult``), ``"scores"`` (logits on ``public_x``; result: a
+    tensor) or ``"digest"`` (``public_epochs`` towards the consensus
+    ``public_y``, then revisit; result: ``TrainResult``).
+    """
+
+    kind: Literal["transfer", "scores", "digest"]
+    model: str
+    state: dict[str, torch.Tensor]
+    indices: np.ndarray
+    config: TrainConfig
+    seed: int
+    public_x: torch.Tensor
+    public_y: torch.Tensor | None = None
+    public_epochs: int = 1
 
 
 @dataclass
@@ -79,6 +136,9 @@ class DistillTask:
     temperature: float = 1.0
 
 
+Task = TrainTask | SplitTask | DistillTask | ZKTServerTask | FedMDTask
+
+
 @dataclass
 class LearningContext:
     """What every worker holds once: the training tensors and the model builders."""
@@ -108,13 +168,22 @@ class LearningContext:
             self._splits[key] = (split, aux_head(split.activation_shape, self.num_classes))
         return self._splits[key]
 
-    def run(self, task: TrainTask | SplitTask | DistillTask) -> Any:
+    def generator(self, config: ZKTServerConfig, value_range) -> Generator:
+        """FedZKT's generator for this data shape (fresh; its state comes with the task)."""
+        return Generator(config.noise_dim, self.input_shape, value_range, config.generator_width)
+
+    def run(self, task: Task) -> Any:
         if isinstance(task, SplitTask):
             return self._run_split(task)
         if isinstance(task, DistillTask):
             return self._run_distill(task)
+        if isinstance(task, ZKTServerTask):
+            return self._run_zkt(task)
+        if isinstance(task, FedMDTask):
+            return self._run_fedmd(task)
         idx = torch.from_numpy(np.asarray(task.indices, dtype=np.int64))
         spec = self.specs[task.model]
+        extra = proximal_loss(task.proximal_weight, task.state) if task.proximal_weight else None
         return train_local(
             self.model(task.model),
             task.state,
@@ -123,6 +192,50 @@ class LearningContext:
             task.config,
             task.seed,
             spec.loss_fn(),
+            self.device,
+            extra_loss=extra,
+        )
+
+    def _run_fedmd(self, task: FedMDTask) -> Any:
+        model = self.model(task.model)
+        if task.kind == "scores":
+            return class_scores(model, task.state, task.public_x, self.device)
+        idx = torch.from_numpy(np.asarray(task.indices, dtype=np.int64))
+        loss = self.specs[task.model].loss_fn()
+        x, y = self.train_x[idx], self.train_y[idx]
+        if task.kind == "digest":
+            return digest_and_revisit(
+                model,
+                task.state,
+                task.public_x,
+                task.public_y,
+                task.public_epochs,
+                x,
+                y,
+                task.config,
+                task.seed,
+                loss,
+                self.device,
+            )
+        state = task.state
+        if task.public_epochs > 0:
+            pub = replace(task.config, epochs=task.public_epochs)
+            state = train_local(
+                model, state, task.public_x, task.public_y, pub, task.seed, loss, self.device
+            ).state
+        return train_local(model, state, x, y, task.config, task.seed + 1, loss, self.device)
+
+    def _run_zkt(self, task: ZKTServerTask) -> ZKTServerResult:
+        # one module per device model: autograd keeps each teacher's weights alive
+        devices = [(copy.deepcopy(self.model(name)), state) for name, state in task.devices]
+        return server_update(
+            self.model(task.model),
+            task.state,
+            self.generator(task.config, task.value_range),
+            task.generator_state,
+            devices,
+            task.config,
+            task.seed,
             self.device,
         )
 
@@ -185,7 +298,7 @@ class SerialExecutor:
     def __init__(self, context: LearningContext):
         self.context = context
 
-    def submit(self, task: TrainTask | SplitTask | DistillTask) -> Future:
+    def submit(self, task: Task) -> Future:
         fut: Future = Future()
         try:
             fut.set_result(self.context.run(task))

@@ -10,6 +10,13 @@ cnn        McMahan et al. CNN: 5×5 conv 32 → pool → 5×5 conv 64 →      c
            pool → FC 512 → C ("same" padding so 8×8 inputs work)
 lenet      LeNet-5 style: 5×5 conv 6 → pool → 5×5 conv 16 → pool →     cross-entropy
            FC 120 → 84 → C ("same" padding)
+lenet_wide LeNet-like, wider: 5×5 conv 16 → pool → 5×5 conv 32 → pool →  cross-entropy
+           FC 256 → 128 → C (FedZKT's heterogeneous devices)
+lenet_deep LeNet-like, deeper: 3×3 conv 8 → pool → conv 16 → pool →     cross-entropy
+           conv 32 → FC 120 → 84 → C (FedZKT's heterogeneous devices)
+shufflenet_v2_x0_5 / shufflenet_v2_x1_0 / mobilenet_v2_x0_5 /           cross-entropy
+mobilenet_v2_x1_0: torchvision's ShuffleNetV2 and MobileNetV2 at two widths each
+           (FedZKT's CIFAR-10 devices), first convolution adapted to C input channels
 cifar_cnn  FedDif's CIFAR CNN: 3×3 conv 64 → pool → 3×3 conv 128 → pool →  cross-entropy
            3×3 conv 256 → pool → FC 4096 (for 32×32) → 256 → C
 lstm       image rows as a sequence (H steps of C·W features), 2-layer  cross-entropy
@@ -88,6 +95,54 @@ def _lenet(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
         nn.ReLU(),
         nn.Linear(84, num_classes),
     )
+
+
+def _lenet_like(
+    convs: tuple[tuple[int, int], ...], pools: int, hidden: tuple[int, ...]
+) -> Callable[[tuple[int, ...], int], nn.Module]:
+    """A LeNet-like builder: ``convs`` of (channels, kernel) with ReLU ("same" padding),
+    a 2×2 max-pool after each of the first ``pools``, then FC ``hidden`` → C."""
+
+    def build(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
+        layers: list[nn.Module] = []
+        c = input_shape[0]
+        for i, (width, kernel) in enumerate(convs):
+            layers += [nn.Conv2d(c, width, kernel, padding=kernel // 2), nn.ReLU()]
+            if i < pools:
+                layers.append(nn.MaxPool2d(2))
+            c = width
+        body = nn.Sequential(*layers, nn.Flatten())
+        n = _flat_features(body, input_shape)
+        head: list[nn.Module] = []
+        for h in hidden:
+            head += [nn.Linear(n, h), nn.ReLU()]
+            n = h
+        return nn.Sequential(*body, *head, nn.Linear(n, num_classes))
+
+    return build
+
+
+def _torchvision_net(factory: str, **kwargs) -> Callable[[tuple[int, ...], int], nn.Module]:
+    """A torchvision classifier (random init) whose first convolution takes C channels."""
+
+    def build(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
+        import torchvision.models as tvm
+
+        model = getattr(tvm, factory)(weights=None, num_classes=num_classes, **kwargs)
+        parent = model.conv1 if hasattr(model, "conv1") else model.features[0]
+        first: nn.Conv2d = parent[0]
+        if first.in_channels != input_shape[0]:
+            parent[0] = nn.Conv2d(
+                input_shape[0],
+                first.out_channels,
+                first.kernel_size,
+                first.stride,
+                first.padding,
+                bias=first.bias is not None,
+            )
+        return model
+
+    return build
 
 
 def _cifar_cnn(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
@@ -240,6 +295,42 @@ MODELS: dict[str, ModelSpec] = {
     "2nn": ModelSpec("2nn", _fcn, "cross_entropy", "alias of fcn"),
     "cnn": ModelSpec("cnn", _cnn, "cross_entropy", "McMahan et al. CNN"),
     "lenet": ModelSpec("lenet", _lenet, "cross_entropy", "LeNet-5 style CNN"),
+    "lenet_wide": ModelSpec(
+        "lenet_wide",
+        _lenet_like(((16, 5), (32, 5)), 2, (256, 128)),
+        "cross_entropy",
+        "LeNet-like, wider (16-32 channels, FC 256-128)",
+    ),
+    "lenet_deep": ModelSpec(
+        "lenet_deep",
+        _lenet_like(((8, 3), (16, 3), (32, 3)), 2, (120, 84)),
+        "cross_entropy",
+        "LeNet-like, deeper (three 3×3 convolutions)",
+    ),
+    "shufflenet_v2_x0_5": ModelSpec(
+        "shufflenet_v2_x0_5",
+        _torchvision_net("shufflenet_v2_x0_5"),
+        "cross_entropy",
+        "torchvision ShuffleNetV2, width 0.5",
+    ),
+    "shufflenet_v2_x1_0": ModelSpec(
+        "shufflenet_v2_x1_0",
+        _torchvision_net("shufflenet_v2_x1_0"),
+        "cross_entropy",
+        "torchvision ShuffleNetV2, width 1.0",
+    ),
+    "mobilenet_v2_x0_5": ModelSpec(
+        "mobilenet_v2_x0_5",
+        _torchvision_net("mobilenet_v2", width_mult=0.5),
+        "cross_entropy",
+        "torchvision MobileNetV2, width 0.5",
+    ),
+    "mobilenet_v2_x1_0": ModelSpec(
+        "mobilenet_v2_x1_0",
+        _torchvision_net("mobilenet_v2", width_mult=1.0),
+        "cross_entropy",
+        "torchvision MobileNetV2, width 1.0",
+    ),
     "cifar_cnn": ModelSpec("cifar_cnn", _cifar_cnn, "cross_entropy", "FedDif's CIFAR CNN"),
     "lstm": ModelSpec("lstm", RowLSTM, "cross_entropy", "2-layer LSTM over image rows"),
     "vgg11": ModelSpec("vgg11", VGG11, "cross_entropy", "VGG11, CIFAR variant (EcoFed)"),

@@ -21,7 +21,13 @@ SPLIT = {
     },
     "model": {"name": "resnet9"},
 }
-OPTIONS = {"ecofed": {"pretrain": {"num_samples": 60, "epochs": 1, "batch_size": 20}}}
+OPTIONS = {
+    "ecofed": {"pretrain": {"num_samples": 60, "epochs": 1, "batch_size": 20}},
+    "fedzkt": {"server_iterations": 4, "distill_batch_size": 16, "generator_width": 8},
+    "fedmd": {"public_dataset": "mnist5k", "public_samples": 200, "alignment_size": 40},
+}
+#: heterogeneous-model algorithms get two architectures
+HETERO = {"fedzkt", "fedmd"}
 
 
 def _scenario(name: str):
@@ -34,6 +40,8 @@ def _scenario(name: str):
     }
     if name in ("vanilla_dpfl", "local_loss_dpfl", "ecofed"):
         sections.update(SPLIT)
+    if name in HETERO:
+        sections["devices"] = {"count": 5, "models": ["logreg", "fcn"]}
     return parse_scenario(tiny_scenario(**sections))
 
 
@@ -71,3 +79,13 @@ def test_state_dict_round_trip_resumes_identically(name):
     sa, sc = alg_a.state_dict(), alg_c.state_dict()
     for key, value in sa["global_state"].items():
         assert torch.equal(value, sc["global_state"][key]), key
+    for part in ("device_states", "generator_state"):  # per-device models, FedZKT's generator
+        if part not in sa:
+            continue
+        flat_a = sa[part] if part == "generator_state" else dict(enumerate(sa[part].values()))
+        flat_c = sc[part] if part == "generator_state" else dict(enumerate(sc[part].values()))
+        for key, value in flat_a.items():
+            if isinstance(value, dict):
+                assert all(torch.equal(v, flat_c[key][k]) for k, v in value.items()), (part, key)
+            else:
+                assert torch.equal(value, flat_c[key]), (part, key)

@@ -1,0 +1,210 @@
+"""FedMD: heterogeneous models agree on class scores over a public data set (FedZKT's baseline).
+
+D. Li, J. Wang, "FedMD: Heterogenous Federated Learning via Model
+Distillation", NeurIPS 2019 FL workshop (arXiv 1910.03581), Algorithm 1.
+The math is in :mod:`netfl.learning.consensus`.
+
+Round 0 starts with *transfer learning* on every device: it downloads the
+labelled public set (charged once at 8 bits per pixel and per label, unless
+``public_download: false``), trains ``transfer_epochs`` on it and then
+``training.local_epochs`` on its private data. Every round r then:
+
+1. the selected devices compute class scores (logits) on an alignment subset
+   of ``alignment_size`` public samples (drawn from the ``fedmd_align`` stream
+   of r) and upload them (``alignment_size`` × classes × ``score_bits``);
+2. the server averages them into the consensus and sends it back (unicast, or
+   one multicast);
+3. each device *digests* (``digest_epochs`` on the subset towards the
+   consensus, ℓ1 on logits) and *revisits* (``revisit_epochs`` on its private
+   data; default ``training.local_epochs``).
+
+There is no global model: accuracy is the mean test accuracy of the device
+models (``device_accuracy`` table per device).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import replace
+from math import prod
+from typing import Any
+
+import numpy as np
+import simpy
+import torch
+from pydantic import Field, field_validator
+
+from netfl.algorithms.base import RoundSummary, register
+from netfl.algorithms.fedavg import FedAvgConfig
+from netfl.algorithms.hetero import HeterogeneousFL
+from netfl.errors import UserError
+from netfl.learning import DataRootError, load_dataset
+from netfl.learning.consensus import adapt_images
+from netfl.learning.datasets import DATASETS
+from netfl.learning.executor import FedMDTask
+from netfl.nodes import Node
+
+__all__ = ["FedMD", "FedMDConfig"]
+
+_JOB_KEYS = {"transfer": 0, "scores": 1, "digest": 2}
+
+
+class FedMDConfig(FedAvgConfig):
+    public_dataset: str = Field(
+        "digits", description="the public data set (resized to the private shape)"
+    )
+    public_root: str | None = Field(None, description="local root of a torchvision public set")
+    public_samples: int | None = Field(
+        None, ge=1, description="use the first N public training images (default: all)"
+    )
+    alignment_size: int = Field(500, ge=1, description="public samples scored per round")
+    transfer_epochs: int = Field(
+        1, ge=0, description="epochs on the labelled public set in round 0"
+    )
+    digest_epochs: int = Field(1, ge=0, description="epochs towards the consensus per round")
+    revisit_epochs: int | None = Field(
+        None, ge=0, description="epochs on private data per round (default training.local_epochs)"
+    )
+    score_bits: int = Field(32, ge=1, description="bits per class score on the wire")
+    public_download: bool = Field(
+        True, description="charge each device's one-time download of the public set in round 0"
+    )
+
+    @field_validator("public_dataset")
+    @classmethod
+    def _known(cls, v: str) -> str:
+        if v not in DATASETS:
+            raise ValueError(f"unknown data set {v!r} (valid: {', '.join(sorted(DATASETS))})")
+        return v
+
+
+@register
+class FedMD(HeterogeneousFL):
+    """FedMD (Li & Wang, 2019): public-data consensus, digest, revisit."""
+
+    name = "fedmd"
+    Config = FedMDConfig
+    config: FedMDConfig
+
+    def __init__(self, world, config: FedMDConfig):
+        super().__init__(world, config)
+        try:
+            public = load_dataset(
+                config.public_dataset, config.public_root, 0.2, world.scenario.seed
+            )
+        except DataRootError as err:
+            raise UserError(f"{world.source}: algorithm.public_root: {err}") from None
+        n = min(config.public_samples or len(public.train_y), len(public.train_y))
+        if config.transfer_epochs > 0 and public.num_classes > world.dataset.num_classes:
+            raise UserError(
+                f"{world.source}: algorithm.public_dataset: {config.public_dataset!r} has "
+                f"{public.num_classes} classes, the private set {world.dataset.num_classes}; "
+                "set transfer_epochs: 0 to skip training on its labels"
+            )
+        self.public_x = adapt_images(public.train_x[:n], world.dataset.input_shape)
+        self.public_y = public.train_y[:n]
+        self.public_bits = float(n * (prod(world.dataset.input_shape) * 8 + 8))
+        self.align = min(config.alignment_size, n)
+        self.revisit = (
+            config.revisit_epochs
+            if config.revisit_epochs is not None
+            else world.train_config.epochs
+        )
+        self.score_payload_bits = float(self.align * world.dataset.num_classes * config.score_bits)
+
+    # -- steps -----------------------------------------------------------------
+    def _job(self, r: int, device: Node, kind: str, x, y, epochs: int):
+        """Submit a device's FedMD job (learn mode); the private part of a digest job runs
+        ``revisit_epochs``, of the transfer job ``training.local_epochs``."""
+        world = self.world
+        if not world.learn:
+            return None
+        cfg = world.train_config
+        if kind == "digest":
+            cfg = replace(cfg, epochs=self.revisit)
+        return world.executor.submit(
+            FedMDTask(
+                kind,  # type: ignore[arg-type]
+                world.device_model(device).spec.name,
+                self.device_states[device.index],
+                world.partitions[device.index],
+                cfg,
+                world.streams.torch_seed("torch", r, device.index, _JOB_KEYS[kind]),
+                x,
+                y,
+                epochs,
+            )
+        )
+
+    def transfer_learning(self, device: Node) -> Generator[simpy.Event, Any, None]:
+        """Round 0: download the public set, train on it, then on the private data."""
+        world = self.world
+        if self.config.public_download:
+            yield world.radio.transfer(world.bs, device, self.public_bits, "public_data_down")
+        m, n_priv = world.device_model(device).flops, world.num_samples(device)
+        flops = m.train_per_sample * (
+            len(self.public_y) * self.config.transfer_epochs + n_priv * world.train_config.epochs
+        )
+        fut = self._job(
+            0, device, "transfer", self.public_x, self.public_y, self.config.transfer_epochs
+        )
+        yield world.compute.run(device, flops, "train")
+        if fut is not None:
+            self.device_states[device.index] = fut.result().state
+
+    def client_scores(self, r, device, x) -> Generator[simpy.Event, Any, Any]:
+        world = self.world
+        fut = self._job(r, device, "scores", x, None, 0)
+        flops = world.device_model(device).flops.inference_per_sample * self.align
+        yield world.compute.run(device, flops, "score")
+        yield world.radio.transfer(device, world.bs, self.score_payload_bits, "scores_up")
+        return fut.result() if fut is not None else None
+
+    def client_digest(self, r, device, x, consensus, download) -> Generator[simpy.Event, Any, Any]:
+        world = self.world
+        if download:
+            yield world.radio.transfer(world.bs, device, self.score_payload_bits, "consensus_down")
+        m = world.device_model(device).flops
+        flops = m.train_per_sample * (
+            self.align * self.config.digest_epochs + world.num_samples(device) * self.revisit
+        )
+        fut = self._job(r, device, "digest", x, consensus, self.config.digest_epochs)
+        yield world.compute.run(device, flops, "train")
+        if fut is None:
+            return None
+        res = fut.result()
+        self.device_states[device.index] = res.state
+        return res
+
+    def round(self, r: int) -> Generator[simpy.Event, Any, RoundSummary]:
+        world, env = self.world, self.world.env
+        self._round = r
+        if r == 0:
+            yield simpy.AllOf(env, [env.process(self.transfer_learning(d)) for d in world.devices])
+        clients = self.select_clients(r)
+        rng = world.streams.generator("fedmd_align", r)
+        idx = torch.from_numpy(np.sort(rng.choice(len(self.public_y), self.align, replace=False)))
+        x = self.public_x[idx]
+        jobs = [env.process(self.client_scores(r, d, x)) for d in clients]
+        yield simpy.AllOf(env, jobs)
+        n_cls = world.dataset.num_classes
+        yield world.compute.run(world.bs, float(self.align * n_cls * len(clients)), "aggregate")
+        consensus = None
+        if world.learn:
+            consensus = torch.stack([job.value for job in jobs]).mean(dim=0)
+        multicast = self.config.downlink == "multicast"
+        if multicast:
+            yield world.radio.broadcast(
+                world.bs, clients, self.score_payload_bits, "consensus_down"
+            )
+        jobs = [env.process(self.client_digest(r, d, x, consensus, not multicast)) for d in clients]
+        yield simpy.AllOf(env, jobs)
+        losses = [job.value.mean_loss for job in jobs if job.value is not None]
+        return RoundSummary(
+            num_clients=len(clients),
+            train_loss=float(np.mean(losses)) if losses else float("nan"),
+        )
+
+    def evaluate(self) -> tuple[float, float]:
+        """Mean test accuracy and loss of the device models (FedMD has no global model)."""
+        return self.evaluate_devices()

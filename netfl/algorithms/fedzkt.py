@@ -1,0 +1,217 @@
+"""FedZKT: heterogeneous on-device models, zero-shot knowledge transfer on the server.
+
+L. Zhang, D. Wu, X. Yuan, "FedZKT: Zero-Shot Knowledge Transfer towards
+Resource-Constrained Federated Learning with Heterogeneous On-Device Models",
+ICDCS 2022 (arXiv 2109.03775), Algorithms 1-3. The math is in
+:mod:`netfl.learning.zkt`.
+
+Each device runs its own architecture (``devices.models`` or
+``devices.groups[].model``); ``model.name`` is the server's global model F.
+Round r:
+
+1. the server selects a portion p (``fraction``) of the devices; the others
+   are stragglers and keep their parameters;
+2. every selected device trains T_l (``training.local_epochs``) epochs on
+   CE + λ‖w_k − w_k^{last}‖² (9) — w_k^{last} is what it last received, i.e.
+   the parameters it starts the round with — and uploads its own model;
+3. the server runs Algorithm 3 over the uploaded models (generator and F
+   adversarially, then F distilled into each device model), charged on the
+   server's compute profile from the FLOPs of exactly those steps while the
+   devices idle;
+4. each selected device downloads its own updated parameters.
+
+Transfers are each device's own model size. Accuracy (``rounds.csv``) is the
+global model's; ``device_accuracy_mean/min/max`` and the ``device_accuracy``
+table give every device model's test accuracy on evaluation rounds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator as Gen
+from typing import Any, Literal
+
+import numpy as np
+import simpy
+import torch
+from pydantic import Field
+
+from netfl.algorithms.base import AlgorithmConfig, RoundSummary, register
+from netfl.algorithms.hetero import HeterogeneousFL
+from netfl.compute.flops import measure_flops, measure_input_grad_flops
+from netfl.learning import clone_state
+from netfl.learning.executor import ZKTServerTask
+from netfl.learning.zkt import Generator, PassFlops, ZKTServerConfig, server_update_flops
+from netfl.nodes import Node
+
+__all__ = ["FedZKT", "FedZKTConfig"]
+
+
+class FedZKTConfig(AlgorithmConfig):
+    fraction: float = Field(1.0, gt=0.0, le=1.0, description="p: share of devices active per round")
+    min_clients: int = Field(1, ge=1, description="at least this many active devices per round")
+    l2_weight: float = Field(1.0, ge=0.0, description="λ of (9) (0: no ℓ2 pull)")
+    server_iterations: int = Field(200, ge=1, description="n_D of Algorithm 3")
+    distill_batch_size: int = Field(256, ge=2, description="generated samples per iteration")
+    noise_dim: int = Field(100, ge=1, description="length of the generator's noise z")
+    generator_width: int = Field(64, ge=1, description="channels of the generator's last block")
+    generator_lr: float = Field(1e-3, gt=0.0, description="Adam learning rate of the generator")
+    server_lr: float = Field(0.01, gt=0.0, description="SGD learning rate of F and device models")
+    server_momentum: float = Field(0.0, ge=0.0, lt=1.0, description="SGD momentum on the server")
+    lr_decay: float = Field(0.3, gt=0.0, le=1.0, description="factor at 1/2 and 3/4 of n_D")
+    loss: Literal["sl", "kl", "l1"] = Field(
+        "sl", description="disagreement: softmax-ℓ1 (5), KL (3) or ℓ1 on logits (4)"
+    )
+
+
+@register
+class FedZKT(HeterogeneousFL):
+    """FedZKT (Zhang et al., 2022, Algorithms 1-3)."""
+
+    name = "fedzkt"
+    Config = FedZKTConfig  # type: ignore[assignment]
+    config: FedZKTConfig  # type: ignore[assignment]
+
+    def __init__(self, world, config: FedZKTConfig):
+        super().__init__(world, config)  # type: ignore[arg-type]
+        self.server_config = ZKTServerConfig(
+            iterations=config.server_iterations,
+            batch_size=config.distill_batch_size,
+            noise_dim=config.noise_dim,
+            generator_width=config.generator_width,
+            generator_lr=config.generator_lr,
+            model_lr=config.server_lr,
+            model_momentum=config.server_momentum,
+            lr_decay=config.lr_decay,
+            loss=config.loss,
+        )
+        x = world.dataset.train_x
+        self.value_range = (x.amin(dim=(0, 2, 3)), x.amax(dim=(0, 2, 3)))
+        self.server_flops = self._server_flops_per_device()
+        self.generator_state: dict[str, torch.Tensor] | None = None
+        self._server_losses: dict[str, float] = {}
+        if world.learn:
+            with torch.random.fork_rng():
+                torch.manual_seed(world.streams.torch_seed("generator_init"))
+                gen = self._generator()
+            self.generator_state = clone_state(gen.state_dict())
+
+    def _generator(self) -> Generator:
+        cfg, ds = self.server_config, self.world.dataset
+        return Generator(cfg.noise_dim, ds.input_shape, self.value_range, cfg.generator_width)
+
+    def _server_flops_per_device(self) -> tuple[PassFlops, PassFlops, dict[str, PassFlops]]:
+        """Measured per-sample FLOPs of the generator, F and each device architecture."""
+        world, cfg = self.world, self.server_config
+        shape, classes = world.dataset.input_shape, world.dataset.num_classes
+
+        def passes(name: str) -> PassFlops:
+            spec = world.models[name].spec
+            key = (name, shape, classes)
+            build = lambda: spec.build(shape, classes)  # noqa: E731
+            return PassFlops(
+                world.models[name].flops.inference_per_sample,
+                measure_input_grad_flops(key, build, shape),
+                world.models[name].flops.train_per_sample,
+            )
+
+        g = measure_flops(
+            ("fedzkt_generator", shape, cfg.noise_dim, cfg.generator_width),
+            self._generator,
+            (cfg.noise_dim,),
+            lambda out, _y: out.mean(),
+            1,
+        )
+        gen = PassFlops(g.inference_per_sample, float("nan"), g.train_per_sample)
+        return gen, passes(world.model.spec.name), {n: passes(n) for n in world.models}
+
+    def server_update_flops(self, clients: list[Node]) -> float:
+        """FLOPs of Algorithm 3 over ``clients``' models (:func:`server_update_flops`)."""
+        gen, glob, per_name = self.server_flops
+        devs = [per_name[self.world.device_model(d).spec.name] for d in clients]
+        return server_update_flops(self.server_config, gen, glob, devs)
+
+    # -- device side -----------------------------------------------------------
+    def local_update(self, r, device, state, epochs=None, seed_key=()):
+        """T_l epochs of CE + λ‖w − w^{last}‖² (9) on the device's own architecture."""
+        epochs = self.world.train_config.epochs if epochs is None else epochs
+        return (yield from self.device_train(r, device, epochs, self.config.l2_weight, *seed_key))
+
+    def client_round(self, r, device, download=True):
+        """Train and upload (the download of the updated model ends the round)."""
+        result = yield from self.local_update(r, device, None)
+        yield self.world.radio.transfer(
+            device, self.world.bs, self.model_bits(device), "model_up", num_models=1
+        )
+        return result
+
+    # -- server side -------------------------------------------------------------
+    def server_update(self, r, clients, results) -> Gen[simpy.Event, Any, None]:
+        """Algorithm 3 on the server's compute profile; then store each device's new model."""
+        world = self.world
+        future = None
+        if world.learn:
+            for dev, res in zip(clients, results, strict=True):
+                self.device_states[dev.index] = res.state
+            future = world.executor.submit(
+                ZKTServerTask(
+                    model=world.model.spec.name,
+                    state=self.global_state,
+                    generator_state=self.generator_state,
+                    devices=[
+                        (world.device_model(d).spec.name, self.device_states[d.index])
+                        for d in clients
+                    ],
+                    config=self.server_config,
+                    seed=world.streams.torch_seed("zkt_noise", r),
+                    value_range=self.value_range,
+                )
+            )
+        yield world.compute.run(world.bs, self.server_update_flops(clients), "distill")
+        if future is not None:
+            out = future.result()
+            self.global_state = out.global_state
+            self.generator_state = out.generator_state
+            for dev, state in zip(clients, out.device_states, strict=True):
+                self.device_states[dev.index] = state
+            self._server_losses = {
+                "generator_loss": out.generator_loss,
+                "global_loss": out.global_loss,
+                "transfer_loss": out.transfer_loss,
+            }
+
+    def round(self, r: int) -> Gen[simpy.Event, Any, RoundSummary]:
+        env, world = self.world.env, self.world
+        self._round = r
+        clients = self.select_clients(r)
+        jobs = [env.process(self.client_round(r, dev)) for dev in clients]
+        yield simpy.AllOf(env, jobs)
+        results = [job.value for job in jobs]
+        yield from self.server_update(r, clients, results)
+        downs = [
+            world.radio.transfer(world.bs, d, self.model_bits(d), "model_down", num_models=1)
+            for d in clients
+        ]
+        yield simpy.AllOf(env, downs)
+        losses = [res.mean_loss for res in results if res is not None]
+        return RoundSummary(
+            num_clients=len(clients),
+            train_loss=float(np.mean(losses)) if losses else float("nan"),
+            extra={"server_flops": self.server_update_flops(clients), **self._server_losses},
+        )
+
+    # -- evaluation and state ------------------------------------------------------
+    def evaluate(self) -> tuple[float, float]:
+        """The global model's accuracy; every device model is evaluated too."""
+        self.evaluate_devices()
+        return self.world.evaluate(self.global_state)
+
+    def state_dict(self) -> dict[str, Any]:
+        state = super().state_dict()
+        state["generator_state"] = (
+            clone_state(self.generator_state) if self.generator_state else None
+        )
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        super().load_state_dict(state)
+        self.generator_state = state["generator_state"]

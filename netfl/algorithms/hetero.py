@@ -1,0 +1,123 @@
+"""What the heterogeneous-model algorithms (FedZKT, FedMD) share.
+
+Every device keeps its own architecture (``World.device_model``) and
+parameters, initialised from the ``model_init`` stream of its index; it trains
+its own model, sends and receives its own model's size, and is evaluated on
+the server's test set on evaluation rounds (``device_accuracy`` table,
+``device_accuracy_mean/min/max`` columns).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from netfl.algorithms.fedavg import FedAvg
+from netfl.learning import TrainTask, clone_state
+from netfl.nodes import Node
+
+__all__ = ["HeterogeneousFL"]
+
+State = dict[str, torch.Tensor]
+
+
+class HeterogeneousFL(FedAvg):
+    """Base of algorithms whose devices run different architectures."""
+
+    heterogeneous_models = True
+
+    def __init__(self, world, config):
+        super().__init__(world, config)
+        self.device_states: dict[int, State] = {}
+        if world.learn:
+            self.device_states = {
+                d.index: world.init_model_state(world.device_model(d).spec.name, d.index)
+                for d in world.devices
+            }
+        self.device_scores: list[dict[str, Any]] = []
+        self._round = -1
+        self._last_scores: dict[str, float] = {}
+
+    def model_bits(self, device: Node | None = None) -> float:
+        """A device sends and receives its own model."""
+        return self.world.device_model(device).size_bits if device else self.world.model.size_bits
+
+    def device_train(
+        self, r: int, device: Node, epochs: int, proximal_weight: float = 0.0, *seed_key: int
+    ):
+        """``epochs`` of local SGD on the device's own model from its current state (plus
+        ``proximal_weight``·‖w − w_start‖²); compute charged from its model's FLOPs."""
+        world = self.world
+        info = world.device_model(device)
+        flops = info.flops.train_per_sample * world.num_samples(device) * epochs
+        future = None
+        if world.learn:
+            cfg = world.train_config
+            if epochs != cfg.epochs:
+                from dataclasses import replace
+
+                cfg = replace(cfg, epochs=epochs)
+            future = world.executor.submit(
+                TrainTask(
+                    model=info.spec.name,
+                    state=self.device_states[device.index],
+                    indices=world.partitions[device.index],
+                    config=cfg,
+                    seed=world.streams.torch_seed("torch", r, device.index, *seed_key),
+                    proximal_weight=proximal_weight,
+                )
+            )
+        yield world.compute.run(device, flops, "train")
+        return future.result() if future is not None else None
+
+    # -- evaluation and state ------------------------------------------------------
+    def evaluate_devices(self) -> tuple[float, float]:
+        """Test accuracy of every device model (recorded); returns the mean accuracy and loss."""
+        world = self.world
+        accs, losses = [], []
+        for d in world.devices:
+            name = world.device_model(d).spec.name
+            acc, loss = world.evaluate(self.device_states[d.index], name)
+            accs.append(acc)
+            losses.append(loss)
+            self.device_scores.append(
+                {
+                    "round": self._round,
+                    "device": d.index,
+                    "model": name,
+                    "accuracy": acc,
+                    "loss": loss,
+                }
+            )
+        self._last_scores = {
+            "device_accuracy_mean": float(np.mean(accs)),
+            "device_accuracy_min": float(np.min(accs)),
+            "device_accuracy_max": float(np.max(accs)),
+        }
+        return float(np.mean(accs)), float(np.mean(losses))
+
+    def evaluation_columns(self) -> dict[str, float]:
+        return dict(self._last_scores)
+
+    def tables(self) -> dict[str, Any]:
+        return {"device_accuracy": pd.DataFrame(self.device_scores)} if self.device_scores else {}
+
+    def info(self) -> dict[str, Any]:
+        w = self.world
+        return {
+            "device_models": dict(enumerate(w.device_model_names)),
+            "device_model_params": {n: i.num_params for n, i in w.models.items()},
+        }
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            **super().state_dict(),
+            "device_states": {k: clone_state(v) for k, v in self.device_states.items()},
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        super().load_state_dict(state)
+        self.device_states = dict(state["device_states"])
