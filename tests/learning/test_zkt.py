@@ -39,7 +39,7 @@ def test_sl_loss_matches_hand_computation():
         ens = [
             (a + b) / 2 for a, b in zip(_softmax_row(d1[i].tolist()), _softmax_row(d2[i].tolist()))
         ]
-        expected += sum(abs(a - b) for a, b in zip(p, ens))
+        expected += sum(abs(a - b) for a, b in zip(p, ens, strict=True))
     expected /= 2
     assert disagreement(g, [d1, d2], "sl").item() == pytest.approx(expected, rel=1e-6)
 
@@ -48,8 +48,10 @@ def test_kl_and_l1_losses_match_hand_computation():
     g = torch.tensor([[1.0, -1.0]])
     d1, d2 = torch.tensor([[0.0, 0.0]]), torch.tensor([[2.0, 0.0]])
     q = _softmax_row([1.0, -1.0])
-    ens = [(a + b) / 2 for a, b in zip(_softmax_row([0.0, 0.0]), _softmax_row([2.0, 0.0]))]
-    kl = sum(e * (math.log(e) - math.log(p)) for e, p in zip(ens, q))
+    ens = [
+        (a + b) / 2 for a, b in zip(_softmax_row([0.0, 0.0]), _softmax_row([2.0, 0.0]), strict=True)
+    ]
+    kl = sum(e * (math.log(e) - math.log(p)) for e, p in zip(ens, q, strict=True))
     assert disagreement(g, [d1, d2], "kl").item() == pytest.approx(kl, rel=1e-6)
     # ℓ1 on logits: |1 − 1| + |−1 − 0|
     assert disagreement(g, [d1, d2], "l1").item() == pytest.approx(1.0)
