@@ -36,9 +36,8 @@ def test_sl_loss_matches_hand_computation():
     expected = 0.0
     for i in range(2):
         p = _softmax_row(g[i].tolist())
-        ens = [
-            (a + b) / 2 for a, b in zip(_softmax_row(d1[i].tolist()), _softmax_row(d2[i].tolist()))
-        ]
+        rows = (_softmax_row(d1[i].tolist()), _softmax_row(d2[i].tolist()))
+        ens = [(a + b) / 2 for a, b in zip(*rows, strict=True)]
         expected += sum(abs(a - b) for a, b in zip(p, ens, strict=True))
     expected /= 2
     assert disagreement(g, [d1, d2], "sl").item() == pytest.approx(expected, rel=1e-6)
