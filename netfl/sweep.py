@@ -45,7 +45,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from netfl.errors import ScenarioError
 from netfl.scenario import Scenario
-from netfl.scenario_io import _problems, apply_values, parse_scenario, read_yaml
+from netfl.scenario_io import _problems, apply_values, parse_scenario, read_yaml, resolved
 
 __all__ = ["SweepSpec", "SweepRun", "load_sweep", "expand", "run_sweep", "summarize_rounds"]
 
@@ -223,6 +223,21 @@ def _run_one(
     return {"stop_reason": result.stop_reason, "wall_time_s": result.wall_time_s}
 
 
+def _stale(run_dir: Path, scenario: Scenario) -> str:
+    """Why a complete run directory cannot stand for ``scenario`` ("" if it can): it
+    must hold the same resolved scenario (e.g. not one run with other ``--set`` values)."""
+    import yaml
+
+    try:
+        stored = yaml.safe_load((run_dir / "scenario.yaml").read_text(encoding="utf-8"))
+        same = resolved(parse_scenario(stored, str(run_dir))) == resolved(scenario)
+    except Exception as err:  # noqa: BLE001 - any unreadable directory is stale
+        return f"stale: {run_dir} is unreadable ({type(err).__name__}); delete it to rerun"
+    if same:
+        return ""
+    return f"stale: {run_dir} holds a run of a different scenario; delete it or use another --out"
+
+
 def run_sweep(
     runs: list[SweepRun],
     out_dir: str | Path,
@@ -233,7 +248,8 @@ def run_sweep(
     """Run every run not yet complete under ``out_dir``; write and return the index.
 
     ``workers`` > 1 runs them in a process pool (spawned workers). A run whose
-    directory holds a ``manifest.json`` is complete and skipped; a failing run
+    directory holds a ``manifest.json`` of the same resolved scenario is complete and
+    skipped (of another scenario: recorded as failed, "stale", never overwritten); a failing run
     is recorded with status ``failed`` and its error, and the others go on.
     ``on_done(name, status)`` is called as each run finishes.
     """
@@ -243,9 +259,10 @@ def run_sweep(
     todo = []
     for r in runs:
         if (out / r.name / "manifest.json").is_file():
-            status[r.name] = ("skipped", "")
+            stale = _stale(out / r.name, r.scenario)
+            status[r.name] = ("failed", stale) if stale else ("skipped", "")
             if on_done:
-                on_done(r.name, "skipped")
+                on_done(r.name, status[r.name][0])
         else:
             todo.append(r)
 

@@ -13,6 +13,11 @@ ROOT = Path(__file__).resolve().parent.parent / "scenarios"
 SCENARIOS = sorted(p for p in ROOT.rglob("*.yaml") if not p.name.endswith(".sweep.yaml"))
 SWEEPS = sorted(ROOT.rglob("*.sweep.yaml"))
 TINY = ["training.rounds=1", "outputs.figures=false", "outputs.progress=false"]
+#: scenarios whose single round is long on a CPU get smaller server/public work too
+EXTRA = {
+    "fedzkt.yaml": ["algorithm.server_iterations=2", "training.local_epochs=1"],
+    "fedmd.yaml": ["algorithm.public_samples=200", "training.local_epochs=1"],
+}
 
 
 def test_there_are_scenarios():
@@ -35,7 +40,7 @@ def test_sweep_expands_to_valid_scenarios(path):
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_scenario_runs(path):
-    scenario = load_scenario(path, TINY)
+    scenario = load_scenario(path, TINY + EXTRA.get(path.name, []))
     result = run(scenario, source=str(path))
     assert len(result.rounds) == 1
     assert result.rounds["sim_time_s"].iloc[0] > 0

@@ -105,6 +105,11 @@ def test_run_skip_and_failure(tmp_path, capsys):
     assert ("ok-count=2", "skipped") in seen and ("broken-count=3", "failed") in seen
     assert list(index2["status"]) == ["complete", "complete", "failed", "failed"]
     assert index2.loc[0, "sim_time_s"] == index.loc[0, "sim_time_s"]
+    # a complete directory of a *different* scenario is not silently reused or overwritten
+    other = expand(spec, p, {"training.rounds": 1})
+    index3 = run_sweep(other[:1], out)
+    assert index3.loc[0, "status"] == "failed" and index3.loc[0, "error"].startswith("stale")
+    assert (out / "ok-count=2" / "manifest.json").is_file()
     # the CLI: exit 1 when a run failed, the index path printed
     assert main(["sweep", str(path), "--out", str(out), "--no-progress"]) == 1
     text = capsys.readouterr().out

@@ -65,7 +65,7 @@ class FedZKTConfig(AlgorithmConfig):
 
 @register
 class FedZKT(HeterogeneousFL):
-    """FedZKT (Zhang et al., 2022, Algorithms 1-3)."""
+    """FedZKT (Zhang et al., 2022, Algorithms 1-3): per-device architectures, data-free server distillation."""
 
     name = "fedzkt"
     Config = FedZKTConfig  # type: ignore[assignment]
