@@ -6,13 +6,14 @@ writes tables and figures to ``analysis/fedzkt/``:
 
 - ``methods``: global and mean device accuracy of FedZKT, FedMD's mean device accuracy,
   bits and simulated time per round, server time per round (+ accuracy-vs-round figure);
+- ``skew``: c ∈ {2, 3, 4, 5} classes per device and Dirichlet β ∈ {0.1, 0.5, 1, 5};
 - ``loss``, ``stragglers``, ``l2``, ``devices``: final/best accuracies per setting;
 - ``device_curves.png``: every device model's accuracy per round (FedZKT, Dirichlet);
 - ``bounds``: each device's architecture trained on its own data only (lower bound)
   and on all training data (upper bound), beside its FedZKT and FedMD accuracy.
 
     .venv/bin/python analysis/fedzkt_study.py [--rounds 15] [--workers 1]
-        [--sweeps methods loss stragglers l2 devices] [--no-bounds]
+        [--sweeps methods skew loss stragglers l2 devices] [--no-bounds]
 """
 
 from __future__ import annotations
@@ -89,8 +90,8 @@ def methods(index: pd.DataFrame, where: Path) -> pd.DataFrame:
 
 
 def _device_curves(index: pd.DataFrame, where: Path) -> None:
-    run = "fedzkt-partition=dirichlet"
-    if run not in set(index["run"]) or not (where / run / "device_accuracy.parquet").exists():
+    run = next((r for r in index["run"] if r.startswith("fedzkt-partition=dirichlet")), None)
+    if run is None or not (where / run / "device_accuracy.parquet").exists():
         return
     dev = read_run(where / run).tables["device_accuracy"]
     fig, ax = plt.subplots(figsize=(6.5, 4))
@@ -106,6 +107,37 @@ def _device_curves(index: pd.DataFrame, where: Path) -> None:
     plt.close(fig)
 
 
+def skew(index: pd.DataFrame, where: Path) -> pd.DataFrame:
+    """FedZKT (global, devices) and FedMD (devices) final accuracy per non-IID setting."""
+    rows = []
+    for _, row in index[index["status"] == "complete"].iterrows():
+        setting = row["run"].split("partition=", 1)[1]
+        summ = _summary(where, row["run"])
+        rows.append(
+            {
+                "partition": setting,
+                "method": row["variant"],
+                "global": summ["accuracy_final"] if row["variant"] == "fedzkt" else float("nan"),
+                "devices_mean": summ.get("device_acc_final", summ["accuracy_final"]),
+            }
+        )
+    table = pd.DataFrame(rows).pivot(index="partition", columns="method")
+    table.columns = [f"{m}_{v}" for v, m in table.columns]
+    table = table.dropna(axis=1, how="all").reset_index()
+    fig, ax = plt.subplots(figsize=(8, 3.8))
+    x = range(len(table))
+    for col in [c for c in table.columns if c != "partition"]:
+        ax.plot(x, table[col], "o-", label=col.replace("_", " "))
+    ax.set_xticks(list(x), table["partition"], rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel("final test accuracy")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(OUT / "skew.png", dpi=120)
+    plt.close(fig)
+    return table
+
+
 def settings(index: pd.DataFrame, where: Path, key: str) -> pd.DataFrame:
     rows = []
     for _, row in index[index["status"] == "complete"].iterrows():
@@ -116,8 +148,8 @@ def settings(index: pd.DataFrame, where: Path, key: str) -> pd.DataFrame:
 def bounds(methods_where: Path, rounds: int) -> pd.DataFrame:
     """Per device of the Dirichlet runs: own-data-only and all-data training of its
     architecture for rounds × local epochs epochs, beside FedZKT's and FedMD's result."""
-    zkt = read_run(methods_where / "fedzkt-partition=dirichlet")
-    md = read_run(methods_where / "fedmd-partition=dirichlet")
+    zkt = read_run(next(methods_where.glob("fedzkt-partition=dirichlet*")))
+    md = read_run(next(methods_where.glob("fedmd-partition=dirichlet*")))
     world = World(zkt.scenario)
     ds, tr = world.dataset, zkt.scenario.training
     epochs = rounds * tr.local_epochs
@@ -178,7 +210,12 @@ def main() -> None:
     for name in args.sweeps:
         print(f"sweep {name}:", flush=True)
         index, where = _sweep(name, Path(args.out), args.rounds, args.workers)
-        table = methods(index, where) if name == "methods" else settings(index, where, keys[name])
+        if name == "methods":
+            table = methods(index, where)
+        elif name == "skew":
+            table = skew(index, where)
+        else:
+            table = settings(index, where, keys[name])
         if name == "methods" and not args.no_bounds:
             b = bounds(where, args.rounds)
             b.to_csv(OUT / "bounds.csv", index=False)

@@ -116,10 +116,13 @@ def _short(key: str) -> str:
 
 
 def _label(value: Any) -> str:
+    """A value as part of a run name; a section reads ``NAME_key1value1_key2value2``
+    (``{scheme: dirichlet, alpha: 0.5}`` → ``dirichlet_alpha0.5``)."""
     if isinstance(value, dict):
         key = next((k for k in ("name", "scheme") if k in value), None)
-        text = str(value[key]) if key else "_".join(str(v) for v in value.values())
-        return re.sub(r"[^A-Za-z0-9_.-]", "_", text)
+        parts = [_label(value[key])] if key else []
+        parts += [f"{k}{_label(v)}" for k, v in value.items() if k != key]
+        return "_".join(parts)
     text = f"{value:g}" if isinstance(value, float) else str(value)
     return re.sub(r"[^A-Za-z0-9_.-]", "_", text)
 
