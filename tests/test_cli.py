@@ -49,7 +49,8 @@ def test_subprocess_exit_code_and_no_traceback(tmp_path):
     assert "Traceback" not in out.stderr
     assert out.stderr.strip() == (
         f"error: {bad}: model.name: unknown model 'resnet' "
-        "(valid: 2nn, cifar_cnn, cnn, fcn, lenet, logreg, lstm, resnet9, svm, vgg11)"
+        "(valid: 2nn, cifar_cnn, cnn, fcn, lenet, lenet_deep, lenet_wide, logreg, lstm, mobilenet_v2_x0_5, "
+        "mobilenet_v2_x1_0, resnet9, shufflenet_v2_x0_5, shufflenet_v2_x1_0, svm, vgg11)"
     )
 
 

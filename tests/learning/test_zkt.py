@@ -146,7 +146,7 @@ def test_server_distillation_brings_device_models_closer_to_the_global_model():
 
 def test_server_update_is_deterministic_and_rejects_shared_modules():
     gen, glob, devices = _setup()
-    states = ({k: v.clone() for k, v in gen.state_dict().items()}, glob.state_dict())
+    states = tuple({k: v.clone() for k, v in m.state_dict().items()} for m in (gen, glob))
     cfg = ZKTServerConfig(iterations=3, batch_size=8, noise_dim=8, generator_width=4)
     a = server_update(glob, {**states[1]}, gen, states[0], devices, cfg, seed=1)
     b = server_update(glob, {**states[1]}, gen, states[0], devices, cfg, seed=1)
