@@ -21,13 +21,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from netfl.report import write_run
+    from netfl.results import release_run_dir, reserve_run_dir
     from netfl.runner import run
     from netfl.scenario_io import load_scenario
 
     scenario = load_scenario(args.scenario, args.set)
-    out = Path(args.out) if args.out else None
-    if out is not None and out.exists():
-        raise UserError(f"--out: {out} already exists; choose a new run directory")
+    out = reserve_run_dir(scenario, args.out)
     show = scenario.outputs.progress and not args.no_progress
     bar = tqdm(
         total=scenario.training.rounds,
@@ -48,9 +47,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     try:
         result = run(scenario, source=args.scenario, on_round=on_round)
+        run_dir = write_run(result, out)
     finally:
         bar.close()
-    run_dir = write_run(result, out)
+        release_run_dir(out)  # only if still empty: the run failed or was interrupted
     last = result.rounds.iloc[-1]
     print(
         f"{scenario.name}: {len(result.rounds)} rounds ({result.stop_reason}), "
@@ -68,6 +68,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     from netfl.scenario_io import parse_overrides
     from netfl.sweep import expand, load_sweep, run_sweep
 
+    if args.out is not None and not args.out.strip():
+        raise UserError("--out: empty path; name a sweep directory")
     spec, path = load_sweep(args.sweep)
     runs = expand(spec, path, parse_overrides(args.set or []))
     out = Path(args.out) if args.out else Path("runs") / "sweeps" / spec.name
@@ -247,8 +249,25 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, handled like Ctrl-C (nothing half-written is left as complete)."""
+
+
+def _on_sigterm(signum, frame) -> None:
+    raise Terminated()
+
+
+#: at most this many problem lines are printed (then a count of the rest)
+MAX_ERROR_LINES = 20
+
+
 def main(argv: list[str] | None = None) -> int:
+    import signal
+    import threading
+
     args = build_parser().parse_args(argv)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _on_sigterm)
     logging.basicConfig(
         level=logging.DEBUG if args.debug else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
@@ -258,17 +277,21 @@ def main(argv: list[str] | None = None) -> int:
     except ScenarioError as err:
         if args.debug:
             raise
-        for line in err.lines():
+        lines = err.lines()
+        for line in lines[:MAX_ERROR_LINES]:
             print(f"error: {line}", file=sys.stderr)
+        if len(lines) > MAX_ERROR_LINES:
+            print(f"error: … and {len(lines) - MAX_ERROR_LINES} more problems", file=sys.stderr)
         return EXIT_USER_ERROR
     except (UserError, FileExistsError) as err:
         if args.debug:
             raise
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USER_ERROR
-    except KeyboardInterrupt:
-        print("interrupted: no run directory was written", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as err:
+        what = "terminated" if isinstance(err, Terminated) else "interrupted"
+        print(f"{what}: no run directory was written", file=sys.stderr)
+        return 143 if isinstance(err, Terminated) else 130
 
 
 if __name__ == "__main__":

@@ -31,7 +31,14 @@ import yaml
 from netfl.run_result import RunResult
 from netfl.scenario_io import parse_scenario, resolved
 
-__all__ = ["write_run_dir", "read_run", "default_run_dir", "manifest"]
+__all__ = [
+    "write_run_dir",
+    "read_run",
+    "default_run_dir",
+    "reserve_run_dir",
+    "release_run_dir",
+    "manifest",
+]
 
 
 def _git_commit() -> str | None:
@@ -82,6 +89,58 @@ def default_run_dir(result: RunResult) -> Path:
     return Path(result.scenario.outputs.dir) / f"{result.scenario.name}-{stamp}"
 
 
+def reserve_run_dir(scenario: Any, run_dir: str | Path | None = None) -> Path:
+    """Create the (empty) run directory before simulating, so that an unusable path, a
+    file in the way or a second run racing for the same directory fails at once.
+
+    With ``run_dir`` None the default ``outputs.dir/NAME-TIMESTAMP`` gets ``-2``,
+    ``-3``, … when a run started in the same second holds it. :func:`write_run_dir`
+    fills a reserved directory; :func:`release_run_dir` removes it if the run fails.
+    """
+    from netfl.errors import UserError
+
+    explicit = run_dir is not None
+    if explicit and not str(run_dir).strip():
+        raise UserError("--out: empty path; name a run directory")
+    if explicit:
+        base = Path(run_dir)  # type: ignore[arg-type]
+    else:
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+        base = Path(scenario.outputs.dir) / f"{scenario.name}-{stamp}"
+    for attempt in range(1, 1000):
+        target = base if attempt == 1 else base.with_name(f"{base.name}-{attempt}")
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:  # a file where a folder of the path should be
+            raise UserError(
+                f"{'--out' if explicit else 'outputs.dir'}: cannot create {target} "
+                "(a file is in the way)"
+            ) from None
+        except OSError as err:
+            where = "--out" if explicit else "outputs.dir"
+            raise UserError(f"{where}: cannot create {target} ({err.strerror})") from None
+        try:
+            os.mkdir(target)
+            return target
+        except FileExistsError:
+            if explicit:
+                raise UserError(
+                    f"--out: {target} already exists; choose a new run directory"
+                ) from None
+        except OSError as err:
+            where = "--out" if explicit else "outputs.dir"
+            raise UserError(f"{where}: cannot create {target} ({err.strerror})") from None
+    raise UserError(f"outputs.dir: no free run directory name next to {base}")
+
+
+def release_run_dir(run_dir: Path) -> None:
+    """Remove a reserved run directory that is still empty (the run did not finish)."""
+    try:
+        run_dir.rmdir()
+    except OSError:
+        pass
+
+
 def write_run_dir(
     result: RunResult,
     run_dir: str | Path | None = None,
@@ -90,11 +149,12 @@ def write_run_dir(
     """Write ``result`` to ``run_dir`` (default ``outputs.dir/NAME-TIMESTAMP``); return it.
 
     ``draw(result, folder)`` may add files (figures) before the directory is
-    renamed into place. Fails if ``run_dir`` exists, rather than mixing two runs.
+    renamed into place (onto an empty directory :func:`reserve_run_dir` made). Fails
+    if ``run_dir`` exists with content, rather than mixing two runs.
     """
     target = Path(run_dir) if run_dir is not None else default_run_dir(result)
-    if target.exists():
-        raise FileExistsError(f"run directory {target} already exists")
+    if target.exists() and not (target.is_dir() and not any(target.iterdir())):
+        raise FileExistsError(f"run directory {target} already exists")  # (empty: reserved)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
     try:

@@ -38,8 +38,43 @@ from netfl.learning.models import MODELS
 __all__ = ["Scenario", "LINK_MODE_KEYS"]
 
 
+def _allows_bool(annotation: Any) -> bool:
+    """Whether a field's type admits ``bool`` (directly or in a union)."""
+    import typing
+
+    if annotation is bool:
+        return True
+    return any(_allows_bool(a) for a in typing.get_args(annotation))
+
+
+def no_bool_for_numbers(cls: type[BaseModel], value: Any, info: Any) -> Any:
+    """YAML reads ``yes``/``true`` as booleans and pydantic would take them as 1:
+    a boolean is accepted only where the field is one."""
+    if isinstance(value, bool) and info.field_name is not None:
+        field = cls.model_fields.get(info.field_name)
+        if field is not None and not _allows_bool(field.annotation):
+            raise ValueError(f"expected {_type_name(field.annotation)}, got a boolean ({value})")
+    return value
+
+
+def _type_name(annotation: Any) -> str:
+    import typing
+
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    base = args[0] if args else annotation
+    return {int: "an integer", float: "a number", str: "a string"}.get(
+        typing.get_origin(base) or base, "a value of another type"
+    )
+
+
+#: every user-facing model: unknown keys, NaN/inf and booleans-as-numbers are errors
+STRICT_CONFIG = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
+
+
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    model_config = STRICT_CONFIG
+
+    _no_bool = field_validator("*", mode="before")(classmethod(no_bool_for_numbers))
 
 
 def _check_name(kind: str, name: str | None, valid: dict) -> str | None:
@@ -99,19 +134,26 @@ class LinkSection(_Strict):
     # ofdma
     channel_profile: str = Field("feddif", description="named OFDMA channel profile")
     scheduler: Literal["round_robin", "fcfs", "proportional_fair"] = "round_robin"
-    max_rbs_per_transfer: PositiveFloat | None = None
+    max_rbs_per_transfer: float | None = Field(
+        None, ge=1.0, description="cap on the RBs one transfer holds (at least one RB)"
+    )
     pf_window_blocks: PositiveFloat | None = Field(
         None, description="proportional fair: averaging window [fading blocks] (default 100)"
     )
-    bandwidth_hz: PositiveFloat | None = Field(
-        None, description="override; sets num_rbs by TS 38.101"
+    bandwidth_hz: float | None = Field(
+        None, ge=1e5, le=1e9, description="override [Hz]; sets num_rbs by TS 38.101"
     )
     num_rbs: PositiveInt | None = None
     numerology: int | None = Field(None, ge=0, le=2)
     fading: Literal["none", "rayleigh"] | None = None
-    coherence_time_s: PositiveFloat | None = None
-    ue_tx_power_dbm: float | None = None
-    bs_tx_power_dbm: float | None = None
+    coherence_time_s: float | None = Field(
+        None,
+        ge=1e-4,
+        description="fading block length [s]; at least 0.1 ms (a µ = 3 slot): shorter "
+        "blocks only multiply events",
+    )
+    ue_tx_power_dbm: float | None = Field(None, ge=-50.0, le=60.0, description="[dBm]")
+    bs_tx_power_dbm: float | None = Field(None, ge=-50.0, le=60.0, description="[dBm]")
     noise_figure_ue_db: NonNegativeFloat | None = None
     noise_figure_bs_db: NonNegativeFloat | None = None
     duplex: Literal["fdd", "tdd"] | None = None
@@ -232,6 +274,13 @@ class BsPowerSection(_Strict):
     num_trx: PositiveInt = Field(1, description="transceiver chains charged")
 
 
+#: bounds that keep a valid-looking scenario from running for days or exhausting memory
+MAX_CUES = 100_000
+MAX_SESSION_RATE_PER_S = 10_000
+MAX_DEVICES = 100_000
+MAX_SYNTHETIC_BYTES = 4 << 30
+
+
 class CellSection(_Strict):
     radius_m: PositiveFloat = 250.0
     redrop_every_round: bool = Field(False, description="re-drop all UEs at every round start")
@@ -243,6 +292,18 @@ class CellSection(_Strict):
     def _cues_need_ofdma(self) -> CellSection:
         if self.cues.density_per_km2 > 0 and self.link.mode != "ofdma":
             raise ValueError("background CUEs (cues.density_per_km2 > 0) need link.mode: ofdma")
+        area_km2 = 3.141592653589793 * (self.radius_m / 1e3) ** 2
+        expected = self.cues.density_per_km2 * area_km2
+        if expected > MAX_CUES:
+            raise ValueError(
+                f"cues: density_per_km2 × cell area gives {expected:,.0f} CUEs on average; "
+                f"at most {MAX_CUES:,} are simulated"
+            )
+        if expected * self.cues.session_rate_per_s > MAX_SESSION_RATE_PER_S:
+            raise ValueError(
+                f"cues: {expected * self.cues.session_rate_per_s:,.0f} sessions start per "
+                f"second in the cell; at most {MAX_SESSION_RATE_PER_S:,} are simulated"
+            )
         return self
 
 
@@ -279,7 +340,7 @@ class DeviceGroup(_Strict):
 
 
 class DevicesSection(_Strict):
-    count: PositiveInt = 10
+    count: PositiveInt = Field(10, le=MAX_DEVICES, description="participating devices (PUEs)")
     compute_profile: str = "raspberry_pi_4"
     link_profile: str = "4g_lte"
     compute_overrides: ComputeOverrides = ComputeOverrides()
@@ -380,6 +441,17 @@ class SyntheticSection(_Strict):
     num_classes: int = Field(10, ge=2)
     shape: tuple[PositiveInt, PositiveInt, PositiveInt] = (1, 28, 28)
     noise: PositiveFloat = 1.0
+
+    @model_validator(mode="after")
+    def _fits_memory(self) -> SyntheticSection:
+        c, h, w = self.shape
+        size = self.num_samples * c * h * w * 4
+        if size > MAX_SYNTHETIC_BYTES:
+            raise ValueError(
+                f"num_samples × shape needs {size / 2**30:,.1f} GiB of float32 images; "
+                f"at most {MAX_SYNTHETIC_BYTES >> 30} GiB"
+            )
+        return self
 
 
 class DataSection(_Strict):

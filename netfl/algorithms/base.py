@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import simpy
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
 from channel_models.registry import lookup
 
@@ -33,9 +33,17 @@ __all__ = [
 
 
 class AlgorithmConfig(BaseModel):
-    """Base of algorithm configs: strict (unknown keys are errors)."""
+    """Base of algorithm configs: strict (unknown keys, NaN/inf, and booleans where
+    numbers belong are errors)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool(cls, value: Any, info: ValidationInfo) -> Any:
+        from netfl.scenario import no_bool_for_numbers
+
+        return no_bool_for_numbers(cls, value, info)
 
 
 @dataclass

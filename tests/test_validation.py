@@ -1,0 +1,268 @@
+"""Malformed input is refused quickly with one bounded line per problem (issue 11, measured
+cases), and a run's directory is reserved before simulating."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from netfl.cli import main
+from netfl.errors import ScenarioError, UserError
+from netfl.results import release_run_dir, reserve_run_dir
+from netfl.scenario_io import load_scenario, parse_scenario, read_yaml, resolved
+from tests.conftest import tiny_scenario
+
+MAX_LINE = 700  # characters of one error line, whatever the input (valid-key lists included)
+
+
+def _write(tmp_path: Path, text: str | bytes, name: str = "s.yaml") -> Path:
+    p = tmp_path / name
+    p.write_bytes(text if isinstance(text, bytes) else text.encode())
+    return p
+
+
+def _refused(capsys, path: Path, *extra: str) -> str:
+    t0 = time.perf_counter()
+    code = main(["validate", str(path), *extra])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert time.perf_counter() - t0 < 5.0
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert 1 <= len(lines) <= 21 and all(len(line) <= MAX_LINE for line in lines), lines
+    return err
+
+
+BASE = "name: s\nseed: 1\n"
+
+#: (YAML text, what the one-line error names) — each silently accepted or a traceback before
+BAD = {
+    "duplicate_key": (BASE + "training:\n  lr: 0.1\n  lr: 0.2\n", "duplicate key 'lr'"),
+    "duplicate_section": (
+        BASE + "training: {lr: 0.1}\ntraining: {momentum: 0.9}\n",
+        "duplicate key 'training'",
+    ),
+    "seed_yes": ("name: s\nseed: yes\n", "seed: expected an integer, got a boolean"),
+    "count_true": (BASE + "devices: {count: true}\n", "devices.count: expected an integer"),
+    "rounds_yes": (BASE + "training: {rounds: yes}\n", "training.rounds: expected an integer"),
+    "lr_inf": (BASE + "training: {lr: .inf}\n", "training.lr: Input should be a finite number"),
+    "power_inf": (
+        BASE + "devices: {compute_overrides: {busy_power_w: .inf}}\n",
+        "devices.compute_overrides.busy_power_w",
+    ),
+    "radius_inf": (BASE + "cell: {radius_m: .inf}\n", "cell.radius_m"),
+    "tx_power_huge": (
+        BASE + "cell: {link: {mode: ofdma, ue_tx_power_dbm: 1e6}}\n",
+        "cell.link.ue_tx_power_dbm",
+    ),
+    "tx_power_nan": (
+        BASE + "cell: {link: {mode: ofdma, ue_tx_power_dbm: .nan}}\n",
+        "cell.link.ue_tx_power_dbm",
+    ),
+    "coherence_tiny": (
+        BASE + "cell: {link: {mode: ofdma, coherence_time_s: 1e-12}}\n",
+        "cell.link.coherence_time_s",
+    ),
+    "max_rbs_tiny": (
+        BASE + "cell: {link: {mode: ofdma, max_rbs_per_transfer: 1e-9}}\n",
+        "cell.link.max_rbs_per_transfer",
+    ),
+    "cue_density_huge": (
+        BASE + "cell: {link: {mode: ofdma}, cues: {density_per_km2: 1e9}}\n",
+        "CUEs on average",
+    ),
+    "bandwidth_1hz": (BASE + "cell: {link: {mode: ofdma, bandwidth_hz: 1}}\n", "bandwidth_hz"),
+    "billion_devices": (BASE + "devices: {count: 1000000000}\n", "devices.count"),
+    "huge_synthetic": (
+        BASE
+        + "data: {dataset: synthetic, synthetic: {num_samples: 1000000, shape: [3, 512, 512]}}\n",
+        "GiB of float32 images",
+    ),
+    "long_seed_list": ("name: s\nseed: [" + ", ".join(["1"] * 20_000) + "]\n", "seed"),
+    "unknown_key": (BASE + "trainig: {}\n", "trainig: unknown key"),
+    "bad_name": ("name: ../escape\n", "name: String should match pattern"),
+    "alias_bomb": (
+        'a: &a ["x","x","x","x","x","x","x","x","x"]\n'
+        + "".join(
+            f"{c}: &{c} [*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p}]\n"
+            for p, c in zip("abcdefgh", "bcdefghi", strict=True)
+        ),
+        "alias bomb",
+    ),
+    "not_a_mapping": ("- 1\n- 2\n", "a scenario must be a mapping"),
+    "empty": ("\n\n", "file is empty"),
+    "syntax": (BASE + "training: {lr: [1, 2}\n", "YAML syntax error: line 3"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_scenarios_get_one_bounded_line(case, tmp_path, capsys):
+    text, expected = BAD[case]
+    err = _refused(capsys, _write(tmp_path, text))
+    assert expected in err, err
+    assert str(tmp_path / "s.yaml") in err
+
+
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        (b"name: s\nseed: \xff\n", "not UTF-8 text (byte 0xff at offset 14)"),
+        (b"\x7fELF\x02\x01\x00\x00binary", "binary file"),
+    ],
+)
+def test_non_text_files_are_refused(raw, expected, tmp_path, capsys):
+    assert expected in _refused(capsys, _write(tmp_path, raw))
+
+
+def test_directories_and_huge_files_are_refused(tmp_path, capsys):
+    assert "is a directory" in _refused(capsys, tmp_path)
+    big = _write(tmp_path, "name: s\n" + "# " * (1 << 20))
+    assert "at most 1 MiB" in _refused(capsys, big)
+
+
+def test_many_problems_are_capped(tmp_path, capsys):
+    sections = "".join(f"bad{i}: 1\n" for i in range(50))
+    err = _refused(capsys, _write(tmp_path, BASE + sections))
+    assert "… and 30 more problems" in err
+
+
+# -- fuzzing: any value at any key path --------------------------------------------
+_VALID = resolved(parse_scenario(tiny_scenario(), "base"))
+
+
+def _paths(node, prefix=()):
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from _paths(v, (*prefix, k))
+    yield prefix
+
+
+PATHS = [p for p in _paths(_VALID) if p]
+JUNK = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(10**30), max_value=10**30),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=30),
+    st.lists(st.integers(), max_size=5),
+    st.dictionaries(st.text(max_size=5), st.integers(), max_size=3),
+)
+
+
+@settings(max_examples=300, deadline=2000, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(PATHS), JUNK), min_size=1, max_size=3))
+def test_fuzzed_scenarios_validate_or_fail_in_one_line(edits):
+    data = yaml.safe_load(yaml.safe_dump(_VALID))
+    for path, value in edits:
+        node = data
+        for key in path[:-1]:
+            if not isinstance(node, dict):
+                break
+            node = node.setdefault(key, {})
+        else:
+            if isinstance(node, dict):
+                node[path[-1]] = value
+    try:
+        scenario = parse_scenario(data, "fuzz.yaml")
+    except ScenarioError as err:
+        assert all(len(line) <= MAX_LINE and "\n" not in line for line in err.lines())
+        return
+
+    # accepted: every number in it is finite and no boolean stands for a number
+    def walk(v):
+        if isinstance(v, float):
+            assert v == v and abs(v) != float("inf")
+        elif isinstance(v, dict):
+            for x in v.values():
+                walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+
+    walk(resolved(scenario))
+
+
+@settings(max_examples=200, deadline=2000)
+@given(st.binary(max_size=300))
+def test_fuzzed_bytes_never_escape_as_other_errors(tmp_path_factory, raw):
+    path = tmp_path_factory.mktemp("fuzz") / "f.yaml"
+    path.write_bytes(raw)
+    try:
+        parse_scenario(read_yaml(path), str(path))
+    except ScenarioError as err:
+        assert all(len(line) <= MAX_LINE for line in err.lines())
+
+
+# -- the run directory ------------------------------------------------------------------
+def _scenario_file(tmp_path: Path, **sections) -> Path:
+    data = tiny_scenario(outputs={"dir": str(tmp_path / "runs"), "figures": False}, **sections)
+    return _write(tmp_path, yaml.safe_dump(data), "run.yaml")
+
+
+def test_unusable_out_fails_before_simulating(tmp_path, capsys, monkeypatch):
+    import netfl.runner
+
+    called = []
+    monkeypatch.setattr(netfl.runner, "run", lambda *a, **k: called.append(1))
+    path = _scenario_file(tmp_path)
+    (tmp_path / "afile").write_text("x")
+    for out, msg in [
+        ("", "--out: empty path"),
+        (str(tmp_path / "afile" / "run"), "--out: cannot create"),
+        (str(tmp_path / "afile"), "already exists"),
+    ]:
+        assert main(["run", str(path), "--out", out, "--no-progress"]) == 2
+        assert msg in capsys.readouterr().err
+    assert called == []
+    assert main(["sweep", str(path), "--out", " "]) == 2
+    assert "--out: empty path" in capsys.readouterr().err
+
+
+def test_default_run_dirs_are_unique_and_released_when_a_run_fails(tmp_path, monkeypatch):
+    scenario = load_scenario(_scenario_file(tmp_path))
+    a, b = reserve_run_dir(scenario), reserve_run_dir(scenario)
+    assert a != b and a.is_dir() and b.is_dir()
+    release_run_dir(a)
+    assert not a.exists()
+    with pytest.raises(UserError, match="already exists"):
+        reserve_run_dir(scenario, b)
+
+    import netfl.runner
+
+    def boom(*a, **k):
+        raise UserError("simulated failure")
+
+    monkeypatch.setattr(netfl.runner, "run", boom)
+    out = tmp_path / "failing"
+    assert main(["run", str(_scenario_file(tmp_path)), "--out", str(out)]) == 2
+    assert not out.exists()
+
+
+def test_sigterm_stops_a_run_without_a_run_directory(tmp_path):
+    path = _scenario_file(tmp_path, training={"rounds": 100000})
+    out = tmp_path / "killed"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "netfl", "run", str(path), "--out", str(out), "--no-progress"],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    deadline = time.time() + 60
+    while not out.exists() and time.time() < deadline:  # reserved once simulating starts
+        time.sleep(0.1)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert "terminated: no run directory was written" in err and "Traceback" not in err
+    assert not out.exists()
