@@ -43,5 +43,9 @@ class ScenarioError(UserError):
         return "\n".join(lines)
 
 
+class NumericalFault(UserError):
+    """A device's update holds NaN/Inf values and ``training.on_nonfinite`` is ``abort``."""
+
+
 class LinkBudgetError(UserError):
     """A transfer can never be delivered: its SNR gives no rate even at a fading peak."""

@@ -47,6 +47,7 @@ def run(
     stop_reason = "rounds"
     for r in range(tr.rounds):
         rec.round = r
+        world.round_faults = []
         world.begin_round(r)
         t0 = env.now
         n_tr, n_co = len(rec.transfers), len(rec.computes)
@@ -65,6 +66,7 @@ def run(
             snapshot(nodes),
             proc.value,
         )
+        row["nonfinite_updates"] = len(world.round_faults)
         over_budget = tr.time_budget_s is not None and env.now >= tr.time_budget_s
         last = r == tr.rounds - 1 or over_budget
         acc = loss = float("nan")

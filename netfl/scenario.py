@@ -484,6 +484,11 @@ class TrainingSection(_Strict):
     lr: PositiveFloat = 0.01
     momentum: float = Field(0.0, ge=0.0, lt=1.0)
     weight_decay: NonNegativeFloat = 0.0
+    on_nonfinite: Literal["drop", "abort"] = Field(
+        "drop",
+        description="a device update with NaN/Inf values: leave it out of the round's "
+        "aggregation and count it (drop), or stop the run (abort)",
+    )
 
 
 class AlgorithmSection(BaseModel):

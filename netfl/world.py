@@ -7,6 +7,7 @@ engine, the learning executor and the recorder.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,6 +44,8 @@ from netfl.scenario import Scenario
 
 __all__ = ["World", "ModelInfo"]
 
+log = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True)
 class ModelInfo:
@@ -72,6 +75,7 @@ class World:
         self.env = env if env is not None else simpy.Environment()
         self.streams = Streams(scenario.seed)
         self.recorder = Recorder()
+        self.round_faults: list[str] = []  # devices whose update was dropped this round
         self.learn = scenario.learning.mode == "learn"
         self._build_data(source)
         self._build_nodes()
@@ -281,6 +285,34 @@ class World:
         return self.models[self.device_model_names[device.index]]
 
     # -- helpers for algorithms --------------------------------------------
+    def keep_finite(self, items: list, names: list[str]) -> list:
+        """The items (device results, states, scores) whose tensors are all finite.
+
+        Each dropped one is recorded in ``round_faults`` (the runner writes the count
+        as ``nonfinite_updates``); with ``training.on_nonfinite: abort`` the first one
+        raises :class:`~netfl.errors.NumericalFault`. A global model is therefore
+        never aggregated from NaN/Inf values.
+        """
+        from netfl.errors import NumericalFault
+        from netfl.learning.params import all_finite
+
+        kept = []
+        for item, name in zip(items, names, strict=True):
+            if item is None or all_finite(item):
+                kept.append(item)
+                continue
+            if self.scenario.training.on_nonfinite == "abort":
+                raise NumericalFault(
+                    f"{self.source}: training.on_nonfinite: round {self.recorder.round}: "
+                    f"{name}'s update holds NaN/Inf values (lower training.lr, or set "
+                    "on_nonfinite: drop to leave such updates out)"
+                )
+            log.warning(
+                "round %d: %s's update holds NaN/Inf values; dropped", self.recorder.round, name
+            )
+            self.round_faults.append(name)
+        return kept
+
     def num_samples(self, device: Node) -> int:
         return len(self.partitions[device.index])
 

@@ -128,6 +128,9 @@ class DFL(_SoftTargets):
         flops = self.aggregation_flops(len(results)) + 2.0 * self.num_classes**2 * len(results)
         yield world.compute.run(world.bs, flops, "aggregate")
         if world.learn:
+            results = world.keep_finite(results, [d.name for d in clients])
+            if not results:
+                return
             weights = [res.num_samples for res in results]
             self.global_state = weighted_average([res.state for res in results], weights)
             self.soft = aggregate_soft_targets(
@@ -175,9 +178,10 @@ class FD(_SoftTargets):
         state = self.device_states.get(device.index, self.global_state)
         result = yield from self.distill_update(r, device, state)
         yield world.radio.transfer(device, world.bs, self.soft_bits, "soft_targets_up")
-        if result is not None:
+        if result is not None and world.keep_finite([result], [device.name]):
             self.device_states[device.index] = result.state
-        return result
+            return result
+        return None
 
     def model_bits(self, device: Node | None = None) -> float:
         """Only the soft targets travel (a multicast sends them once)."""
@@ -186,7 +190,8 @@ class FD(_SoftTargets):
     def server_update(self, r, clients, results) -> Generator[simpy.Event, Any, None]:
         world = self.world
         yield world.compute.run(world.bs, 2.0 * self.num_classes**2 * len(results), "aggregate")
-        if world.learn:
+        results = [res for res in results if res is not None]
+        if world.learn and results:
             self.soft = aggregate_soft_targets(
                 self.soft, [(res.soft_targets, res.label_counts) for res in results]
             )

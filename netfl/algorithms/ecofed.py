@@ -239,7 +239,10 @@ class EcoFed(SplitFL):
         clients = self.select_clients(r)
         jobs = [env.process(self.client_round(r, dev)) for dev in clients]
         yield simpy.AllOf(env, jobs)
-        trained = [job.value for job in jobs if job.value is not None]
+        names = [d.name for d, job in zip(clients, jobs, strict=True) if job.value is not None]
+        trained = self.world.keep_finite(
+            [job.value for job in jobs if job.value is not None], names
+        )
         yield self.world.compute.run(
             self.world.bs, 2.0 * self.split.server_params * len(trained), "aggregate"
         )

@@ -131,9 +131,11 @@ class FedAvg(Algorithm):
             self.world.bs, self.aggregation_flops(len(results)), "aggregate"
         )
         if self.world.learn:
-            self.global_state = weighted_average(
-                [res.state for res in results], [res.num_samples for res in results]
-            )
+            results = self.world.keep_finite(results, [d.name for d in clients])
+            if results:
+                self.global_state = weighted_average(
+                    [res.state for res in results], [res.num_samples for res in results]
+                )
 
     # -- protocol ------------------------------------------------------------
     def round(self, r: int) -> Generator[simpy.Event, Any, RoundSummary]:

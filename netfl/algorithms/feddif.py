@@ -274,9 +274,11 @@ class FedDif(FedAvg):
         yield simpy.AllOf(env, ups)
         yield world.compute.run(world.bs, self.aggregation_flops(len(chains)), "aggregate")
         if world.learn:
-            self.global_state = weighted_average(
-                [c.state for c in chains], list(chain_weights([c.size for c in chains]))
-            )
+            kept = world.keep_finite(chains, [f"chain of ue{pues[c.holder].index}" for c in chains])
+            if kept:
+                self.global_state = weighted_average(
+                    [c.state for c in kept], list(chain_weights([c.size for c in kept]))
+                )
         end = self._distances(chains)
         extra.update(
             diffusion_rounds=k,

@@ -150,7 +150,9 @@ class FedMD(HeterogeneousFL):
         )
         yield world.compute.run(device, flops, "train")
         if fut is not None:
-            self.device_states[device.index] = fut.result().state
+            res = fut.result()
+            if world.keep_finite([res], [device.name]):
+                self.device_states[device.index] = res.state
 
     def client_scores(self, r, device, x) -> Generator[simpy.Event, Any, Any]:
         world = self.world
@@ -168,11 +170,15 @@ class FedMD(HeterogeneousFL):
         flops = m.train_per_sample * (
             self.align * self.config.digest_epochs + world.num_samples(device) * self.revisit
         )
+        if world.learn and consensus is None:  # every device's scores were dropped (NaN/Inf)
+            return None
         fut = self._job(r, device, "digest", x, consensus, self.config.digest_epochs)
         yield world.compute.run(device, flops, "train")
         if fut is None:
             return None
         res = fut.result()
+        if not world.keep_finite([res], [device.name]):
+            return None
         self.device_states[device.index] = res.state
         return res
 
@@ -191,7 +197,8 @@ class FedMD(HeterogeneousFL):
         yield world.compute.run(world.bs, float(self.align * n_cls * len(clients)), "aggregate")
         consensus = None
         if world.learn:
-            consensus = torch.stack([job.value for job in jobs]).mean(dim=0)
+            scores = world.keep_finite([job.value for job in jobs], [d.name for d in clients])
+            consensus = torch.stack(scores).mean(dim=0) if scores else None
         multicast = self.config.downlink == "multicast"
         if multicast:
             yield world.radio.broadcast(

@@ -150,8 +150,12 @@ class FedZKT(HeterogeneousFL):
         world = self.world
         future = None
         if world.learn:
-            for dev, res in zip(clients, results, strict=True):
+            ok = {id(res) for res in world.keep_finite(results, [d.name for d in clients])}
+            kept = [(d, res) for d, res in zip(clients, results, strict=True) if id(res) in ok]
+            for dev, res in kept:
                 self.device_states[dev.index] = res.state
+            clients = [d for d, _ in kept]  # dropped devices keep their models
+        if world.learn and clients:
             future = world.executor.submit(
                 ZKTServerTask(
                     model=world.model.spec.name,

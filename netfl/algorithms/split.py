@@ -310,6 +310,9 @@ class LocalLossDPFL(SplitFL):
             self.world.bs, self.aggregation_flops(len(results)), "aggregate"
         )
         if self.world.learn:
+            results = self.world.keep_finite(results, [d.name for d in clients])
+            if not results:
+                return
             w = [res.num_samples for res in results]
             self.merge(
                 weighted_average([res.device_state for res in results], w),

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import torch
 
-__all__ = ["weighted_average", "clone_state", "state_numel"]
+__all__ = ["weighted_average", "clone_state", "state_numel", "all_finite"]
 
 State = dict[str, torch.Tensor]
 
@@ -44,3 +44,19 @@ def weighted_average(states: Sequence[State], weights: Sequence[float]) -> State
 def state_numel(state: State) -> int:
     """Number of values in a state dict."""
     return sum(t.numel() for t in state.values())
+
+
+def all_finite(value) -> bool:
+    """Whether every floating-point tensor in ``value`` is finite: a tensor, a state
+    dict, a list/tuple of them, or a result object (its tensor-valued attributes)."""
+    if isinstance(value, torch.Tensor):
+        return not value.is_floating_point() or bool(torch.isfinite(value).all())
+    if isinstance(value, dict):
+        return all(all_finite(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return all(all_finite(v) for v in value)
+    if hasattr(value, "__dict__"):
+        return all(all_finite(v) for v in vars(value).values())
+    if isinstance(value, float):
+        return True  # scalars (losses) may be NaN without poisoning a model
+    return True

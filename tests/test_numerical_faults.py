@@ -1,0 +1,124 @@
+"""NaN/Inf device updates are left out of aggregation and counted, or abort the run."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from netfl.errors import NumericalFault
+from netfl.learning.executor import SerialExecutor
+from netfl.learning.params import all_finite
+from netfl.runner import run
+from netfl.scenario_io import parse_scenario
+from tests.conftest import tiny_scenario
+
+ALGOS = {
+    "fedavg": {"name": "fedavg"},
+    "dfl": {"name": "dfl"},
+    "fd": {"name": "fd"},
+    "fedzkt": {
+        "name": "fedzkt",
+        "server_iterations": 2,
+        "distill_batch_size": 8,
+        "generator_width": 4,
+    },
+    "fedmd": {
+        "name": "fedmd",
+        "public_dataset": "mnist5k",
+        "public_samples": 60,
+        "alignment_size": 20,
+    },
+}
+
+
+def _poison(value):
+    """A copy of a job's result with NaN in its first floating-point tensor."""
+    if isinstance(value, torch.Tensor):
+        return torch.full_like(value, float("nan"))
+    state = dict(value.state)
+    key = next(k for k, v in state.items() if v.is_floating_point())
+    state[key] = state[key].clone().fill_(float("nan"))
+    value.state = state
+    return value
+
+
+def _scenario(algo: str, model: str = "logreg", **training):
+    return parse_scenario(
+        tiny_scenario(
+            model={"name": model},
+            devices={
+                "count": 4,
+                **({"models": ["logreg", "fcn"]} if algo in ("fedzkt", "fedmd") else {}),
+            },
+            learning={"mode": "learn"},
+            training={"rounds": 2, "batch_size": 16, **training},
+            algorithm=ALGOS[algo],
+        )
+    )
+
+
+@pytest.mark.parametrize("algo", sorted(ALGOS))
+def test_a_nan_update_is_dropped_and_counted(algo, monkeypatch):
+    import netfl.runner
+
+    state = {"round": -1}
+    original_submit = SerialExecutor.submit
+
+    def submit(self, task):
+        fut = original_submit(self, task)
+        res = fut.result()
+        world_round = netfl_round()
+        if world_round != state["round"] and (
+            isinstance(res, torch.Tensor) or hasattr(res, "state")
+        ):
+            state["round"] = world_round
+            fut._result = _poison(res)
+        return fut
+
+    worlds = []
+    original_world = netfl.runner.World
+
+    def world(*a, **k):
+        w = original_world(*a, **k)
+        worlds.append(w)
+        return w
+
+    def netfl_round():
+        return worlds[-1].recorder.round
+
+    monkeypatch.setattr(SerialExecutor, "submit", submit)
+    monkeypatch.setattr(netfl.runner, "World", world)
+    result = run(_scenario(algo))
+    assert list(result.rounds["nonfinite_updates"]) == [1, 1]
+    assert result.rounds["accuracy"].between(0, 1).all()
+    assert result.rounds["loss"].notna().all()
+
+
+def test_diverging_training_leaves_the_global_model_untouched():
+    result = run(_scenario("fedavg", "fcn", lr=1e6))
+    assert (result.rounds["nonfinite_updates"] == 4).all()
+    assert result.rounds["accuracy"].between(0, 1).all()
+    fresh = run(_scenario("fedavg", "fcn", lr=1e6, rounds=1))
+    # nothing was aggregated: the accuracy is the initial model's, round after round
+    assert result.rounds["accuracy"].nunique() == 1
+    assert fresh.rounds["accuracy"].iloc[0] == result.rounds["accuracy"].iloc[0]
+
+
+def test_abort_policy_stops_with_one_line():
+    with pytest.raises(
+        NumericalFault, match="training.on_nonfinite: round 0: ue0's update holds NaN"
+    ):
+        run(_scenario("fedavg", "fcn", lr=1e6, on_nonfinite="abort"))
+
+
+def test_all_finite_looks_into_states_results_and_tensors():
+    assert all_finite({"w": torch.ones(2), "n": torch.tensor(3)})
+    assert not all_finite({"w": torch.tensor([1.0, float("inf")])})
+    assert not all_finite([torch.zeros(1), torch.tensor([float("nan")])])
+
+    class R:
+        def __init__(self, s):
+            self.state, self.mean_loss = s, float("nan")
+
+    assert all_finite(R({"w": torch.ones(1)}))  # a NaN loss alone poisons nothing
+    assert not all_finite(R({"w": torch.full((1,), float("nan"))}))
