@@ -17,6 +17,7 @@ import pandas as pd
 
 from netfl.accounting import devices_frame, round_row, snapshot
 from netfl.algorithms import Algorithm, get_algorithm
+from netfl.invariants import check_records, check_round
 from netfl.run_result import RunResult
 from netfl.scenario import Scenario
 from netfl.scenario_io import algorithm_config
@@ -74,6 +75,8 @@ def run(
             acc, loss = algorithm.evaluate()
             row.update(algorithm.evaluation_columns())
         row["accuracy"], row["loss"] = acc, loss
+        check_records(rec.transfers[n_tr:], rec.computes[n_co:], env.now)
+        check_round(r, t0, env.now, before, snapshot(nodes), acc)
         rows.append(row)
         if on_round is not None:
             on_round(row)

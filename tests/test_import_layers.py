@@ -15,7 +15,14 @@ ROOT = Path(__file__).resolve().parents[1]
 #: lowest layer first; a module belongs to the first prefix it matches
 LAYERS: list[list[str]] = [
     ["channel_models"],
-    ["netfl.errors", "netfl.rng", "netfl.timeline", "netfl.records", "netfl.version"],
+    [
+        "netfl.errors",
+        "netfl.invariants",
+        "netfl.rng",
+        "netfl.timeline",
+        "netfl.records",
+        "netfl.version",
+    ],
     ["netfl.compute", "netfl.learning", "netfl.nodes"],
     ["netfl.radio"],
     ["netfl.algorithms", "netfl.scenario"],

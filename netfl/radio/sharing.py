@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import simpy
 
+from netfl.invariants import check_capacity, check_delivery
 from netfl.radio.schedulers import equal_share, first_come_first_served, max_min_fair
 
 __all__ = ["Flow", "SharedMedium", "ProcessorSharing", "max_min_fair"]
@@ -131,6 +132,9 @@ class SharedMedium(ABC):
             if f.remaining_bits <= completion_tolerance_bits(f.size_bits, f.share, now)
         ]
         for f in done:
+            check_delivery(
+                f.size_bits, f.remaining_bits, completion_tolerance_bits(f.size_bits, f.share, now)
+            )
             self.flows.remove(f)
             f.remaining_bits = 0.0
         return done
@@ -207,6 +211,7 @@ class SharedMedium(ABC):
         before = None if flows_changed or not self._timer_pending else self._shares().copy()
         self.session_share = self._allocate()
         bg, fl = self._flow_share_totals()
+        check_capacity(self.session_share + bg + fl, self.capacity, repr(self))
         entry = (self.env.now, self.session_share + bg, fl)
         if not self.occupancy or self.occupancy[-1][1:] != entry[1:]:
             self.occupancy.append(entry)
