@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
+import torch
 
 from netfl.accounting import devices_frame, round_row, snapshot
 from netfl.algorithms import Algorithm, get_algorithm
@@ -100,6 +101,8 @@ def run(
         tables={**world.radio.tables(), **algorithm.tables()},
         info={
             "setup_wall_s": setup_wall_s,
+            # torch's intra-op threads change the order of float sums, hence learning curves
+            "torch_num_threads": torch.get_num_threads(),
             "model_params": world.model.num_params,
             "model_size_bits": world.model.size_bits,
             "train_flops_per_sample": world.model.flops.train_per_sample,

@@ -134,3 +134,21 @@ def test_learning_improves_accuracy():
     )
     acc = res.rounds["accuracy"]
     assert acc.iloc[-1] > 0.8 and acc.iloc[-1] > acc.iloc[0] - 0.05
+
+
+def test_manifest_records_the_torch_thread_count(tmp_path):
+    import json
+
+    import torch
+
+    from netfl.report import write_run
+    from netfl.runner import run
+    from netfl.scenario_io import parse_scenario
+    from tests.conftest import tiny_scenario
+
+    result = run(parse_scenario(tiny_scenario(training={"rounds": 1})))
+    d = write_run(result, tmp_path / "r", figures=False)
+    assert (
+        json.loads((d / "manifest.json").read_text())["torch_num_threads"]
+        == torch.get_num_threads()
+    )

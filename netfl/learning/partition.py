@@ -156,7 +156,17 @@ def partition(
     rng: np.random.Generator,
     **params: float,
 ) -> list[np.ndarray]:
-    """Split ``range(len(labels))`` over ``num_devices`` by ``scheme``."""
+    """Split ``range(len(labels))`` over ``num_devices`` by ``scheme``.
+
+    A split that cannot give every device a sample (or ``min_samples``) is refused
+    at once, before any scheme draws (a Dirichlet split would otherwise redraw in vain).
+    """
+    need = int(params.get("min_samples", 1) or 1) * num_devices
+    if need > len(labels):
+        raise PartitionError(
+            f"{len(labels)} training samples cannot give {num_devices} devices "
+            f"{int(params.get('min_samples', 1) or 1)} each; use fewer devices"
+        )
     return lookup(PARTITIONERS, scheme, "partition scheme")(
         np.asarray(labels), num_devices, rng, **params
     )

@@ -118,3 +118,19 @@ def test_unknown_scheme_lists_valid():
 
 def test_registry_complete():
     assert set(PARTITIONERS) == set(PARAMS)
+
+
+def test_infeasible_splits_are_refused_at_once():
+    import time
+
+    labels = np.arange(100) % 10
+    for scheme, params in [
+        ("dirichlet", {"alpha": 0.01}),
+        ("iid", {}),
+        ("dirichlet", {"min_samples": 30, "alpha": 1.0}),
+    ]:
+        t0 = time.perf_counter()
+        devices = 5 if "min_samples" in params else 500
+        with pytest.raises(PartitionError, match="cannot give"):
+            partition(scheme, labels, devices, np.random.default_rng(0), **params)
+        assert time.perf_counter() - t0 < 0.1
