@@ -18,15 +18,39 @@ EXIT_USER_ERROR = 2
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    import yaml
     from tqdm import tqdm
 
+    from netfl.checkpoint import CHECKPOINT_DIR, checkpoint_path
     from netfl.report import write_run
     from netfl.results import release_run_dir, reserve_run_dir
     from netfl.runner import run
-    from netfl.scenario_io import load_scenario
+    from netfl.scenario_io import load_scenario, resolved
 
-    scenario = load_scenario(args.scenario, args.set)
-    out = reserve_run_dir(scenario, args.out)
+    resume = False
+    if args.resume:
+        if args.scenario or args.set or args.out:
+            raise UserError("--resume RUN_DIR takes no scenario, --set or --out")
+        out = Path(args.resume)
+        saved = out / CHECKPOINT_DIR / "scenario.yaml"
+        if (out / "manifest.json").is_file():
+            raise UserError(f"--resume: {out} is a complete run; nothing to resume")
+        if not saved.is_file():
+            raise UserError(f"--resume: {out} holds no checkpoint (outputs.checkpoint_every)")
+        source = str(saved)
+        scenario = load_scenario(saved)
+        resume = checkpoint_path(out).is_file()  # else killed before the first checkpoint
+    else:
+        if not args.scenario:
+            raise UserError("run: give a scenario file, or --resume RUN_DIR")
+        source = args.scenario
+        scenario = load_scenario(args.scenario, args.set)
+        out = reserve_run_dir(scenario, args.out)
+        if scenario.outputs.checkpoint_every:
+            (out / CHECKPOINT_DIR).mkdir()
+            (out / CHECKPOINT_DIR / "scenario.yaml").write_text(
+                yaml.safe_dump(resolved(scenario), sort_keys=False)
+            )
     show = scenario.outputs.progress and not args.no_progress
     bar = tqdm(
         total=scenario.training.rounds,
@@ -46,11 +70,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
         bar.update(1)
 
     try:
-        result = run(scenario, source=args.scenario, on_round=on_round)
+        result = run(scenario, source=source, on_round=on_round, run_dir=out, resume=resume)
         run_dir = write_run(result, out)
+    except KeyboardInterrupt as err:
+        if checkpoint_path(out).is_file():
+            err.args = (f"resume with: netfl run --resume {out}",)
+        raise
     finally:
         bar.close()
-        release_run_dir(out)  # only if still empty: the run failed or was interrupted
+        if not (out / CHECKPOINT_DIR).is_dir():
+            release_run_dir(out)  # only if still empty: the run failed or was interrupted
     last = result.rounds.iloc[-1]
     print(
         f"{scenario.name}: {len(result.rounds)} rounds ({result.stop_reason}), "
@@ -195,8 +224,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
     sub = p.add_subparsers(dest="command", required=True)
 
-    def with_set(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("scenario", help="scenario YAML file")
+    def with_set(sp: argparse.ArgumentParser, optional: bool = False) -> None:
+        sp.add_argument("scenario", nargs="?" if optional else None, help="scenario YAML file")
         sp.add_argument(
             "--set",
             action="append",
@@ -206,8 +235,13 @@ def build_parser() -> argparse.ArgumentParser:
         )
 
     r = sub.add_parser("run", help="run a scenario and write a run directory")
-    with_set(r)
+    with_set(r, optional=True)
     r.add_argument("--out", help="run directory (default: outputs.dir/NAME-TIMESTAMP)")
+    r.add_argument(
+        "--resume",
+        metavar="RUN_DIR",
+        help="continue an interrupted run from its last checkpoint (outputs.checkpoint_every)",
+    )
     r.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     r.set_defaults(func=_cmd_run)
     sw = sub.add_parser("sweep", help="run every variant of a sweep file")
@@ -290,7 +324,8 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USER_ERROR
     except KeyboardInterrupt as err:
         what = "terminated" if isinstance(err, Terminated) else "interrupted"
-        print(f"{what}: no run directory was written", file=sys.stderr)
+        hint = f"; {err.args[0]}" if err.args else ""
+        print(f"{what}: no run directory was written{hint}", file=sys.stderr)
         return 143 if isinstance(err, Terminated) else 130
 
 

@@ -28,6 +28,7 @@ import pandas as pd
 import torch
 import yaml
 
+from netfl.checkpoint import CHECKPOINT_DIR
 from netfl.run_result import RunResult
 from netfl.scenario_io import parse_scenario, resolved
 
@@ -153,8 +154,10 @@ def write_run_dir(
     if ``run_dir`` exists with content, rather than mixing two runs.
     """
     target = Path(run_dir) if run_dir is not None else default_run_dir(result)
-    if target.exists() and not (target.is_dir() and not any(target.iterdir())):
-        raise FileExistsError(f"run directory {target} already exists")  # (empty: reserved)
+    if target.exists() and not (
+        target.is_dir() and {p.name for p in target.iterdir()} <= {CHECKPOINT_DIR}
+    ):  # empty or holding only a checkpoint: reserved by this run
+        raise FileExistsError(f"run directory {target} already exists")
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
     try:
@@ -170,6 +173,7 @@ def write_run_dir(
         if draw is not None:
             draw(result, tmp)
         (tmp / "manifest.json").write_text(json.dumps(manifest(result), indent=2))
+        shutil.rmtree(target / CHECKPOINT_DIR, ignore_errors=True)  # the run is complete
         os.rename(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

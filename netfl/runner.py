@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -18,6 +19,7 @@ import torch
 
 from netfl.accounting import devices_frame, round_row, snapshot
 from netfl.algorithms import Algorithm, get_algorithm
+from netfl.checkpoint import checkpoint_path, load_checkpoint, save_checkpoint
 from netfl.invariants import check_records, check_round
 from netfl.run_result import RunResult
 from netfl.scenario import Scenario
@@ -33,10 +35,14 @@ def run(
     scenario: Scenario,
     source: str = "scenario",
     on_round: Callable[[dict[str, Any]], None] | None = None,
+    run_dir: str | Path | None = None,
+    resume: bool = False,
 ) -> RunResult:
     """Build the world, run the algorithm's rounds, and return the tables.
 
     ``on_round`` is called with each finished row (the CLI's progress bar).
+    ``run_dir``: where checkpoints go (every ``outputs.checkpoint_every`` rounds);
+    ``resume``: continue from its last checkpoint (:mod:`netfl.checkpoint`).
     """
     wall0 = time.perf_counter()
     world = World(scenario, source=source)
@@ -47,7 +53,17 @@ def run(
     nodes = {n.name: n for n in [world.bs, *world.devices]}
     rows: list[dict[str, Any]] = []
     stop_reason = "rounds"
-    for r in range(tr.rounds):
+    start = 0
+    if resume and run_dir is None:
+        raise ValueError("resume needs the run directory")
+    if resume and checkpoint_path(run_dir).is_file():  # (none yet: start from round 0)
+        ck = load_checkpoint(run_dir)
+        start, rows = int(ck["next_round"]), list(ck["rows"])
+        _replay(world, algorithm, nodes, start)
+        algorithm.load_state_dict(ck["algorithm"])
+        log.info("resumed %s at round %d", run_dir, start)
+    every = scenario.outputs.checkpoint_every
+    for r in range(start, tr.rounds):
         rec.round = r
         world.round_faults = []
         world.begin_round(r)
@@ -79,6 +95,10 @@ def run(
         check_records(rec.transfers[n_tr:], rec.computes[n_co:], env.now)
         check_round(r, t0, env.now, before, snapshot(nodes), acc)
         rows.append(row)
+        if every and run_dir is not None and (r + 1) % every == 0 and r + 1 < tr.rounds:
+            save_checkpoint(
+                run_dir, {"next_round": r + 1, "rows": rows, "algorithm": algorithm.state_dict()}
+            )
         if on_round is not None:
             on_round(row)
         if tr.target_accuracy is not None and acc >= tr.target_accuracy:
@@ -88,6 +108,8 @@ def run(
             stop_reason = "time_budget"
             break
     rounds = pd.DataFrame(rows)
+    if "nonfinite_updates" in rounds:
+        rounds["nonfinite_updates"] = rounds["nonfinite_updates"].astype(int)
     first = ["round", "sim_time_s", "accuracy", "loss"]
     rounds = rounds[first + [c for c in rounds.columns if c not in first]]
     return RunResult(
@@ -112,3 +134,20 @@ def run(
             **algorithm.info(),
         },
     )
+
+
+def _replay(world: World, algorithm: Algorithm, nodes: dict, rounds: int) -> None:
+    """Re-simulate rounds ``0 … rounds-1`` without torch work: the clock, radio, CUE
+    sessions, meters and records come out as they were (they never depend on learned
+    values); the algorithm's learned state is loaded afterwards."""
+    learn, world.learn = world.learn, False
+    try:
+        for r in range(rounds):
+            world.recorder.round = r
+            world.round_faults = []
+            world.begin_round(r)
+            proc = world.env.process(algorithm.round(r))
+            world.env.run(until=proc)
+            world.radio.settle()
+    finally:
+        world.learn = learn

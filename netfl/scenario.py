@@ -514,6 +514,11 @@ class OutputsSection(_Strict):
     dir: str = "runs"
     figures: bool = True
     progress: bool = True
+    checkpoint_every: NonNegativeInt = Field(
+        0,
+        description="save a checkpoint every N rounds in the run directory (0: never); "
+        "`netfl run --resume RUN_DIR` continues from it",
+    )
 
 
 class Scenario(_Strict):

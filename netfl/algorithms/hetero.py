@@ -116,8 +116,10 @@ class HeterogeneousFL(FedAvg):
         return {
             **super().state_dict(),
             "device_states": {k: clone_state(v) for k, v in self.device_states.items()},
+            "device_scores": [dict(s) for s in self.device_scores],
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         super().load_state_dict(state)
         self.device_states = dict(state["device_states"])
+        self.device_scores = [dict(s) for s in state.get("device_scores", [])]

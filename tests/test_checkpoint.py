@@ -1,0 +1,177 @@
+"""Checkpoint and resume: a run interrupted at any round boundary — or killed with
+SIGKILL at a random moment — and resumed gives the uninterrupted run's results."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+import yaml
+
+from netfl.checkpoint import checkpoint_path, load_checkpoint, save_checkpoint
+from netfl.report import write_run
+from netfl.runner import run
+from netfl.scenario_io import parse_scenario
+from tests.conftest import tiny_scenario
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class Killed(Exception):
+    pass
+
+
+def _scenario(algorithm: str, mode: str, rounds: int, every: int):
+    return parse_scenario(
+        tiny_scenario(
+            devices={"count": 4},
+            learning={"mode": mode},
+            training={"rounds": rounds, "batch_size": 16},
+            algorithm={"name": algorithm},
+            outputs={"figures": False, "progress": False, "checkpoint_every": every},
+        )
+    )
+
+
+def _kill_after(round_index: int):
+    def on_round(row):
+        if row["round"] == round_index:
+            raise Killed()
+
+    return on_round
+
+
+def _interrupted_and_resumed(scenario, tmp_path: Path, kill_after: int):
+    run_dir = tmp_path / f"killed{kill_after}"
+    run_dir.mkdir()
+    with pytest.raises(Killed):
+        run(scenario, on_round=_kill_after(kill_after), run_dir=run_dir)
+    return run(scenario, run_dir=run_dir, resume=True), run_dir
+
+
+@pytest.mark.parametrize("kill_after", [0, 3, 4])
+def test_timing_run_resumes_byte_identically(kill_after, tmp_path):
+    scenario = _scenario("fedavg", "timing", rounds=6, every=2)
+    whole = write_run(run(scenario), tmp_path / "whole", figures=False)
+    resumed, run_dir = _interrupted_and_resumed(scenario, tmp_path, kill_after)
+    if kill_after >= 1:  # checkpoints at round boundaries 2 and 4
+        assert load_checkpoint(run_dir)["next_round"] == (kill_after + 1) // 2 * 2
+    out = write_run(resumed, tmp_path / f"resumed{kill_after}", figures=False)
+    assert (out / "rounds.csv").read_bytes() == (whole / "rounds.csv").read_bytes()
+    for table in ("transfers", "computes"):
+        pd.testing.assert_frame_equal(
+            pd.read_parquet(out / f"{table}.parquet"), pd.read_parquet(whole / f"{table}.parquet")
+        )
+
+
+@pytest.mark.parametrize("algorithm, kill_after", [("fedavg", 1), ("dfl", 2), ("fd", 1)])
+def test_learning_run_resumes_with_identical_accuracies(algorithm, kill_after, tmp_path):
+    scenario = _scenario(algorithm, "learn", rounds=4, every=1)
+    whole = run(scenario)
+    resumed, _ = _interrupted_and_resumed(scenario, tmp_path, kill_after)
+    cols = ["round", "sim_time_s", "accuracy", "loss", "train_loss", "uplink_bits"]
+    pd.testing.assert_frame_equal(resumed.rounds[cols], whole.rounds[cols])
+
+
+def test_stateful_heterogeneous_algorithm_resumes(tmp_path):
+    data = tiny_scenario(
+        devices={"count": 4, "models": ["logreg", "fcn"]},
+        model={"name": "fcn"},
+        learning={"mode": "learn"},
+        training={"rounds": 3, "batch_size": 16},
+        algorithm={
+            "name": "fedzkt",
+            "server_iterations": 2,
+            "distill_batch_size": 8,
+            "generator_width": 4,
+        },
+        outputs={"figures": False, "progress": False, "checkpoint_every": 1},
+    )
+    scenario = parse_scenario(data)
+    whole = run(scenario)
+    resumed, _ = _interrupted_and_resumed(scenario, tmp_path, 1)
+    assert list(resumed.rounds["accuracy"]) == list(whole.rounds["accuracy"])
+    pd.testing.assert_frame_equal(
+        resumed.tables["device_accuracy"], whole.tables["device_accuracy"]
+    )
+
+
+def test_checkpoints_load_safely_and_round_trip_numpy(tmp_path):
+    import numpy as np
+
+    state = {"a": np.arange(3), "b": [np.float64(1.5), {"t": torch.ones(2)}], "n": np.int64(4)}
+    save_checkpoint(tmp_path, state)
+    back = load_checkpoint(tmp_path)
+    assert np.array_equal(back["a"], np.arange(3)) and back["b"][0] == 1.5 and back["n"] == 4
+    # a pickle with arbitrary objects is refused by weights_only loading
+    torch.save({"x": object()}, checkpoint_path(tmp_path))
+    with pytest.raises(Exception, match="[Ww]eights only"):
+        load_checkpoint(tmp_path)
+
+
+def _netfl(*args, **kw):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "netfl", *args], env=env, stderr=subprocess.PIPE, text=True, **kw
+    )
+
+
+def test_sigkill_at_a_random_moment_then_resume_gives_identical_rounds_csv(tmp_path):
+    data = tiny_scenario(
+        training={"rounds": 300, "batch_size": 16},
+        outputs={"figures": False, "progress": False, "checkpoint_every": 1, "dir": str(tmp_path)},
+    )
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(data))
+    whole = _netfl("run", str(path), "--out", str(tmp_path / "whole"))
+    assert whole.wait(timeout=300) == 0
+    killed_dir = tmp_path / "killed"
+    proc = _netfl("run", str(path), "--out", str(killed_dir))
+    deadline = time.time() + 120
+    while not checkpoint_path(killed_dir).exists() and time.time() < deadline:
+        time.sleep(0.02)
+    time.sleep(random.Random(7).uniform(0.0, 1.0))  # a random moment after the first checkpoint
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=60)
+    assert not (killed_dir / "manifest.json").exists(), "the run finished before the kill"
+    resumed = _netfl("run", "--resume", str(killed_dir))
+    _, err = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, err
+    assert (killed_dir / "rounds.csv").read_bytes() == (
+        tmp_path / "whole" / "rounds.csv"
+    ).read_bytes()
+    assert not (killed_dir / ".checkpoint").exists()
+
+
+def test_ofdma_cell_with_background_users_resumes_byte_identically(tmp_path):
+    """Radio state that crosses rounds (CUE sessions, fading, re-drops) is replayed."""
+    data = tiny_scenario(
+        devices={"count": 5},
+        cell={
+            "radius_m": 120,
+            "redrop_every_round": True,
+            "link": {"mode": "ofdma", "channel_profile": "feddif"},
+            "cues": {"density_per_km2": 300, "session_rate_per_s": 0.5},
+        },
+        training={"rounds": 4, "batch_size": 16},
+        algorithm={"name": "feddif"},
+        outputs={"figures": False, "progress": False, "checkpoint_every": 1},
+    )
+    scenario = parse_scenario(data)
+    whole = write_run(run(scenario), tmp_path / "whole", figures=False)
+    resumed, _ = _interrupted_and_resumed(scenario, tmp_path, 2)
+    out = write_run(resumed, tmp_path / "resumed", figures=False)
+    a = pd.read_csv(out / "rounds.csv").drop(columns=["matching_time_s"])
+    b = pd.read_csv(whole / "rounds.csv").drop(columns=["matching_time_s"])
+    pd.testing.assert_frame_equal(a, b)  # (matching_time_s is wall-clock time)
+    pd.testing.assert_frame_equal(
+        pd.read_parquet(out / "transfers.parquet"), pd.read_parquet(whole / "transfers.parquet")
+    )
