@@ -18,6 +18,7 @@ LAYERS: list[list[str]] = [
     [
         "netfl.errors",
         "netfl.invariants",
+        "netfl.checkpoint",
         "netfl.rng",
         "netfl.timeline",
         "netfl.records",
