@@ -29,6 +29,7 @@ import torch
 import yaml
 
 from netfl.checkpoint import CHECKPOINT_DIR
+from netfl.errors import UserError
 from netfl.run_result import RunResult
 from netfl.scenario_io import parse_scenario, resolved
 
@@ -98,8 +99,6 @@ def reserve_run_dir(scenario: Any, run_dir: str | Path | None = None) -> Path:
     ``-3``, … when a run started in the same second holds it. :func:`write_run_dir`
     fills a reserved directory; :func:`release_run_dir` removes it if the run fails.
     """
-    from netfl.errors import UserError
-
     explicit = run_dir is not None
     if explicit and not str(run_dir).strip():
         raise UserError("--out: empty path; name a run directory")
@@ -190,6 +189,29 @@ def read_run(run_dir: str | Path) -> RunResult:
     d = Path(run_dir)
     if not (d / "manifest.json").is_file():
         raise FileNotFoundError(f"{d} is not a complete run directory (no manifest.json)")
+    try:
+        return _read_run(d)
+    except (FileNotFoundError, UserError):
+        raise
+    except Exception as err:  # noqa: BLE001 - a damaged file: one line naming it
+        raise UserError(
+            f"{d}: damaged run directory ({type(err).__name__}: {str(err)[:160]})"
+        ) from None
+
+
+#: columns every rounds.csv has (the report reads them)
+ROUND_COLUMNS = ("round", "sim_time_s", "accuracy", "loss", "uplink_bits", "downlink_bits")
+
+
+def _rounds_table(path: Path) -> pd.DataFrame:
+    rounds = pd.read_csv(path)
+    missing = [c for c in ROUND_COLUMNS if c not in rounds]
+    if missing or not len(rounds):
+        raise ValueError(f"rounds.csv lacks {', '.join(missing) or 'rows'}")
+    return rounds
+
+
+def _read_run(d: Path) -> RunResult:
     core = {"transfers", "computes"}
     tables = {p.stem: pd.read_parquet(p) for p in sorted(d.glob("*.parquet"))}
     man = json.loads((d / "manifest.json").read_text())
@@ -197,7 +219,7 @@ def read_run(run_dir: str | Path) -> RunResult:
     scenario = parse_scenario(yaml.safe_load(scenario_path.read_text()), str(scenario_path))
     return RunResult(
         scenario=scenario,
-        rounds=pd.read_csv(d / "rounds.csv"),
+        rounds=_rounds_table(d / "rounds.csv"),
         transfers=tables.pop("transfers"),
         computes=tables.pop("computes"),
         devices=pd.read_csv(d / "devices.csv"),

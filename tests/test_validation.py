@@ -266,3 +266,16 @@ def test_sigterm_stops_a_run_without_a_run_directory(tmp_path):
     assert proc.returncode == 143, err
     assert "terminated: no run directory was written" in err and "Traceback" not in err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("damage", ["", "round,accuracy\n1,2,3,4\n\x00\x01", "garbage"])
+def test_report_on_a_damaged_run_directory_is_one_line(damage, tmp_path, capsys):
+    from netfl.report import write_run
+    from netfl.runner import run
+
+    d = write_run(run(parse_scenario(tiny_scenario())), tmp_path / "r", figures=False)
+    (d / "rounds.csv").write_text(damage)
+    assert main(["report", str(d), "--out", str(tmp_path / "figs")]) == 2
+    err = capsys.readouterr().err
+    assert "damaged run directory" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1

