@@ -121,9 +121,12 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
+    from netfl.rng import Streams
     from netfl.scenario_io import load_scenario
+    from netfl.world import build_data
 
     scenario = load_scenario(args.scenario, args.set)
+    build_data(scenario, Streams(scenario.seed), args.scenario)  # data root, partition
     print(
         f"{args.scenario}: valid ({scenario.name}, algorithm {scenario.algorithm.name}, "
         f"{scenario.devices.count} devices, {scenario.training.rounds} rounds)"

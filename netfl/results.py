@@ -158,6 +158,8 @@ def write_run_dir(
     ):  # empty or holding only a checkpoint: reserved by this run
         raise FileExistsError(f"run directory {target} already exists")
     target.parent.mkdir(parents=True, exist_ok=True)
+    for stale in target.parent.glob(f".{target.name}.*.tmp"):  # a write killed half-way
+        shutil.rmtree(stale, ignore_errors=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
     try:
         (tmp / "scenario.yaml").write_text(

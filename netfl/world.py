@@ -42,7 +42,7 @@ from netfl.records import Recorder
 from netfl.rng import Streams
 from netfl.scenario import Scenario
 
-__all__ = ["World", "ModelInfo"]
+__all__ = ["World", "ModelInfo", "build_data"]
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +55,36 @@ class ModelInfo:
     num_params: int
     size_bits: float
     flops: ModelFlops
+
+
+def build_data(scenario: Scenario, streams: Streams, source: str = "scenario"):
+    """The data set and every device's sample indices; a problem (missing root, a
+    split that cannot give every device a sample) is a one-line ``UserError``.
+    ``netfl validate`` runs it too: it needs no simulation."""
+    d = scenario.data
+    options = d.synthetic.model_dump() if d.dataset == "synthetic" else {}
+    try:
+        dataset = load_dataset(d.dataset, d.root, d.test_fraction, scenario.seed, **options)
+    except DataRootError as err:
+        raise UserError(f"{source}: data.root: {err}") from None
+    rng = streams.generator("partition")
+    try:
+        parts = partition(
+            d.partition.scheme,
+            dataset.train_y.numpy(),
+            scenario.devices.count,
+            rng,
+            **d.partition.params(),
+        )
+    except PartitionError as err:
+        raise UserError(f"{source}: data.partition: {err}") from None
+    empty = [i for i, p in enumerate(parts) if len(p) == 0]
+    if empty:
+        raise UserError(
+            f"{source}: data.partition: {len(empty)} devices get no samples "
+            f"({len(dataset.train_y)} samples for {len(parts)} devices)"
+        )
+    return dataset, parts
 
 
 class World:
@@ -111,32 +141,7 @@ class World:
 
     # -- construction ------------------------------------------------------
     def _build_data(self, source: str) -> None:
-        d = self.scenario.data
-        options = d.synthetic.model_dump() if d.dataset == "synthetic" else {}
-        try:
-            self.dataset = load_dataset(
-                d.dataset, d.root, d.test_fraction, self.scenario.seed, **options
-            )
-        except DataRootError as err:
-            raise UserError(f"{source}: data.root: {err}") from None
-        rng = self.streams.generator("partition")
-        try:
-            parts = partition(
-                d.partition.scheme,
-                self.dataset.train_y.numpy(),
-                self.scenario.devices.count,
-                rng,
-                **d.partition.params(),
-            )
-        except PartitionError as err:
-            raise UserError(f"{source}: data.partition: {err}") from None
-        empty = [i for i, p in enumerate(parts) if len(p) == 0]
-        if empty:
-            raise UserError(
-                f"{source}: data.partition: {len(empty)} devices get no samples "
-                f"({len(self.dataset.train_y)} samples for {len(parts)} devices)"
-            )
-        self.partitions = parts
+        self.dataset, self.partitions = build_data(self.scenario, self.streams, source)
 
     def _build_nodes(self) -> None:
         s = self.scenario

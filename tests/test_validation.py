@@ -279,3 +279,26 @@ def test_report_on_a_damaged_run_directory_is_one_line(damage, tmp_path, capsys)
     err = capsys.readouterr().err
     assert "damaged run directory" in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_validate_runs_the_data_checks_that_need_no_simulation(tmp_path, capsys):
+    path = _write(tmp_path, "name: x\ndevices: {count: 5000}\ndata: {dataset: digits}\n")
+    t0 = time.perf_counter()
+    assert main(["validate", str(path)]) == 2
+    assert time.perf_counter() - t0 < 1.0
+    err = capsys.readouterr().err
+    assert "data.partition: 1438 training samples cannot give 5000 devices" in err
+    missing = _write(tmp_path, "name: x\ndata: {dataset: mnist, root: /nonexistent}\n", "m.yaml")
+    assert main(["validate", str(missing)]) == 2
+    assert "data.root" in capsys.readouterr().err
+
+
+def test_a_half_written_run_directory_is_swept_away(tmp_path):
+    from netfl.report import write_run
+    from netfl.runner import run
+
+    stale = tmp_path / ".r.abc123.tmp"
+    stale.mkdir()
+    (stale / "rounds.csv").write_text("partial")
+    write_run(run(parse_scenario(tiny_scenario())), tmp_path / "r", figures=False)
+    assert not stale.exists() and (tmp_path / "r" / "manifest.json").is_file()
