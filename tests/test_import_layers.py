@@ -26,7 +26,7 @@ LAYERS: list[list[str]] = [
     ],
     ["netfl.compute", "netfl.learning", "netfl.nodes"],
     ["netfl.radio"],
-    ["netfl.algorithms", "netfl.scenario"],
+    ["netfl.algorithms", "netfl.scenario", "netfl.scenario_base", "netfl.scenario_cell"],
     [
         "netfl.scenario_io",
         "netfl.world",

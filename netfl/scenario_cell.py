@@ -1,0 +1,247 @@
+"""The ``cell`` section of scenario files: geometry, link mode, CUEs, BS power."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import (
+    Field,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    field_validator,
+    model_validator,
+)
+
+from channel_models import link_profiles
+from channel_models.channel_profiles import ChannelProfile, channel_profiles, get_channel_profile
+from channel_models.numerology import num_resource_blocks
+from netfl.scenario_base import _check_name, _Strict
+
+__all__ = ["CellSection", "LinkSection", "LINK_MODE_KEYS", "MAX_CUES", "MAX_SESSION_RATE_PER_S"]
+
+
+#: keys of ``cell.link`` that belong to each link mode
+_FIXED_RATE_KEYS = {"shared", "capacity_profile", "uplink_capacity_mbps", "downlink_capacity_mbps"}
+_OFDMA_KEYS = {
+    "channel_profile",
+    "scheduler",
+    "max_rbs_per_transfer",
+    "pf_window_blocks",
+    "bandwidth_hz",
+    "num_rbs",
+    "numerology",
+    "fading",
+    "coherence_time_s",
+    "ue_tx_power_dbm",
+    "bs_tx_power_dbm",
+    "noise_figure_ue_db",
+    "noise_figure_bs_db",
+    "duplex",
+    "tdd_pattern",
+    "special_slot_symbols",
+    "uplink_power_control",
+    "max_bps_per_hz",
+    "snr_gap_db",
+    "cqi_table",
+    "phy_overhead_uplink",
+    "phy_overhead_downlink",
+}
+
+
+class PowerControlSection(_Strict):
+    """Uplink power control: TS 38.213 §7.1.1 open loop, or FedDif's full-carrier formula."""
+
+    model: Literal["full_carrier", "open_loop"] = "open_loop"
+    p0_dbm: float = Field(-87.0, description="P0 [dBm per 15 kHz-RB equivalent]")
+    alpha: float = Field(0.8, ge=0.0, le=1.0, description="fractional path-loss compensation")
+
+
+class LinkSection(_Strict):
+    """How transfers get their rate: ``fixed_rate`` profiles or ``ofdma`` carriers."""
+
+    mode: Literal["fixed_rate", "ofdma"] = "fixed_rate"
+    # fixed_rate
+    shared: bool = Field(False, description="share the BS capacity among concurrent transfers")
+    capacity_profile: str | None = Field(
+        None, description="link profile giving the BS capacity when shared (default: devices')"
+    )
+    uplink_capacity_mbps: PositiveFloat | None = None
+    downlink_capacity_mbps: PositiveFloat | None = None
+    # ofdma
+    channel_profile: str = Field("feddif", description="named OFDMA channel profile")
+    scheduler: Literal["round_robin", "fcfs", "proportional_fair"] = "round_robin"
+    max_rbs_per_transfer: float | None = Field(
+        None, ge=1.0, description="cap on the RBs one transfer holds (at least one RB)"
+    )
+    pf_window_blocks: PositiveFloat | None = Field(
+        None, description="proportional fair: averaging window [fading blocks] (default 100)"
+    )
+    bandwidth_hz: float | None = Field(
+        None, ge=1e5, le=1e9, description="override [Hz]; sets num_rbs by TS 38.101"
+    )
+    num_rbs: PositiveInt | None = None
+    numerology: int | None = Field(None, ge=0, le=2)
+    fading: Literal["none", "rayleigh"] | None = None
+    coherence_time_s: float | None = Field(
+        None,
+        ge=1e-4,
+        description="fading block length [s]; at least 0.1 ms (a µ = 3 slot): shorter "
+        "blocks only multiply events",
+    )
+    ue_tx_power_dbm: float | None = Field(None, ge=-50.0, le=60.0, description="[dBm]")
+    bs_tx_power_dbm: float | None = Field(None, ge=-50.0, le=60.0, description="[dBm]")
+    noise_figure_ue_db: NonNegativeFloat | None = None
+    noise_figure_bs_db: NonNegativeFloat | None = None
+    duplex: Literal["fdd", "tdd"] | None = None
+    tdd_pattern: str | None = Field(None, description="TDD slots, e.g. DDDSU (D, S, U)")
+    special_slot_symbols: tuple[NonNegativeInt, NonNegativeInt, NonNegativeInt] | None = Field(
+        None, description="TDD special slot: [downlink, guard, uplink] symbols (sum 14)"
+    )
+    uplink_power_control: PowerControlSection | None = None
+    max_bps_per_hz: PositiveFloat | None = Field(None, description="cap on spectral efficiency")
+    snr_gap_db: NonNegativeFloat | None = Field(None, description="Shannon/CQI SNR gap [dB]")
+    cqi_table: Literal["64qam", "256qam"] | None = Field(
+        None, description="TS 38.214 CQI table (profiles with efficiency model cqi)"
+    )
+    phy_overhead_uplink: float | None = Field(None, ge=0.0, lt=1.0, description="TS 38.306 OH")
+    phy_overhead_downlink: float | None = Field(None, ge=0.0, lt=1.0, description="TS 38.306 OH")
+
+    _v = field_validator("capacity_profile")(
+        lambda v: _check_name("link profile", v, link_profiles())
+    )
+    _vc = field_validator("channel_profile")(
+        lambda v: _check_name("channel profile", v, channel_profiles())
+    )
+
+    @model_validator(mode="after")
+    def _keys_match_mode(self) -> LinkSection:
+        other = _OFDMA_KEYS if self.mode == "fixed_rate" else _FIXED_RATE_KEYS
+        given = sorted(k for k in other & self.model_fields_set)
+        if given:
+            raise ValueError(f"{', '.join(given)} does not apply to mode {self.mode!r}")
+        if self.mode == "ofdma":
+            self.channel_profile_resolved()  # grid, TDD pattern, power control consistent
+        return self
+
+    def channel_profile_resolved(self) -> ChannelProfile:
+        """The named channel profile with this section's overrides applied.
+
+        A ``bandwidth_hz`` or ``numerology`` override without ``num_rbs`` takes N_RB
+        from TS 38.101-1 Table 5.3.2-1; ``ValueError`` names an inconsistent value
+        (e.g. more RBs than the bandwidth holds, a bandwidth with no N_RB entry).
+        """
+        base = get_channel_profile(self.channel_profile)
+        numerology = self.numerology if self.numerology is not None else base.numerology
+        bandwidth = self.bandwidth_hz or base.bandwidth_hz
+        num_rbs = self.num_rbs
+        if num_rbs is None and (self.bandwidth_hz is not None or self.numerology is not None):
+            try:
+                num_rbs = num_resource_blocks(bandwidth, numerology)
+            except (KeyError, ValueError) as err:
+                raise ValueError(
+                    f"bandwidth_hz/numerology: {str(err).strip(chr(34))}; set num_rbs to use "
+                    "another bandwidth"
+                ) from None
+        fading = dict(base.fading)
+        if self.fading is not None:
+            fading = {
+                "model": self.fading,
+                "coherence_time_s": fading.get("coherence_time_s", 1e-3),
+            }
+        if self.coherence_time_s is not None:
+            fading["coherence_time_s"] = self.coherence_time_s
+        efficiency = dict(base.efficiency)
+        if self.max_bps_per_hz is not None:
+            efficiency["max_bps_per_hz"] = self.max_bps_per_hz
+        if self.snr_gap_db is not None:
+            efficiency["gap_db"] = self.snr_gap_db
+        if self.cqi_table is not None:
+            if efficiency["model"] != "cqi":
+                raise ValueError(
+                    f"cqi_table: channel profile {base.name!r} uses {efficiency['model']!r} "
+                    "efficiency, not a CQI table"
+                )
+            efficiency["table"] = self.cqi_table
+        overhead = dict(base.phy_overhead)
+        if self.phy_overhead_uplink is not None:
+            overhead["uplink"] = self.phy_overhead_uplink
+        if self.phy_overhead_downlink is not None:
+            overhead["downlink"] = self.phy_overhead_downlink
+        pc = self.uplink_power_control.model_dump() if self.uplink_power_control else None
+        return base.with_overrides(
+            numerology=numerology,
+            bandwidth_hz=bandwidth,
+            num_rbs=num_rbs,
+            fading=fading,
+            ue_tx_power_dbm=self.ue_tx_power_dbm,
+            bs_tx_power_dbm=self.bs_tx_power_dbm,
+            noise_figure_ue_db=self.noise_figure_ue_db,
+            noise_figure_bs_db=self.noise_figure_bs_db,
+            duplex=self.duplex,
+            tdd_pattern=self.tdd_pattern,
+            special_slot_symbols=self.special_slot_symbols,
+            uplink_power_control=pc,
+            efficiency=efficiency,
+            phy_overhead=overhead,
+        )
+
+
+class CueSection(_Strict):
+    """Background cellular UEs: spatial PPP, Poisson sessions holding RBs (ofdma only)."""
+
+    density_per_km2: NonNegativeFloat = 0.0
+    session_rate_per_s: NonNegativeFloat = Field(0.1, description="sessions per CUE per second")
+    mean_session_s: PositiveFloat = Field(10.0, description="mean (exponential) session length")
+    demand_rbs: PositiveFloat = Field(4.0, description="RBs a session holds (at most, if sized)")
+    uplink_fraction: float = Field(0.5, ge=0.0, le=1.0)
+    mean_session_bits: PositiveFloat | None = Field(
+        None, description="if set, sessions are transfers of Exp(mean) bits instead of durations"
+    )
+
+
+class BsPowerSection(_Strict):
+    """Load-dependent BS power (EARTH, Auer et al. 2011, Table 2 macro values)."""
+
+    p0_w: NonNegativeFloat = Field(130.0, description="power at zero load while active [W]")
+    delta_p: NonNegativeFloat = Field(4.7, description="slope of the load-dependent part")
+    max_tx_power_w: PositiveFloat | None = Field(
+        None, description="RF power at full load [W] (default: the channel profile's BS power)"
+    )
+    num_trx: PositiveInt = Field(1, description="transceiver chains charged")
+
+
+#: bounds that keep a valid-looking scenario from running for days or exhausting memory
+MAX_CUES = 100_000
+MAX_SESSION_RATE_PER_S = 10_000
+
+
+class CellSection(_Strict):
+    radius_m: PositiveFloat = 250.0
+    redrop_every_round: bool = Field(False, description="re-drop all UEs at every round start")
+    link: LinkSection = LinkSection()
+    cues: CueSection = CueSection()
+    bs_power: BsPowerSection = BsPowerSection()
+
+    @model_validator(mode="after")
+    def _cues_need_ofdma(self) -> CellSection:
+        if self.cues.density_per_km2 > 0 and self.link.mode != "ofdma":
+            raise ValueError("background CUEs (cues.density_per_km2 > 0) need link.mode: ofdma")
+        area_km2 = 3.141592653589793 * (self.radius_m / 1e3) ** 2
+        expected = self.cues.density_per_km2 * area_km2
+        if expected > MAX_CUES:
+            raise ValueError(
+                f"cues: density_per_km2 × cell area gives {expected:,.0f} CUEs on average; "
+                f"at most {MAX_CUES:,} are simulated"
+            )
+        if expected * self.cues.session_rate_per_s > MAX_SESSION_RATE_PER_S:
+            raise ValueError(
+                f"cues: {expected * self.cues.session_rate_per_s:,.0f} sessions start per "
+                f"second in the cell; at most {MAX_SESSION_RATE_PER_S:,} are simulated"
+            )
+        return self
+
+
+#: ``cell.link`` keys by link mode (the resolved form drops the other mode's keys)
+LINK_MODE_KEYS = {"fixed_rate": _FIXED_RATE_KEYS, "ofdma": _OFDMA_KEYS}
