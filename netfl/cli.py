@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import shutil
 import sys
 from pathlib import Path
 
@@ -23,20 +24,24 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     from netfl.checkpoint import CHECKPOINT_DIR, checkpoint_path
     from netfl.report import write_run
-    from netfl.results import release_run_dir, reserve_run_dir
+    from netfl.results import is_complete, release_run_dir, reserve_run_dir
     from netfl.runner import run
     from netfl.scenario_io import load_scenario, resolved
 
+    _last_interrupt.clear()
     resume = False
     if args.resume:
         if args.scenario or args.set or args.out:
             raise UserError("--resume RUN_DIR takes no scenario, --set or --out")
         out = Path(args.resume)
         saved = out / CHECKPOINT_DIR / "scenario.yaml"
-        if (out / "manifest.json").is_file():
+        if is_complete(out):
             raise UserError(f"--resume: {out} is a complete run; nothing to resume")
         if not saved.is_file():
             raise UserError(f"--resume: {out} holds no checkpoint (outputs.checkpoint_every)")
+        for item in out.iterdir():  # the interrupted run's partial tables go; the checkpoint stays
+            if item.name != CHECKPOINT_DIR:
+                shutil.rmtree(item) if item.is_dir() else item.unlink()
         source = str(saved)
         scenario = load_scenario(saved)
         resume = checkpoint_path(out).is_file()  # else killed before the first checkpoint
@@ -69,17 +74,41 @@ def _cmd_run(args: argparse.Namespace) -> int:
         )
         bar.update(1)
 
+    signal_seen: list[KeyboardInterrupt] = []
     try:
-        result = run(scenario, source=source, on_round=on_round, run_dir=out, resume=resume)
+        try:
+            result = run(
+                scenario,
+                source=source,
+                on_round=on_round,
+                run_dir=out,
+                resume=resume,
+                partial_on_interrupt=True,
+            )
+        except KeyboardInterrupt as err:  # before a round finished: nothing to write
+            if checkpoint_path(out).is_file():
+                err.args = (f"resume with: netfl run --resume {out}",)
+            raise
+        if result.stop_reason == "interrupted":
+            signal_seen.append(_last_interrupt[0] if _last_interrupt else KeyboardInterrupt())
         run_dir = write_run(result, out)
-    except KeyboardInterrupt as err:
-        if checkpoint_path(out).is_file():
-            err.args = (f"resume with: netfl run --resume {out}",)
-        raise
     finally:
         bar.close()
         if not (out / CHECKPOINT_DIR).is_dir():
             release_run_dir(out)  # only if still empty: the run failed or was interrupted
+    if signal_seen:
+        what = "terminated" if isinstance(signal_seen[0], Terminated) else "interrupted"
+        hint = (
+            f"; resume with: netfl run --resume {run_dir}"
+            if checkpoint_path(run_dir).is_file()
+            else ""
+        )
+        print(
+            f"{what}: {len(result.rounds)} finished rounds written to {run_dir}, marked "
+            f"incomplete in manifest.json{hint}",
+            file=sys.stderr,
+        )
+        return 143 if isinstance(signal_seen[0], Terminated) else 130
     last = result.rounds.iloc[-1]
     print(
         f"{scenario.name}: {len(result.rounds)} rounds ({result.stop_reason}), "
@@ -290,8 +319,13 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM, handled like Ctrl-C (nothing half-written is left as complete)."""
 
 
+#: the last Ctrl-C/SIGTERM seen (the runner turns it into a partial result)
+_last_interrupt: list[KeyboardInterrupt] = []
+
+
 def _on_sigterm(signum, frame) -> None:
-    raise Terminated()
+    _last_interrupt[:] = [Terminated()]
+    raise _last_interrupt[0]
 
 
 #: at most this many problem lines are printed (then a count of the rest)

@@ -38,6 +38,7 @@ __all__ = [
     "read_run",
     "default_run_dir",
     "reserve_run_dir",
+    "is_complete",
     "release_run_dir",
     "manifest",
 ]
@@ -68,6 +69,8 @@ def manifest(result: RunResult) -> dict[str, Any]:
         "algorithm": result.scenario.algorithm.name,
         "mode": result.scenario.learning.mode,
         "stop_reason": result.stop_reason,
+        # false: stopped by Ctrl-C/SIGTERM; `netfl run --resume` continues from a checkpoint
+        "complete": result.stop_reason != "interrupted",
         "num_rounds": len(result.rounds),
         "sim_time_s": float(result.rounds["sim_time_s"].iloc[-1]) if len(result.rounds) else 0.0,
         "wall_time_s": result.wall_time_s,
@@ -89,6 +92,17 @@ def manifest(result: RunResult) -> dict[str, Any]:
 def default_run_dir(result: RunResult) -> Path:
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     return Path(result.scenario.outputs.dir) / f"{result.scenario.name}-{stamp}"
+
+
+def is_complete(run_dir: str | Path) -> bool:
+    """A run directory whose manifest says the run finished (not interrupted)."""
+    path = Path(run_dir) / "manifest.json"
+    if not path.is_file():
+        return False
+    try:
+        return json.loads(path.read_text()).get("complete", True) is not False
+    except (OSError, ValueError):
+        return False
 
 
 def reserve_run_dir(scenario: Any, run_dir: str | Path | None = None) -> Path:
@@ -174,7 +188,11 @@ def write_run_dir(
         if draw is not None:
             draw(result, tmp)
         (tmp / "manifest.json").write_text(json.dumps(manifest(result), indent=2))
-        shutil.rmtree(target / CHECKPOINT_DIR, ignore_errors=True)  # the run is complete
+        if (target / CHECKPOINT_DIR).is_dir():
+            if result.stop_reason == "interrupted":  # keep it: the run can be resumed
+                os.rename(target / CHECKPOINT_DIR, tmp / CHECKPOINT_DIR)
+            else:
+                shutil.rmtree(target / CHECKPOINT_DIR)
         os.rename(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -37,12 +37,16 @@ def run(
     on_round: Callable[[dict[str, Any]], None] | None = None,
     run_dir: str | Path | None = None,
     resume: bool = False,
+    partial_on_interrupt: bool = False,
 ) -> RunResult:
     """Build the world, run the algorithm's rounds, and return the tables.
 
     ``on_round`` is called with each finished row (the CLI's progress bar).
     ``run_dir``: where checkpoints go (every ``outputs.checkpoint_every`` rounds);
     ``resume``: continue from its last checkpoint (:mod:`netfl.checkpoint`).
+    ``partial_on_interrupt``: on Ctrl-C/SIGTERM return the finished rounds with
+    ``stop_reason`` ``"interrupted"`` (the CLI writes them marked incomplete)
+    instead of raising ``KeyboardInterrupt``.
     """
     wall0 = time.perf_counter()
     world = World(scenario, source=source)
@@ -63,50 +67,58 @@ def run(
         algorithm.load_state_dict(ck["algorithm"])
         log.info("resumed %s at round %d", run_dir, start)
     every = scenario.outputs.checkpoint_every
-    for r in range(start, tr.rounds):
-        rec.round = r
-        world.round_faults = []
-        world.begin_round(r)
-        t0 = env.now
-        n_tr, n_co = len(rec.transfers), len(rec.computes)
-        before = snapshot(nodes)
-        proc = env.process(algorithm.round(r))
-        env.run(until=proc)
-        world.radio.settle()
-        row = round_row(
-            r,
-            t0,
-            env.now,
-            rec.transfers[n_tr:],
-            rec.computes[n_co:],
-            nodes,
-            before,
-            snapshot(nodes),
-            proc.value,
-        )
-        row["nonfinite_updates"] = len(world.round_faults)
-        over_budget = tr.time_budget_s is not None and env.now >= tr.time_budget_s
-        last = r == tr.rounds - 1 or over_budget
-        acc = loss = float("nan")
-        if world.learn and ((r + 1) % tr.eval_every == 0 or last):
-            acc, loss = algorithm.evaluate()
-            row.update(algorithm.evaluation_columns())
-        row["accuracy"], row["loss"] = acc, loss
-        check_records(rec.transfers[n_tr:], rec.computes[n_co:], env.now)
-        check_round(r, t0, env.now, before, snapshot(nodes), acc)
-        rows.append(row)
-        if every and run_dir is not None and (r + 1) % every == 0 and r + 1 < tr.rounds:
-            save_checkpoint(
-                run_dir, {"next_round": r + 1, "rows": rows, "algorithm": algorithm.state_dict()}
+    n_tr, n_co = len(rec.transfers), len(rec.computes)
+    try:
+        for r in range(start, tr.rounds):
+            rec.round = r
+            world.round_faults = []
+            world.begin_round(r)
+            t0 = env.now
+            n_tr, n_co = len(rec.transfers), len(rec.computes)
+            before = snapshot(nodes)
+            proc = env.process(algorithm.round(r))
+            env.run(until=proc)
+            world.radio.settle()
+            row = round_row(
+                r,
+                t0,
+                env.now,
+                rec.transfers[n_tr:],
+                rec.computes[n_co:],
+                nodes,
+                before,
+                snapshot(nodes),
+                proc.value,
             )
-        if on_round is not None:
-            on_round(row)
-        if tr.target_accuracy is not None and acc >= tr.target_accuracy:
-            stop_reason = "target_accuracy"
-            break
-        if over_budget:
-            stop_reason = "time_budget"
-            break
+            row["nonfinite_updates"] = len(world.round_faults)
+            over_budget = tr.time_budget_s is not None and env.now >= tr.time_budget_s
+            last = r == tr.rounds - 1 or over_budget
+            acc = loss = float("nan")
+            if world.learn and ((r + 1) % tr.eval_every == 0 or last):
+                acc, loss = algorithm.evaluate()
+                row.update(algorithm.evaluation_columns())
+            row["accuracy"], row["loss"] = acc, loss
+            check_records(rec.transfers[n_tr:], rec.computes[n_co:], env.now)
+            check_round(r, t0, env.now, before, snapshot(nodes), acc)
+            rows.append(row)
+            if every and run_dir is not None and (r + 1) % every == 0 and r + 1 < tr.rounds:
+                save_checkpoint(
+                    run_dir,
+                    {"next_round": r + 1, "rows": rows, "algorithm": algorithm.state_dict()},
+                )
+            if on_round is not None:
+                on_round(row)
+            if tr.target_accuracy is not None and acc >= tr.target_accuracy:
+                stop_reason = "target_accuracy"
+                break
+            if over_budget:
+                stop_reason = "time_budget"
+                break
+    except KeyboardInterrupt:
+        if not partial_on_interrupt or not rows:
+            raise
+        del rec.transfers[n_tr:], rec.computes[n_co:]  # the round in progress is dropped
+        stop_reason = "interrupted"
     rounds = pd.DataFrame(rows)
     if "nonfinite_updates" in rounds:
         rounds["nonfinite_updates"] = rounds["nonfinite_updates"].astype(int)

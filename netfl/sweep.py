@@ -32,6 +32,7 @@ import itertools
 import json
 import os
 import re
+import shutil
 import traceback
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -44,6 +45,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from netfl.errors import ScenarioError
+from netfl.results import is_complete
 from netfl.scenario import Scenario
 from netfl.scenario_io import _problems, apply_values, parse_scenario, read_yaml, resolved
 
@@ -261,6 +263,8 @@ def run_sweep(
     status: dict[str, tuple[str, str]] = {}
     todo = []
     for r in runs:
+        if (out / r.name / "manifest.json").is_file() and not is_complete(out / r.name):
+            shutil.rmtree(out / r.name)  # an interrupted run (marked incomplete): run it again
         if (out / r.name / "manifest.json").is_file():
             stale = _stale(out / r.name, r.scenario)
             status[r.name] = ("failed", stale) if stale else ("skipped", "")

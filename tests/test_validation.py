@@ -247,25 +247,47 @@ def test_default_run_dirs_are_unique_and_released_when_a_run_fails(tmp_path, mon
     assert not out.exists()
 
 
-def test_sigterm_stops_a_run_without_a_run_directory(tmp_path):
-    path = _scenario_file(tmp_path, training={"rounds": 100000})
-    out = tmp_path / "killed"
+@pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_writes_the_finished_rounds_marked_incomplete_and_resume_completes(
+    sig, code, tmp_path
+):
+    import json
+
+    from netfl.checkpoint import checkpoint_path
+
+    path = _scenario_file(tmp_path, training={"rounds": 300, "batch_size": 16})
+    data = yaml.safe_load(path.read_text())
+    data["outputs"]["checkpoint_every"] = 1
+    path.write_text(yaml.safe_dump(data))
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "netfl", "run", str(path), "--out", str(out), "--no-progress"],
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    deadline = time.time() + 60
-    while not out.exists() and time.time() < deadline:  # reserved once simulating starts
-        time.sleep(0.1)
-    time.sleep(0.5)
-    proc.send_signal(signal.SIGTERM)
+
+    def netfl(*args):
+        return subprocess.Popen(
+            [sys.executable, "-m", "netfl", *args, "--no-progress"],
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+
+    whole = netfl("run", str(path), "--out", str(tmp_path / "whole"))
+    out = tmp_path / "stopped"
+    proc = netfl("run", str(path), "--out", str(out))
+    deadline = time.time() + 120
+    while not checkpoint_path(out).exists() and time.time() < deadline:
+        time.sleep(0.02)
+    proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 143, err
-    assert "terminated: no run directory was written" in err and "Traceback" not in err
-    assert not out.exists()
+    assert proc.returncode == code, err
+    assert "marked incomplete in manifest.json" in err and "Traceback" not in err
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["complete"] is False and manifest["stop_reason"] == "interrupted"
+    assert 1 <= len((out / "rounds.csv").read_text().splitlines()) - 1 < 300
+    resumed = netfl("run", "--resume", str(out))
+    _, err = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, err
+    assert whole.wait(timeout=300) == 0
+    assert (out / "rounds.csv").read_bytes() == (tmp_path / "whole" / "rounds.csv").read_bytes()
+    assert json.loads((out / "manifest.json").read_text())["complete"] is True
 
 
 @pytest.mark.parametrize("damage", ["", "round,accuracy\n1,2,3,4\n\x00\x01", "garbage"])
