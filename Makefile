@@ -24,10 +24,7 @@ lint: $(BIN)/.installed
 	$(BIN)/ruff check .
 
 bench: $(BIN)/.installed
-	$(BIN)/python benchmarks/overhead.py
-	$(BIN)/python benchmarks/radio_scale.py
-	$(BIN)/python benchmarks/feddif_scale.py
-	$(BIN)/python benchmarks/split_scale.py
+	$(BIN)/python benchmarks/run_all.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

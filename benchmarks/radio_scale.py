@@ -14,6 +14,7 @@ import argparse
 import time
 
 import simpy
+from _result import report  # (benchmarks/ is on sys.path when run as a script)
 
 import netfl.world
 from netfl.runner import run
@@ -89,6 +90,8 @@ def main() -> None:
         f"simulation {m['sim_wall_s']:.2f} s), {m['events']} events, "
         f"{m['events'] / m['sim_wall_s']:.0f} events/s, simulated {m['sim_time_s']:.0f} s"
     )
+    report("100 PUEs, 100 rounds, wall", m["wall_s"], 10.0, "s")
+    report("timing events per second", m["events"] / m["sim_wall_s"], 1e5, "/s", True)
     print(f"\nscaling ({args.scale_rounds} rounds each; wall of the simulation, setup excluded):")
     print(
         f"{'PUEs':>6} {'sim wall s':>10} {'wall s/round':>13} {'events':>9} {'events/s':>9} "

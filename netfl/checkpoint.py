@@ -18,7 +18,9 @@ never arbitrary objects (numpy values are stored as tensors with a marker).
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -60,8 +62,25 @@ def _restore(obj: Any) -> Any:
     return obj
 
 
+@contextmanager
+def _signals_deferred():
+    """Hold Ctrl-C/SIGTERM until the block ends (delivered right after): a signal in the
+    middle of ``torch.save`` would break its zip writer instead of stopping the run."""
+    signals = {signal.SIGINT, signal.SIGTERM}
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, signals)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
 def save_checkpoint(run_dir: str | Path, state: dict[str, Any]) -> Path:
-    """Write ``state`` atomically to the run directory's checkpoint."""
+    """Write ``state`` atomically to the run directory's checkpoint (signals deferred)."""
+    with _signals_deferred():
+        return _save(run_dir, state)
+
+
+def _save(run_dir: str | Path, state: dict[str, Any]) -> Path:
     path = checkpoint_path(run_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".state.", suffix=".tmp", dir=path.parent)

@@ -106,7 +106,7 @@ def test_diverging_training_leaves_the_global_model_untouched():
 
 def test_abort_policy_stops_with_one_line():
     with pytest.raises(
-        NumericalFault, match="training.on_nonfinite: round 0: ue0's update holds NaN"
+        NumericalFault, match=r"training.on_nonfinite: round 0: ue\d's update holds NaN"
     ):
         run(_scenario("fedavg", "fcn", lr=1e6, on_nonfinite="abort"))
 

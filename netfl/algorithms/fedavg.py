@@ -16,6 +16,7 @@ Variants subclass this and override one step: :meth:`FedAvg.select_clients`,
 from __future__ import annotations
 
 from collections.abc import Generator
+from dataclasses import replace
 from typing import Any, Literal
 
 import numpy as np
@@ -24,6 +25,7 @@ from pydantic import Field
 
 from netfl.algorithms.base import Algorithm, AlgorithmConfig, RoundSummary, register
 from netfl.learning import TrainResult, TrainTask, clone_state, weighted_average
+from netfl.learning.params import OrderedAverage
 from netfl.nodes import Node
 
 __all__ = ["FedAvg", "FedAvgConfig"]
@@ -50,6 +52,8 @@ class FedAvg(Algorithm):
     def __init__(self, world, config: FedAvgConfig):
         super().__init__(world, config)
         self.global_state = world.init_model_state() if world.learn else None
+        self._stream: OrderedAverage | None = None
+        self._stream_index: dict[int, int] = {}
 
     # -- steps a variant may override ------------------------------------
     def select_clients(self, r: int) -> list[Node]:
@@ -77,6 +81,14 @@ class FedAvg(Algorithm):
                 world.bs, device, self.model_bits(device), "model_down", num_models=1
             )
         result = yield from self.local_update(r, device, self.global_state)
+        if self._stream is not None and result is not None:
+            # fold the new state into the running average now; keep only the statistics
+            index = self._stream_index[device.index]
+            if world.keep_finite([result], [device.name]):
+                self._stream.add(index, result.state)
+            else:
+                self._stream.drop(index)
+            result = replace(result, state=None)
         yield world.radio.transfer(
             device, world.bs, self.model_bits(device), "model_up", num_models=1
         )
@@ -130,7 +142,12 @@ class FedAvg(Algorithm):
         yield self.world.compute.run(
             self.world.bs, self.aggregation_flops(len(results)), "aggregate"
         )
-        if self.world.learn:
+        if self._stream is not None:
+            state = self._stream.result()
+            self._stream = None
+            if state is not None:
+                self.global_state = state
+        elif self.world.learn:
             results = self.world.keep_finite(results, [d.name for d in clients])
             if results:
                 self.global_state = weighted_average(
@@ -141,6 +158,15 @@ class FedAvg(Algorithm):
     def round(self, r: int) -> Generator[simpy.Event, Any, RoundSummary]:
         env = self.world.env
         clients = self.select_clients(r)
+        self._stream = None
+        own = type(self)
+        if (
+            self.world.learn
+            and own.client_round is FedAvg.client_round
+            and own.server_update is FedAvg.server_update
+        ):  # plain FedAvg: aggregate as results arrive (memory: one state, not one per client)
+            self._stream = OrderedAverage([self.world.num_samples(d) for d in clients])
+            self._stream_index = {d.index: i for i, d in enumerate(clients)}
         multicast = self.config.downlink == "multicast"
         if multicast:
             yield self.world.radio.broadcast(

@@ -292,16 +292,30 @@ class LearningContext:
         raise ValueError(f"unknown split job {task.kind!r}")
 
 
+class _DeferredFuture(Future):
+    """A future whose job runs in the calling process when its result is first asked
+    for (the end of the device's compute step), so a round's results are not all held
+    at once: jobs are pure functions of their inputs, so when they run never matters."""
+
+    def __init__(self, run):
+        super().__init__()
+        self._run = run
+
+    def result(self, timeout=None):
+        if self._run is not None:
+            run, self._run = self._run, None
+            try:
+                self.set_result(run())
+            except Exception as err:  # raised below, in the SimPy process
+                self.set_exception(err)
+        return super().result(timeout)
+
+
 class SerialExecutor:
-    """Runs each job in the calling process when it is submitted."""
+    """Runs each job in the calling process when its result is collected."""
 
     def __init__(self, context: LearningContext):
         self.context = context
 
     def submit(self, task: Task) -> Future:
-        fut: Future = Future()
-        try:
-            fut.set_result(self.context.run(task))
-        except Exception as err:  # surfaced by fut.result() in the SimPy process
-            fut.set_exception(err)
-        return fut
+        return _DeferredFuture(lambda: self.context.run(task))

@@ -60,3 +60,69 @@ def all_finite(value) -> bool:
     if isinstance(value, float):
         return True  # scalars (losses) may be NaN without poisoning a model
     return True
+
+
+class OrderedAverage:
+    """:func:`weighted_average` computed as the states arrive, holding only those that
+    arrived ahead of their turn: states are folded in index order with the same
+    coefficients and operations, so the result is bit-identical to
+    ``weighted_average(states, weights)``. ``drop(i)`` removes a state (e.g. NaN):
+    the partial sums are rescaled to the remaining weights (exact in real arithmetic).
+    """
+
+    def __init__(self, weights: Sequence[float]):
+        if not weights:
+            raise ValueError("need at least one weight")
+        self.weights = [float(w) for w in weights]
+        self.total = float(sum(self.weights))
+        self._pending: dict[int, State | None] = {}
+        self._next = 0
+        self._acc: State | None = None
+        self._int_acc: dict[str, object] = {}
+        self.count = 0
+
+    def add(self, index: int, state: State | None) -> None:
+        """State ``index`` arrived (``None``: dropped)."""
+        self._pending[index] = state
+        while self._next in self._pending:
+            s = self._pending.pop(self._next)
+            if s is not None:
+                self._fold(s, self.weights[self._next] / self.total)
+            self._next += 1
+
+    def drop(self, index: int) -> None:
+        """Leave state ``index`` out: rescale what is folded to the remaining weights."""
+        w = self.weights[index]
+        new_total = self.total - w
+        if self._acc is not None and new_total > 0:
+            scale = self.total / new_total
+            for v in self._acc.values():
+                v.mul_(scale)
+            self._int_acc = {k: v * scale for k, v in self._int_acc.items()}
+        self.total = new_total
+        self.add(index, None)
+
+    def _fold(self, state: State, c: float) -> None:
+        self.count += 1
+        if self._acc is None:
+            self._acc = {k: torch.zeros_like(v) for k, v in state.items() if v.is_floating_point()}
+            self._int_acc = {k: 0 for k, v in state.items() if not v.is_floating_point()}
+            self._ref = {k: v.dtype for k, v in state.items()}
+        for key, acc in self._acc.items():
+            acc.add_(state[key], alpha=c)
+        for key in self._int_acc:
+            self._int_acc[key] = self._int_acc[key] + c * state[key].double()
+
+    def result(self) -> State | None:
+        """The average (None if every state was dropped); all states must have arrived."""
+        if self._next != len(self.weights):
+            raise ValueError(f"{len(self.weights) - self._next} states have not arrived")
+        if self._acc is None:
+            return None
+        out: State = {}
+        for key, dtype in self._ref.items():
+            if key in self._acc:
+                out[key] = self._acc[key]
+            else:
+                out[key] = torch.round(self._int_acc[key]).to(dtype)  # type: ignore[arg-type]
+        return out
