@@ -9,7 +9,8 @@ PREFIX = "BENCH "
 
 def report(name: str, measured: float, target: float, unit: str, higher_is_better: bool = False):
     """Print ``BENCH {...}``: the measured value, its target and whether it is met."""
-    met = measured >= target if higher_is_better else measured <= target
+    measured, target = float(measured), float(target)
+    met = bool(measured >= target if higher_is_better else measured <= target)
     print(
         PREFIX
         + json.dumps(

@@ -41,11 +41,12 @@ class InvariantError(RuntimeError):
         super().__init__(f"internal invariant {name!r} violated: {detail}")
 
 
-def check_capacity(held: float, capacity: float, where: str) -> None:
-    """``resources_within_capacity``: ``held`` ≤ ``capacity`` (with float slack)."""
+def check_capacity(held: float, capacity: float, where: object) -> None:
+    """``resources_within_capacity``: ``held`` ≤ ``capacity`` (with float slack);
+    ``where`` (e.g. the medium) is formatted only on failure."""
     if not held <= capacity * (1.0 + REL_TOL) + 1e-9:
         raise InvariantError(
-            "resources_within_capacity", f"{where}: {held!r} held of a capacity of {capacity!r}"
+            "resources_within_capacity", f"{where!r}: {held!r} held of a capacity of {capacity!r}"
         )
 
 

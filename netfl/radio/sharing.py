@@ -211,7 +211,7 @@ class SharedMedium(ABC):
         before = None if flows_changed or not self._timer_pending else self._shares().copy()
         self.session_share = self._allocate()
         bg, fl = self._flow_share_totals()
-        check_capacity(self.session_share + bg + fl, self.capacity, repr(self))
+        check_capacity(self.session_share + bg + fl, self.capacity, self)
         entry = (self.env.now, self.session_share + bg, fl)
         if not self.occupancy or self.occupancy[-1][1:] != entry[1:]:
             self.occupancy.append(entry)
