@@ -12,6 +12,11 @@ class UserError(Exception):
     """An error caused by user input; ``str(err)`` is one complete line."""
 
 
+def _one_line(text: str, limit: int = 600) -> str:
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 class ScenarioError(UserError):
     """A scenario file is invalid.
 
@@ -30,9 +35,12 @@ class ScenarioError(UserError):
         super().__init__(self.lines()[0] if problems else source)
 
     def lines(self) -> list[str]:
-        """One line per problem: ``file: key.path: message``."""
+        """One line per problem: ``file: key.path: message`` (control characters of
+        keys or messages escaped, so that a problem is always one line)."""
         return [
-            f"{self.source}: {path}: {msg}" if path else f"{self.source}: {msg}"
+            f"{self.source}: {_one_line(path)}: {_one_line(msg)}"
+            if path
+            else f"{self.source}: {_one_line(msg)}"
             for path, msg in self.problems
         ]
 

@@ -158,7 +158,9 @@ JUNK = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=2000, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=300, deadline=2000, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
 @given(st.lists(st.tuples(st.sampled_from(PATHS), JUNK), min_size=1, max_size=3))
 def test_fuzzed_scenarios_validate_or_fail_in_one_line(edits):
     data = yaml.safe_load(yaml.safe_dump(_VALID))
@@ -191,7 +193,7 @@ def test_fuzzed_scenarios_validate_or_fail_in_one_line(edits):
     walk(resolved(scenario))
 
 
-@settings(max_examples=200, deadline=2000)
+@settings(max_examples=200, deadline=2000, derandomize=True)
 @given(st.binary(max_size=300))
 def test_fuzzed_bytes_never_escape_as_other_errors(tmp_path_factory, raw):
     path = tmp_path_factory.mktemp("fuzz") / "f.yaml"
