@@ -101,8 +101,12 @@ class FedAvg(Algorithm):
         state: dict | None,
         epochs: int | None = None,
         seed_key: tuple[int, ...] = (),
+        proximal_weight: float = 0.0,
     ) -> Generator[simpy.Event, Any, TrainResult | None]:
         """Train on the device: charge its compute time; run torch through the executor.
+
+        The device's own architecture (``World.device_model``) is trained from
+        ``state``, with ``proximal_weight``·‖w − state‖² added to the loss if non-zero.
 
         The torch seed comes from the ``torch`` stream of ``(r, device, *seed_key)``
         (a device training twice in one round passes a distinct ``seed_key``).
@@ -111,7 +115,8 @@ class FedAvg(Algorithm):
         """
         world = self.world
         epochs = world.train_config.epochs if epochs is None else epochs
-        flops = world.model.flops.train_per_sample * world.num_samples(device) * epochs
+        info = world.device_model(device)
+        flops = info.flops.train_per_sample * world.num_samples(device) * epochs
         future = None
         if world.learn:
             cfg = world.train_config
@@ -121,11 +126,12 @@ class FedAvg(Algorithm):
                 cfg = replace(cfg, epochs=epochs)
             future = world.executor.submit(
                 TrainTask(
-                    model=world.model.spec.name,
+                    model=info.spec.name,
                     state=state,
                     indices=world.partitions[device.index],
                     config=cfg,
                     seed=world.streams.torch_seed("torch", r, device.index, *seed_key),
+                    proximal_weight=proximal_weight,
                 )
             )
         yield world.compute.run(device, flops, "train")

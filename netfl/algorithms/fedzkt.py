@@ -133,8 +133,16 @@ class FedZKT(HeterogeneousFL):
     # -- device side -----------------------------------------------------------
     def local_update(self, r, device, state, epochs=None, seed_key=()):
         """T_l epochs of CE + λ‖w − w^{last}‖² (9) on the device's own architecture."""
-        epochs = self.world.train_config.epochs if epochs is None else epochs
-        return (yield from self.device_train(r, device, epochs, self.config.l2_weight, *seed_key))
+        return (
+            yield from super().local_update(
+                r,
+                device,
+                self.device_states.get(device.index),
+                epochs,
+                seed_key,
+                self.config.l2_weight,
+            )
+        )
 
     def client_round(self, r, device, download=True):
         """Train and upload (the download of the updated model ends the round)."""

@@ -16,7 +16,7 @@ import pandas as pd
 import torch
 
 from netfl.algorithms.fedavg import FedAvg
-from netfl.learning import TrainTask, clone_state
+from netfl.learning import clone_state
 from netfl.nodes import Node
 
 __all__ = ["HeterogeneousFL"]
@@ -44,34 +44,6 @@ class HeterogeneousFL(FedAvg):
     def model_bits(self, device: Node | None = None) -> float:
         """A device sends and receives its own model."""
         return self.world.device_model(device).size_bits if device else self.world.model.size_bits
-
-    def device_train(
-        self, r: int, device: Node, epochs: int, proximal_weight: float = 0.0, *seed_key: int
-    ):
-        """``epochs`` of local SGD on the device's own model from its current state (plus
-        ``proximal_weight``·‖w − w_start‖²); compute charged from its model's FLOPs."""
-        world = self.world
-        info = world.device_model(device)
-        flops = info.flops.train_per_sample * world.num_samples(device) * epochs
-        future = None
-        if world.learn:
-            cfg = world.train_config
-            if epochs != cfg.epochs:
-                from dataclasses import replace
-
-                cfg = replace(cfg, epochs=epochs)
-            future = world.executor.submit(
-                TrainTask(
-                    model=info.spec.name,
-                    state=self.device_states[device.index],
-                    indices=world.partitions[device.index],
-                    config=cfg,
-                    seed=world.streams.torch_seed("torch", r, device.index, *seed_key),
-                    proximal_weight=proximal_weight,
-                )
-            )
-        yield world.compute.run(device, flops, "train")
-        return future.result() if future is not None else None
 
     # -- evaluation and state ------------------------------------------------------
     def evaluate_devices(self) -> tuple[float, float]:
