@@ -128,6 +128,11 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
     if args.out is not None and not args.out.strip():
         raise UserError("--out: empty path; name a sweep directory")
+    if args.workers is not None and args.workers < (1 if args.backend == "local" else 0):
+        raise UserError(f"--workers: {args.workers} is not a number of parallel runs")
+    if args.address and args.backend != "ray":
+        raise UserError("--address: only with --backend ray")
+    workers = args.workers if args.workers is not None else (1 if args.backend == "local" else 0)
     spec, path = load_sweep(args.sweep)
     runs = expand(spec, path, parse_overrides(args.set or []))
     out = Path(args.out) if args.out else Path("runs") / "sweeps" / spec.name
@@ -140,7 +145,11 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         bar.update(1)
 
     try:
-        index = run_sweep(runs, out, args.workers, spec.target_accuracy, on_done)
+        index = run_sweep(
+            runs, out, workers, spec.target_accuracy, on_done, args.backend, args.address
+        )
+    except ImportError as err:
+        raise UserError(f"--backend {args.backend}: {err}") from None
     finally:
         bar.close()
     counts = index["status"].value_counts().to_dict()
@@ -279,7 +288,21 @@ def build_parser() -> argparse.ArgumentParser:
     sw = sub.add_parser("sweep", help="run every variant of a sweep file")
     sw.add_argument("sweep", metavar="SWEEP.yaml")
     sw.add_argument("--out", help="sweep directory (default runs/sweeps/NAME)")
-    sw.add_argument("--workers", type=int, default=1, help="parallel runs (process pool)")
+    sw.add_argument(
+        "--workers",
+        type=int,
+        help="parallel runs (default: 1 on the local backend, one per CPU on Ray)",
+    )
+    sw.add_argument(
+        "--backend",
+        choices=["local", "ray"],
+        default="local",
+        help="a local process pool, or Ray tasks (pip install 'netfl[ray]')",
+    )
+    sw.add_argument(
+        "--address",
+        help="Ray: an existing cluster ('auto', 'ray://HOST:10001'; default: start Ray here)",
+    )
     sw.add_argument("--no-progress", action="store_true")
     sw.add_argument("--set", action="append", metavar="KEY=VALUE", help="override for every run")
     sw.set_defaults(func=_cmd_sweep)

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import torch
 
 from netfl.accounting import devices_frame, round_row, snapshot
 from netfl.algorithms import Algorithm, get_algorithm
@@ -50,6 +49,21 @@ def run(
     """
     wall0 = time.perf_counter()
     world = World(scenario, source=source)
+    try:
+        return _run_world(world, wall0, on_round, run_dir, resume, partial_on_interrupt)
+    finally:
+        world.close()  # a parallel executor's workers stop here, whatever happened
+
+
+def _run_world(
+    world: World,
+    wall0: float,
+    on_round: Callable[[dict[str, Any]], None] | None,
+    run_dir: str | Path | None,
+    resume: bool,
+    partial_on_interrupt: bool,
+) -> RunResult:
+    scenario = world.scenario
     setup_wall_s = time.perf_counter() - wall0
     algorithm: Algorithm = get_algorithm(scenario.algorithm.name)(world, algorithm_config(scenario))
     tr = scenario.training
@@ -136,7 +150,9 @@ def run(
         info={
             "setup_wall_s": setup_wall_s,
             # torch's intra-op threads change the order of float sums, hence learning curves
-            "torch_num_threads": torch.get_num_threads(),
+            "torch_num_threads": world.job_threads,
+            "executor": scenario.learning.executor,
+            "executor_workers": getattr(world.executor, "workers", 1),
             "model_params": world.model.num_params,
             "model_size_bits": world.model.size_bits,
             "train_flops_per_sample": world.model.flops.train_per_sample,

@@ -241,7 +241,29 @@ class LearningSection(_Strict):
     )
     device: str = Field("cpu", pattern=r"^(cpu|auto|cuda(:\d+)?)$")
     eval_batch_size: PositiveInt = 1000
-    num_threads: PositiveInt | None = None
+    num_threads: PositiveInt | None = Field(
+        None,
+        le=1024,
+        description="torch intra-op threads of every training job (default: torch's own for "
+        "'serial', the cores divided among the workers otherwise); results are bit-identical "
+        "across executors with the same value",
+    )
+    executor: Literal["serial", "process", "ray"] = Field(
+        "serial",
+        description="where the devices' torch jobs run: in the simulator's process, a local "
+        "process pool, or Ray actors (this machine or `ray_address`)",
+    )
+    workers: PositiveInt | None = Field(
+        None,
+        le=4096,
+        description="parallel workers of the 'process'/'ray' executor (default: the cores / "
+        "the cluster's CPUs, divided by num_threads)",
+    )
+    ray_address: str | None = Field(
+        None,
+        max_length=200,
+        description="an existing Ray cluster for the 'ray' executor ('auto', 'ray://host:port')",
+    )
 
 
 class OutputsSection(_Strict):

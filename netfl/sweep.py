@@ -46,6 +46,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from netfl.errors import ScenarioError
 from netfl.results import is_complete
+from netfl.run_result import RunResult
 from netfl.scenario import Scenario
 from netfl.scenario_io import _problems, apply_values, parse_scenario, read_yaml, resolved
 
@@ -208,12 +209,15 @@ def summarize_rounds(rounds: pd.DataFrame, target: float | None = None) -> dict[
 
 
 def _run_one(
-    scenario: Scenario, source: str, run_dir: str, threads: int | None = None
-) -> dict[str, Any]:
-    """Run one variant and write its run directory (in a worker process or inline).
+    scenario: Scenario, source: str, run_dir: str | None, threads: int | None = None
+) -> dict[str, Any] | RunResult:
+    """Run one variant (in a worker process, a Ray task, or inline).
 
-    ``threads``: torch's intra-op threads in a pool worker (the cores divided
-    among the workers: oversubscribed OpenMP threads slow every run many-fold).
+    Writes its run directory when ``run_dir`` is given (a local worker) and returns
+    a short summary; otherwise returns the :class:`RunResult` for the caller to
+    write (a Ray task, whose machine may not share the sweep's file system).
+    ``threads``: torch's intra-op threads (the cores divided among the parallel
+    runs: oversubscribed OpenMP threads slow every run many-fold).
     """
     from netfl.report import write_run
     from netfl.runner import run
@@ -224,8 +228,75 @@ def _run_one(
         torch.set_num_threads(threads)
 
     result = run(scenario, source=source)
+    if run_dir is None:
+        return result
     write_run(result, run_dir)
     return {"stop_reason": result.stop_reason, "wall_time_s": result.wall_time_s}
+
+
+def _error(err: BaseException) -> str:
+    cause = getattr(err, "cause", None)  # a Ray task's error wraps the run's own
+    err = cause if isinstance(cause, BaseException) else err
+    return f"{type(err).__name__}: {err}".splitlines()[0]
+
+
+def _run_local(todo: list[SweepRun], out: Path, workers: int, done) -> None:
+    """Runs on this machine: inline (one worker) or on a pool of spawned processes; a
+    worker keeps the data sets and partitions it built for the runs that follow."""
+    if workers <= 1:
+        for r in todo:
+            try:
+                _run_one(r.scenario, r.source, str(out / r.name))
+                done(r.name, "")
+            except Exception as err:  # noqa: BLE001 - a failing run must not stop the sweep
+                done(r.name, _error(err))
+                (out / f"{r.name}.error.txt").write_text(traceback.format_exc())
+        return
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+        futures = {
+            pool.submit(_run_one, r.scenario, r.source, str(out / r.name), threads): r for r in todo
+        }
+        for fut in as_completed(futures):
+            err = fut.exception()
+            done(futures[fut].name, _error(err) if err else "")
+
+
+def ray_threads(workers: int | None, cpus: int) -> tuple[int, int]:
+    """``(parallel runs, threads per run)`` of the Ray backend on ``cpus`` CPUs: as the
+    local backend divides this machine's cores among its workers."""
+    workers = workers or cpus
+    return workers, max(1, cpus // workers)
+
+
+def _run_ray(todo: list[SweepRun], out: Path, workers: int | None, address, done) -> None:
+    """Runs as Ray tasks declaring their CPUs; each result is written here, by the
+    driver (a cluster's machines need not share this file system). Ray reuses its
+    worker processes, so their data caches serve later runs too."""
+    from netfl.learning.parallel import import_ray
+    from netfl.report import write_run
+
+    ray = import_ray()
+    own = not ray.is_initialized()
+    if own:
+        ray.init(address=address, include_dashboard=False, log_to_driver=False)
+    try:
+        cpus = int(ray.cluster_resources().get("CPU", 1))
+        _, threads = ray_threads(workers, cpus)
+        task = ray.remote(num_cpus=threads, max_retries=0)(_run_one)
+        pending = {task.remote(r.scenario, r.source, None, threads): r for r in todo}
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            r = pending.pop(ready[0])
+            try:
+                write_run(ray.get(ready[0]), out / r.name)
+                done(r.name, "")
+            except Exception as err:  # noqa: BLE001 - a failing run must not stop the sweep
+                done(r.name, _error(err))
+                (out / f"{r.name}.error.txt").write_text(str(err))
+    finally:
+        if own:
+            ray.shutdown()
 
 
 def _stale(run_dir: Path, scenario: Scenario) -> str:
@@ -249,10 +320,16 @@ def run_sweep(
     workers: int = 1,
     target_accuracy: float | None = None,
     on_done: Callable[[str, str], None] | None = None,
+    backend: str = "local",
+    address: str | None = None,
 ) -> pd.DataFrame:
     """Run every run not yet complete under ``out_dir``; write and return the index.
 
-    ``workers`` > 1 runs them in a process pool (spawned workers). A run whose
+    ``backend="local"``: ``workers`` > 1 runs them in a process pool (spawned
+    workers), each run with the cores / ``workers`` torch threads. ``backend="ray"``:
+    Ray tasks on this machine (``ray.init()``) or on the cluster at ``address``, as many
+    at once as ``workers`` (0: one per CPU), each declaring the CPUs / ``workers``
+    threads it uses; on 2 CPUs with 2 workers both backends give the same runs. A run whose
     directory holds a ``manifest.json`` of the same resolved scenario is complete and
     skipped (of another scenario: recorded as failed, "stale", never overwritten); a failing run
     is recorded with status ``failed`` and its error, and the others go on.
@@ -278,25 +355,12 @@ def run_sweep(
         if on_done:
             on_done(name, status[name][0])
 
-    if workers <= 1:
-        for r in todo:
-            try:
-                _run_one(r.scenario, r.source, str(out / r.name))
-                done(r.name, "")
-            except Exception as err:  # noqa: BLE001 - a failing run must not stop the sweep
-                done(r.name, f"{type(err).__name__}: {err}")
-                (out / f"{r.name}.error.txt").write_text(traceback.format_exc())
+    if backend == "ray":
+        _run_ray(todo, out, workers if workers > 0 else None, address, done)
+    elif backend == "local":
+        _run_local(todo, out, workers, done)
     else:
-        threads = max(1, (os.cpu_count() or 1) // workers)
-        with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
-            futures = {
-                pool.submit(_run_one, r.scenario, r.source, str(out / r.name), threads): r
-                for r in todo
-            }
-            for fut in as_completed(futures):
-                r = futures[fut]
-                err = fut.exception()
-                done(r.name, f"{type(err).__name__}: {err}" if err else "")
+        raise ValueError(f"unknown backend {backend!r} (local, ray)")
 
     rows = []
     for r in runs:

@@ -8,7 +8,10 @@ engine, the learning executor and the recorder.
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import simpy
@@ -33,6 +36,7 @@ from netfl.learning import (
     partition,
     resolve_device,
 )
+from netfl.learning.parallel import ProcessExecutor, RayExecutor, make_executor
 from netfl.nodes import Node
 from netfl.radio import FixedRateRadio, drop_uniform_disc
 from netfl.radio.cues import CueTraffic, CueTrafficConfig
@@ -57,16 +61,48 @@ class ModelInfo:
     flops: ModelFlops
 
 
+#: data sets and partitions built in this process, by what defines them: a sweep worker
+#: running many variants of one data section builds them once (oldest dropped first)
+_DATA_CACHE: OrderedDict[tuple, Any] = OrderedDict()
+_DATA_CACHE_SIZE = 8
+
+
+def _cached(key: tuple, build: Callable[[], Any]) -> Any:
+    if key in _DATA_CACHE:
+        _DATA_CACHE.move_to_end(key)
+        return _DATA_CACHE[key]
+    value = build()
+    _DATA_CACHE[key] = value
+    while len(_DATA_CACHE) > _DATA_CACHE_SIZE:
+        _DATA_CACHE.popitem(last=False)
+    return value
+
+
 def build_data(scenario: Scenario, streams: Streams, source: str = "scenario"):
     """The data set and every device's sample indices; a problem (missing root, a
     split that cannot give every device a sample) is a one-line ``UserError``.
-    ``netfl validate`` runs it too: it needs no simulation."""
+    ``netfl validate`` runs it too: it needs no simulation.
+
+    Both are functions of the scenario's ``data`` section, seed and device count,
+    and are kept for later runs in this process (shared: nothing may write to them).
+    """
     d = scenario.data
     options = d.synthetic.model_dump() if d.dataset == "synthetic" else {}
+    data_key = ("data", d.dataset, d.root, d.test_fraction, scenario.seed, repr(options))
     try:
-        dataset = load_dataset(d.dataset, d.root, d.test_fraction, scenario.seed, **options)
+        dataset = _cached(
+            data_key,
+            lambda: load_dataset(d.dataset, d.root, d.test_fraction, scenario.seed, **options),
+        )
     except DataRootError as err:
         raise UserError(f"{source}: data.root: {err}") from None
+    part_key = (*data_key, d.partition.model_dump_json(), scenario.devices.count)
+    parts = _cached(part_key, lambda: _partition(scenario, dataset, streams, source))
+    return dataset, parts
+
+
+def _partition(scenario: Scenario, dataset, streams: Streams, source: str) -> list[np.ndarray]:
+    d = scenario.data
     rng = streams.generator("partition")
     try:
         parts = partition(
@@ -84,7 +120,7 @@ def build_data(scenario: Scenario, streams: Streams, source: str = "scenario"):
             f"{source}: data.partition: {len(empty)} devices get no samples "
             f"({len(dataset.train_y)} samples for {len(parts)} devices)"
         )
-    return dataset, parts
+    return parts
 
 
 class World:
@@ -119,7 +155,8 @@ class World:
             batch_size=scenario.training.batch_size,
             epochs=scenario.training.local_epochs,
         )
-        self.executor: SerialExecutor | None = None
+        self.executor: SerialExecutor | ProcessExecutor | RayExecutor | None = None
+        self.job_threads = torch.get_num_threads()
         if self.learn:
             if scenario.learning.num_threads:
                 torch.set_num_threads(scenario.learning.num_threads)
@@ -127,17 +164,25 @@ class World:
                 self.torch_device = resolve_device(scenario.learning.device)
             except RuntimeError as err:
                 raise UserError(f"{source}: learning.device: {err}") from None
-            self.executor = SerialExecutor(
-                LearningContext(
-                    train_x=self.dataset.train_x,
-                    train_y=self.dataset.train_y,
-                    input_shape=self.dataset.input_shape,
-                    num_classes=self.dataset.num_classes,
-                    specs={name: info.spec for name, info in self.models.items()},
-                    device=self.torch_device,
-                )
+            context = LearningContext(
+                train_x=self.dataset.train_x,
+                train_y=self.dataset.train_y,
+                input_shape=self.dataset.input_shape,
+                num_classes=self.dataset.num_classes,
+                specs={name: info.spec for name, info in self.models.items()},
+                device=self.torch_device,
             )
+            try:
+                self.executor = make_executor(context, scenario.learning)
+            except ImportError as err:
+                raise UserError(f"{source}: learning.executor: {err}") from None
+            self.job_threads = getattr(self.executor, "threads", torch.get_num_threads())
             self._eval_models: dict[str, torch.nn.Module] = {}
+
+    def close(self) -> None:
+        """Stop the executor's workers (a no-op for the serial executor)."""
+        if self.executor is not None:
+            self.executor.close()
 
     # -- construction ------------------------------------------------------
     def _build_data(self, source: str) -> None:

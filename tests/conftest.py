@@ -57,3 +57,14 @@ def tiny_scenario(**sections) -> dict:
         else:
             base[key] = value
     return base
+
+
+@pytest.fixture(scope="session")
+def ray_local():
+    """One local Ray instance of 2 CPUs for the whole test session (starting Ray takes
+    seconds); the executors and the sweep backend find it running and leave it up."""
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    yield ray
+    ray.shutdown()

@@ -124,3 +124,56 @@ def test_process_pool_gives_the_local_result(tmp_path):
     b = run_sweep(runs, tmp_path / "pool", workers=2)
     cols = ["run", "status", "sim_time_s", "bits", "device_energy_j", "subframes"]
     pd.testing.assert_frame_equal(a[cols], b[cols])
+
+
+def test_ray_backend_gives_the_local_index(tmp_path, ray_local):
+    """Same sweep, same index (all but wall time) on a local 2-CPU Ray instance and the
+    local pool, learning included; a failing variant is recorded on both."""
+    base = tiny_scenario(learning={"mode": "learn", "num_threads": 1})
+    path = _write(
+        tmp_path,
+        {
+            "variants": {"ok": {}, "broken": {"data": {"dataset": "mnist", "root": "/nowhere"}}},
+            "grid": {"devices.count": [2, 3]},
+        },
+        base,
+    )
+    runs = expand(*load_sweep(path))
+    local = run_sweep(runs, tmp_path / "local", workers=2)
+    seen = []
+    ray_index = run_sweep(
+        runs, tmp_path / "ray", workers=2, backend="ray", on_done=lambda n, s: seen.append(s)
+    )
+    assert sorted(seen) == ["complete", "complete", "failed", "failed"]
+    assert list(ray_index["status"]) == ["complete", "complete", "failed", "failed"]
+    assert (
+        ray_index["error"].iloc[2].startswith("UserError")
+        and "data.root" in ray_index["error"].iloc[2]
+    )
+    cols = [c for c in local.columns if c != "wall_time_s"]
+    pd.testing.assert_frame_equal(local[cols], ray_index[cols])
+    assert ray_index["final_accuracy"].iloc[:2].between(0.05, 1).all()
+    # the driver wrote the run directories, byte-identical rounds to the local pool's
+    for name in ray_index["run"].iloc[:2]:
+        a = pd.read_csv(tmp_path / "local" / name / "rounds.csv")
+        b = pd.read_csv(tmp_path / "ray" / name / "rounds.csv")
+        wall = [c for c in a if "wall" in c]
+        pd.testing.assert_frame_equal(a.drop(columns=wall), b.drop(columns=wall))
+    # re-invoked on Ray: complete runs are skipped
+    seen.clear()
+    run_sweep(runs, tmp_path / "ray", workers=2, backend="ray", on_done=lambda n, s: seen.append(s))
+    assert seen.count("skipped") == 2
+
+
+def test_a_worker_builds_the_data_of_identical_variants_once(tmp_path, monkeypatch):
+    import netfl.world as world_mod
+
+    calls = []
+    real = world_mod.load_dataset
+    monkeypatch.setattr(world_mod, "_DATA_CACHE", type(world_mod._DATA_CACHE)())
+    monkeypatch.setattr(world_mod, "load_dataset", lambda *a, **k: calls.append(a) or real(*a, **k))
+    path = _write(tmp_path, {"grid": {"training.lr": [0.01, 0.1], "devices.count": [2, 3]}})
+    index = run_sweep(expand(*load_sweep(path)), tmp_path / "out")
+    assert list(index["status"]) == ["complete"] * 4
+    assert len(calls) == 1  # one data set; partitions by device count: two
+    assert len(world_mod._DATA_CACHE) == 3

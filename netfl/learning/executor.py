@@ -319,3 +319,6 @@ class SerialExecutor:
 
     def submit(self, task: Task) -> Future:
         return _DeferredFuture(lambda: self.context.run(task))
+
+    def close(self) -> None:
+        """Nothing to release (the parallel executors stop their workers here)."""

@@ -1,0 +1,162 @@
+"""Client executors that run a round's device jobs in parallel: a local process pool
+or Ray actors (on this machine or a cluster).
+
+They keep the seam of :class:`~netfl.learning.executor.SerialExecutor`: a SimPy
+process submits a job when its compute step begins and takes the result when
+the step ends in simulated time, so the simulated clock never depends on how
+fast the host is. Every worker holds the :class:`LearningContext` (training
+tensors, model builders) once, set when it starts; a job carries only its
+model state, indices and seed.
+
+A job is a pure function of its inputs *and of torch's intra-op thread count*
+(the order of float sums inside matrix products depends on it). Every worker
+runs with ``threads`` threads, so a run is bit-identical to the serial executor
+when that runs with the same count (``learning.num_threads``; tested).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import Future, ProcessPoolExecutor
+from multiprocessing import get_context
+from typing import Any
+
+import torch
+
+from netfl.learning.executor import LearningContext, SerialExecutor, Task
+
+__all__ = ["ProcessExecutor", "RayExecutor", "default_threads", "import_ray", "make_executor"]
+
+
+def default_threads(workers: int) -> int:
+    """Intra-op threads per worker: this machine's cores shared among the workers
+    (oversubscribed OpenMP threads slow every job many-fold)."""
+    return max(1, (os.cpu_count() or 1) // max(1, workers))
+
+
+# -- local process pool ---------------------------------------------------------
+
+_WORKER_CONTEXT: LearningContext | None = None
+
+
+def _init_worker(context: LearningContext, threads: int) -> None:
+    global _WORKER_CONTEXT
+    torch.set_num_threads(threads)
+    _WORKER_CONTEXT = context
+
+
+def _run_in_worker(task: Task) -> Any:
+    assert _WORKER_CONTEXT is not None, "worker started without its context"
+    return _WORKER_CONTEXT.run(task)
+
+
+class ProcessExecutor:
+    """Jobs on a pool of ``workers`` local processes with ``threads`` threads each.
+
+    Workers are forked from a fork server that has imported torch and netfl once
+    (fast to start, no torch state inherited from a running simulation).
+    """
+
+    def __init__(self, context: LearningContext, workers: int, threads: int):
+        ctx = get_context(os.environ.get("NETFL_MP_START", "fork"))
+        self.workers, self.threads = workers, threads
+        self._pool = ProcessPoolExecutor(
+            workers, mp_context=ctx, initializer=_init_worker, initargs=(context, threads)
+        )
+        for _ in range(workers):  # start the workers now, while the world is being built
+            self._pool.submit(int)
+
+    def submit(self, task: Task) -> Future:
+        return self._pool.submit(_run_in_worker, task)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+# -- Ray actors -----------------------------------------------------------------
+
+
+class _RayWorker:
+    """One Ray actor: the learning context, set once, and ``threads`` torch threads."""
+
+    def __init__(self, context: LearningContext, threads: int):
+        torch.set_num_threads(threads)
+        self.context = context
+
+    def run(self, task: Task) -> Any:
+        return self.context.run(task)
+
+
+class RayExecutor:
+    """Jobs on ``workers`` Ray actors, each declaring ``threads`` CPUs.
+
+    ``address``: an existing cluster (``"auto"``, ``"ray://host:10001"``); ``None``
+    starts Ray on this machine unless it is already running in this process. A job
+    goes to the actor with the fewest jobs in flight. ``workers=None``: as many
+    actors as the cluster has CPUs for.
+    """
+
+    def __init__(
+        self,
+        context: LearningContext,
+        workers: int | None,
+        threads: int,
+        address: str | None = None,
+    ):
+        ray = import_ray()
+        self._own_ray = not ray.is_initialized()
+        if self._own_ray:
+            ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        if workers is None:
+            workers = max(1, int(ray.cluster_resources().get("CPU", 1)) // threads)
+        self.workers, self.threads = workers, threads
+        ref = ray.put(context)
+        actor = ray.remote(num_cpus=threads)(_RayWorker)
+        self._actors = [actor.remote(ref, threads) for _ in range(workers)]
+        self._busy = [0] * workers
+        self._lock = threading.Lock()
+        self._ray = ray
+
+    def submit(self, task: Task) -> Future:
+        with self._lock:
+            i = min(range(len(self._actors)), key=self._busy.__getitem__)
+            self._busy[i] += 1
+        future = self._actors[i].run.remote(task).future()
+
+        def done(_f: Future, i: int = i) -> None:
+            with self._lock:
+                self._busy[i] -= 1
+
+        future.add_done_callback(done)
+        return future
+
+    def close(self) -> None:
+        for a in self._actors:
+            self._ray.kill(a)
+        self._actors = []
+        if self._own_ray:
+            self._ray.shutdown()
+
+
+def import_ray():
+    try:
+        import ray
+    except ImportError:
+        raise ImportError("Ray is not installed: pip install 'netfl[ray]'") from None
+    return ray
+
+
+def make_executor(
+    context: LearningContext, learning
+) -> SerialExecutor | ProcessExecutor | RayExecutor:
+    """The executor a scenario's ``learning`` section asks for (``executor``,
+    ``workers``, ``num_threads``, ``ray_address``)."""
+    kind = learning.executor
+    if kind == "serial":
+        return SerialExecutor(context)
+    if kind == "process":
+        workers = learning.workers or max(1, (os.cpu_count() or 1) // (learning.num_threads or 1))
+        return ProcessExecutor(context, workers, learning.num_threads or default_threads(workers))
+    threads = learning.num_threads or (default_threads(learning.workers) if learning.workers else 1)
+    return RayExecutor(context, learning.workers, threads, learning.ray_address)

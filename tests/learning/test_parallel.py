@@ -1,0 +1,66 @@
+"""Client executors: the process pool and Ray actors give the serial executor's rounds."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from netfl import parse_scenario, run
+from netfl.errors import UserError
+from tests.conftest import tiny_scenario
+
+
+def _rounds(algorithm: dict, executor: str, **learning) -> pd.DataFrame:
+    scenario = parse_scenario(
+        tiny_scenario(
+            devices={"count": 5},
+            data={"dataset": "digits", "partition": {"scheme": "dirichlet", "alpha": 0.5}},
+            model={"name": "fcn"},
+            training={"rounds": 3, "batch_size": 16, "lr": 0.05},
+            algorithm=algorithm,
+            learning={"mode": "learn", "executor": executor, "num_threads": 1, **learning},
+        )
+    )
+    result = run(scenario)
+    assert result.info["executor"] == executor and result.info["torch_num_threads"] == 1
+    return result.rounds.drop(columns=[c for c in result.rounds if "wall" in c])
+
+
+@pytest.mark.parametrize(
+    "algorithm", [{"name": "fedavg", "fraction": 0.6}, {"name": "dfl"}], ids=["fedavg", "dfl"]
+)
+def test_process_pool_and_ray_actors_give_the_serial_rounds(algorithm, ray_local):
+    serial = _rounds(algorithm, "serial")
+    assert serial["accuracy"].notna().all() and serial["accuracy"].iloc[-1] > 0.2
+    pool = _rounds(algorithm, "process", workers=2)
+    actors = _rounds(algorithm, "ray", workers=2)
+    pd.testing.assert_frame_equal(serial, pool)
+    pd.testing.assert_frame_equal(serial, actors)
+
+
+def test_a_failing_job_in_a_worker_fails_the_run(monkeypatch):
+    scenario = parse_scenario(
+        tiny_scenario(
+            data={"dataset": "digits", "partition": {"scheme": "iid"}},
+            training={"rounds": 1, "batch_size": 16, "lr": float("1e-3")},
+            learning={"mode": "learn", "executor": "process", "workers": 2, "num_threads": 1},
+        )
+    )
+    # every job raises in its worker (forked after the patch): the run fails with it
+    from netfl.learning import executor as ex
+
+    monkeypatch.setattr(ex.LearningContext, "run", lambda self, task: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        run(scenario)
+
+
+def test_ray_executor_without_ray_is_one_line(monkeypatch):
+    import netfl.learning.parallel as parallel
+
+    def missing():
+        raise ImportError("Ray is not installed: pip install 'netfl[ray]'")
+
+    monkeypatch.setattr(parallel, "import_ray", missing)
+    scenario = parse_scenario(tiny_scenario(learning={"mode": "learn", "executor": "ray"}))
+    with pytest.raises(UserError, match=r"learning.executor: Ray is not installed"):
+        run(scenario)
