@@ -211,7 +211,16 @@ def _cmd_list(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from netfl.report import compare_figures, cost_to_target, result_figures
     from netfl.results import read_run
+    from netfl.sweep_report import is_sweep_dir, sweep_report
 
+    if len(args.run_dirs) == 1 and is_sweep_dir(args.run_dirs[0]):
+        try:
+            paths = sweep_report(args.run_dirs[0], args.out)
+        except (OSError, KeyError, ValueError) as err:
+            raise UserError(f"{args.run_dirs[0]}: not a readable sweep directory ({err})") from None
+        for p in paths:
+            print(p)
+        return 0
     runs = {}
     for d in args.run_dirs:
         try:
@@ -324,9 +333,16 @@ def build_parser() -> argparse.ArgumentParser:
         ],
     )
     ls.set_defaults(func=_cmd_list)
-    rp = sub.add_parser("report", help="figures of one run, or several runs overlaid")
-    rp.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
-    rp.add_argument("--out", help="figure folder (default: RUN_DIR/figures for one run)")
+    rp = sub.add_parser(
+        "report",
+        help="figures of one run, several runs overlaid, or a sweep (mean ± std over seeds, "
+        "tables, index.html)",
+    )
+    rp.add_argument("run_dirs", nargs="+", metavar="RUN_DIR|SWEEP_DIR")
+    rp.add_argument(
+        "--out",
+        help="figure folder (default: RUN_DIR/figures for one run, SWEEP_DIR/report for a sweep)",
+    )
     rp.add_argument(
         "--baseline",
         metavar="RUN_DIR",

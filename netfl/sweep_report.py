@@ -1,0 +1,285 @@
+"""The report of a sweep directory: mean ± standard deviation over seeds.
+
+``netfl report SWEEP_DIR`` reads the index ``sweep.csv`` and every complete run's
+``rounds.csv``, groups runs that differ only in their seed, and writes into
+``SWEEP_DIR/report/`` (or ``--out``):
+
+- ``accuracy_vs_round.png`` / ``accuracy_vs_time.png``: each group's mean test
+  accuracy with a ±1 standard-deviation band over its seeds (against simulated
+  time, each seed's accuracy is a step function of time, last evaluation held,
+  read on one grid up to the shortest seed's end);
+- ``cost_to_target.png``: simulated time, bits and device energy to the sweep's
+  ``target_accuracy`` (or, without one, of the whole run), mean ± std;
+- ``latency_breakdown.png``: a round's simulated time split into compute only,
+  communication only, both, neither (means over rounds and seeds);
+- ``summary.csv``: the comparison table (one row per group, ``*_mean``/``*_std``
+  columns, seeds counted) and ``index.html``, which shows the table, the figures
+  and every run (failed ones with their errors) on one static page.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import os
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from netfl.report import _save, plt
+
+__all__ = ["is_sweep_dir", "sweep_report", "group_runs", "summary_table"]
+
+#: summary columns of the index compared across groups (when present)
+SUMMARY_COLUMNS = (
+    "final_accuracy",
+    "best_accuracy",
+    "rounds",
+    "sim_time_s",
+    "bits",
+    "device_energy_j",
+    "subframes",
+    "rounds_to_target",
+    "time_to_target_s",
+    "bits_to_target",
+    "energy_to_target_j",
+)
+
+#: a round's time split (``rounds.csv`` columns) and their labels
+LATENCY_PARTS = (
+    ("compute_time_s", "compute only"),
+    ("comm_time_s", "communication only"),
+    ("overlap_time_s", "both"),
+    ("idle_time_s", "neither"),
+)
+
+
+def is_sweep_dir(path: str | Path) -> bool:
+    return (Path(path) / "sweep.csv").is_file()
+
+
+def _param_columns(index: pd.DataFrame) -> list[str]:
+    cols = list(index.columns)
+    return cols[cols.index("run") + 1 : cols.index("status")]
+
+
+def group_runs(index: pd.DataFrame) -> dict[str, list[str]]:
+    """Runs by group (runs that differ only in ``seed``), in index order.
+
+    A group's label names its parameters that vary across the sweep
+    (``fedavg-alpha=0.1``); a sweep of seeds only has one group, ``all``.
+    """
+    params = [c for c in _param_columns(index) if c != "seed"]
+    varying = [c for c in params if index[c].astype(str).nunique() > 1]
+    groups: dict[str, list[str]] = {}
+    for _, row in index.iterrows():
+        parts = []
+        for c in varying:
+            value = row[c]
+            text = "" if isinstance(value, float) and math.isnan(value) else str(value)
+            parts.append(text if c == "variant" else f"{c.split('.')[-1]}={text}")
+        groups.setdefault("-".join(p for p in parts if p) or "all", []).append(row["run"])
+    return groups
+
+
+def summary_table(index: pd.DataFrame, groups: dict[str, list[str]]) -> pd.DataFrame:
+    """One row per group: completed seeds, and mean and std of every summary column."""
+    rows = []
+    by_run = index.set_index("run")
+    for label, names in groups.items():
+        done = by_run.loc[names]
+        done = done[done["status"] == "complete"]
+        row: dict = {"group": label, "runs": len(names), "complete": len(done)}
+        for c in SUMMARY_COLUMNS:
+            if c in done:
+                values = pd.to_numeric(done[c], errors="coerce")
+                row[f"{c}_mean"] = values.mean()
+                row[f"{c}_std"] = values.std(ddof=1) if values.notna().sum() > 1 else 0.0
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _step_on_grid(df: pd.DataFrame, grid: np.ndarray) -> np.ndarray:
+    """Accuracy at each time of ``grid``: the last evaluation at or before it (NaN before
+    the first)."""
+    d = df.dropna(subset=["accuracy"])
+    pos = np.searchsorted(d["sim_time_s"].to_numpy(), grid, side="right") - 1
+    acc = d["accuracy"].to_numpy()
+    return np.where(pos >= 0, acc[np.clip(pos, 0, None)], np.nan)
+
+
+def _band(ax, x, values: np.ndarray, label: str, color) -> None:
+    with warnings.catch_warnings():  # before a seed's first evaluation: NaN, not drawn
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mean = np.nanmean(values, axis=0)
+        std = np.nanstd(values, axis=0, ddof=1) if len(values) > 1 else None
+    ax.plot(x, mean, color=color, label=f"{label} (n={len(values)})", lw=1.5)
+    if std is not None:
+        ax.fill_between(x, mean - std, mean + std, color=color, alpha=0.2, lw=0)
+
+
+def _accuracy_figures(curves: dict[str, list[pd.DataFrame]], out: Path) -> list[Path]:
+    paths = []
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for i, (label, runs) in enumerate(curves.items()):
+        n = min(len(r) for r in runs)
+        values = np.array([r["accuracy"].to_numpy()[:n] for r in runs], dtype=float)
+        _band(ax, runs[0]["round"].to_numpy()[:n], values, label, f"C{i % 10}")
+    ax.set_xlabel("round")
+    ax.set_ylabel("test accuracy (mean ± std over seeds)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    paths.append(_save(fig, out / "accuracy_vs_round.png"))
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for i, (label, runs) in enumerate(curves.items()):
+        end = min(float(r["sim_time_s"].iloc[-1]) for r in runs)
+        grid = np.linspace(0.0, end, 200)
+        values = np.array([_step_on_grid(r, grid) for r in runs])
+        _band(ax, grid, values, label, f"C{i % 10}")
+    ax.set_xlabel("simulated time [s]")
+    ax.set_ylabel("test accuracy (mean ± std over seeds)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    paths.append(_save(fig, out / "accuracy_vs_time.png"))
+    return paths
+
+
+def _cost_figure(summary: pd.DataFrame, target: bool, out: Path) -> Path:
+    suffix = "_to_target" if target else ""
+    metrics = (
+        (f"time{suffix}_s" if target else "sim_time_s", "simulated time [s]"),
+        (f"bits{suffix}", "bits transferred"),
+        ("energy_to_target_j" if target else "device_energy_j", "device energy [J]"),
+    )
+    fig, axes = plt.subplots(1, 3, figsize=(12, 4))
+    x = np.arange(len(summary))
+    for ax, (col, ylabel) in zip(axes, metrics, strict=True):
+        if f"{col}_mean" in summary:
+            ax.bar(x, summary[f"{col}_mean"], yerr=summary[f"{col}_std"], capsize=3)
+        ax.set_ylabel(ylabel)
+        ax.set_xticks(x)
+        ax.set_xticklabels(summary["group"], rotation=30, ha="right", fontsize=7)
+    what = "to reach the target accuracy" if target else "of the whole run"
+    fig.suptitle(f"cost {what} (mean ± std over seeds; no bar: never reached)")
+    return _save(fig, out / "cost_to_target.png")
+
+
+def _latency_figure(curves: dict[str, list[pd.DataFrame]], out: Path) -> Path:
+    fig, ax = plt.subplots(figsize=(7, 4))
+    labels = list(curves)
+    bottom = np.zeros(len(labels))
+    for col, name in LATENCY_PARTS:
+        means = np.array([np.mean([r[col].mean() for r in curves[g] if col in r]) for g in labels])
+        ax.bar(labels, means, bottom=bottom, label=name)
+        bottom += np.nan_to_num(means)
+    ax.set_ylabel("simulated time per round [s]")
+    ax.set_title("per-round latency breakdown (mean over rounds and seeds)")
+    ax.tick_params(axis="x", rotation=30, labelsize=7)
+    ax.legend(fontsize=8)
+    return _save(fig, out / "latency_breakdown.png")
+
+
+def _fmt(value) -> str:
+    if isinstance(value, float):
+        return "" if math.isnan(value) else f"{value:.4g}"
+    return html.escape(str(value))
+
+
+def _html(
+    title: str,
+    summary: pd.DataFrame,
+    index: pd.DataFrame,
+    figures: list[Path],
+    out: Path,
+    sweep_dir: Path,
+) -> Path:
+    rel = Path(os.path.relpath(sweep_dir, out)).as_posix()
+    stats = [c.removesuffix("_mean") for c in summary if c.endswith("_mean")]
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in ["group", "runs", "complete", *stats])
+    body = ""
+    for _, row in summary.iterrows():
+        cells = [_fmt(row["group"]), _fmt(row["runs"]), _fmt(row["complete"])]
+        cells += [f"{_fmt(row[f'{c}_mean'])} ± {_fmt(row[f'{c}_std'])}" for c in stats]
+        body += "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>\n"
+    runs = ""
+    for _, row in index.iterrows():
+        error = row.get("error")
+        error = "" if not isinstance(error, str) else error
+        name = html.escape(row["run"])
+        link = f'<a href="{rel}/{name}/manifest.json">{name}</a>'
+        runs += (
+            f"<tr><td>{link}</td><td>{html.escape(str(row['status']))}</td>"
+            f"<td>{html.escape(error)}</td></tr>\n"
+        )
+    imgs = "\n".join(
+        f'<figure><img src="{p.name}" alt="{p.stem}"><figcaption>{p.stem}</figcaption></figure>'
+        for p in figures
+        if p.suffix == ".png"
+    )
+    page = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<style>
+body {{ font-family: sans-serif; margin: 2em; }}
+table {{ border-collapse: collapse; font-size: 0.85em; }}
+td, th {{ border: 1px solid #ccc; padding: 0.2em 0.5em; text-align: right; }}
+figure {{ display: inline-block; margin: 0.5em; }} img {{ max-width: 640px; }}
+</style></head>
+<body>
+<h1>{html.escape(title)}</h1>
+<h2>Comparison (mean ± std over seeds)</h2>
+<table><thead><tr>{head}</tr></thead><tbody>
+{body}</tbody></table>
+<p>Table as CSV: <a href="summary.csv">summary.csv</a>; every run: <a href="{rel}/sweep.csv">sweep.csv</a>.</p>
+<h2>Figures</h2>
+{imgs}
+<h2>Runs</h2>
+<table><thead><tr><th>run</th><th>status</th><th>error</th></tr></thead><tbody>
+{runs}</tbody></table>
+<script>
+// for headless checks: how many figures loaded
+window.addEventListener("load", () => {{
+  const imgs = Array.from(document.images);
+  const ok = imgs.filter((i) => i.complete && i.naturalWidth > 0).length;
+  document.body.dataset.imagesLoaded = ok + "/" + imgs.length;
+}});
+</script>
+</body></html>
+"""
+    path = out / "index.html"
+    path.write_text(page, encoding="utf-8")
+    return path
+
+
+def sweep_report(sweep_dir: str | Path, out: str | Path | None = None) -> list[Path]:
+    """Write the report of ``sweep_dir`` (default into ``sweep_dir/report``); returns
+    the paths written, ``index.html`` last."""
+    sweep_dir = Path(sweep_dir)
+    out = Path(out) if out is not None else sweep_dir / "report"
+    out.mkdir(parents=True, exist_ok=True)
+    index = pd.read_csv(sweep_dir / "sweep.csv")
+    groups = group_runs(index)
+    complete = set(index.loc[index["status"] == "complete", "run"])
+    curves = {
+        label: [pd.read_csv(sweep_dir / name / "rounds.csv") for name in names if name in complete]
+        for label, names in groups.items()
+    }
+    curves = {label: runs for label, runs in curves.items() if runs}
+    summary = summary_table(index, groups)
+    summary.to_csv(out / "summary.csv", index=False)
+    paths: list[Path] = [out / "summary.csv"]
+    if curves:
+        if any(r["accuracy"].notna().any() for runs in curves.values() for r in runs):
+            learned = {
+                label: [r for r in runs if r["accuracy"].notna().any()]
+                for label, runs in curves.items()
+            }  # (timing-only runs have no accuracy)
+            paths += _accuracy_figures({k: v for k, v in learned.items() if v}, out)
+        target = "time_to_target_s" in index
+        paths.append(_cost_figure(summary[summary["complete"] > 0], target, out))
+        paths.append(_latency_figure(curves, out))
+    title = f"sweep {sweep_dir.resolve().name}"
+    paths.append(_html(title, summary, index, paths, out, sweep_dir))
+    return paths

@@ -1,0 +1,121 @@
+"""`netfl report SWEEP_DIR`: groups over seeds, mean ± std tables, figures, index.html."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from netfl.cli import main
+from netfl.sweep import expand, load_sweep, run_sweep
+from netfl.sweep_report import group_runs
+from tests.conftest import tiny_scenario
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="module")
+def sweep_dir(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("sweep")
+    base = tiny_scenario(
+        training={"rounds": 3, "batch_size": 16, "lr": 0.1},
+        learning={"mode": "learn", "num_threads": 1},
+    )
+    (tmp / "base.yaml").write_text(yaml.safe_dump(base))
+    spec = {
+        "name": "rep",
+        "base": "base.yaml",
+        "variants": {
+            "fedavg": {"algorithm": {"name": "fedavg"}},
+            "fd": {"algorithm": {"name": "fd"}},
+            "broken": {"data": {"dataset": "mnist", "root": "/nowhere"}},
+        },
+        "seeds": [1, 2],
+        "target_accuracy": 0.3,
+    }
+    (tmp / "s.sweep.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    run_sweep(expand(*load_sweep(tmp / "s.sweep.yaml")), tmp / "out", target_accuracy=0.3)
+    return tmp / "out"
+
+
+def test_runs_group_over_seeds_only():
+    index = pd.DataFrame(
+        {
+            "run": ["a-x=1-seed1", "a-x=1-seed2", "a-x=2-seed1", "b-x=1-seed1"],
+            "variant": ["a", "a", "a", "b"],
+            "x": [1, 1, 2, 1],
+            "seed": [1, 2, 1, 1],
+            "status": ["complete"] * 4,
+        }
+    )
+    assert group_runs(index) == {
+        "a-x=1": ["a-x=1-seed1", "a-x=1-seed2"],
+        "a-x=2": ["a-x=2-seed1"],
+        "b-x=1": ["b-x=1-seed1"],
+    }
+    assert group_runs(index[index["run"].str.startswith("a-x=1")]) == {
+        "all": ["a-x=1-seed1", "a-x=1-seed2"]
+    }
+
+
+def test_report_tables_and_figures(sweep_dir, capsys):
+    assert main(["report", str(sweep_dir)]) == 0
+    printed = capsys.readouterr().out.split()
+    out = sweep_dir / "report"
+    for name in (
+        "summary.csv",
+        "accuracy_vs_round.png",
+        "accuracy_vs_time.png",
+        "cost_to_target.png",
+        "latency_breakdown.png",
+        "index.html",
+    ):
+        assert str(out / name) in printed and (out / name).stat().st_size > 0
+    summary = pd.read_csv(out / "summary.csv").set_index("group")
+    index = pd.read_csv(sweep_dir / "sweep.csv")
+    assert list(summary.index) == ["fedavg", "fd", "broken"]
+    assert summary.loc["broken", "complete"] == 0 and summary.loc["fd", "complete"] == 2
+    for group in ("fedavg", "fd"):  # mean and sample std over the two seeds, from the index
+        values = index.loc[index["variant"] == group, "final_accuracy"]
+        assert summary.loc[group, "final_accuracy_mean"] == pytest.approx(values.mean())
+        assert summary.loc[group, "final_accuracy_std"] == pytest.approx(values.std(ddof=1))
+        assert np.isfinite(summary.loc[group, "time_to_target_s_mean"])
+    page = (out / "index.html").read_text()
+    assert "broken-seed1" in page and "UserError" in page and "±" in page
+    assert page.count("<img ") == 4
+
+
+def test_index_html_renders_in_headless_chromium(sweep_dir, tmp_path):
+    if CHROMIUM is None:
+        if os.environ.get("NETFL_REQUIRE_CHROMIUM"):
+            pytest.fail("NETFL_REQUIRE_CHROMIUM is set but no chromium is installed")
+        pytest.skip("chromium is not installed (CI installs it: .ci/run)")
+    main(["report", str(sweep_dir), "--out", str(tmp_path / "r")])
+    dom = subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--dump-dom",
+            (tmp_path / "r" / "index.html").as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    # the page's own script counts the figures that loaded with a size
+    assert 'data-images-loaded="4/4"' in dom
+    assert "fedavg" in dom and "<table>" in dom
