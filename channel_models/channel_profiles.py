@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache, partial
+from functools import lru_cache
 from importlib import resources
 from typing import Any
 
@@ -12,11 +12,16 @@ import yaml
 
 from channel_models.duplex import tdd_time_fraction, validate_tdd_pattern
 from channel_models.fading import FADING_MODELS, BlockFading
-from channel_models.link_budget import cqi_efficiency, noise_power_w, shannon_efficiency
+from channel_models.link_budget import (
+    CQI_TABLES,
+    cqi_efficiency,
+    noise_power_w,
+    shannon_efficiency,
+)
 from channel_models.numerology import SUBFRAME_S, max_resource_blocks, rb_bandwidth_hz
 from channel_models.pathloss import PATHLOSS_MODELS, PathLoss
 from channel_models.registry import lookup
-from channel_models.units import dbm_to_w
+from channel_models.units import db_to_linear, dbm_to_w
 
 __all__ = [
     "ChannelProfile",
@@ -159,9 +164,11 @@ class ChannelProfile:
         oh = self.phy_overhead.get(direction, 0.0)
         return se * (1.0 - oh) if oh else se
 
-    def efficiency_for(self, direction: str):
-        """``snr → efficiency`` of one direction (a carrier's rate function)."""
-        return partial(self.efficiency_bps_per_hz, direction=direction)
+    def efficiency_for(self, direction: str) -> Efficiency:
+        """``snr → efficiency`` of one direction (a carrier's rate function): equal to
+        :meth:`efficiency_bps_per_hz`, with the profile's parameters looked up once
+        (a carrier calls it at every allocation change)."""
+        return Efficiency(self, direction)
 
     def with_overrides(self, **overrides: Any) -> ChannelProfile:
         from dataclasses import replace
@@ -186,3 +193,30 @@ def channel_profiles() -> dict[str, ChannelProfile]:
 
 def get_channel_profile(name: str) -> ChannelProfile:
     return lookup(channel_profiles(), name, "channel profile")
+
+
+class Efficiency:
+    """:meth:`ChannelProfile.efficiency_bps_per_hz` of one direction, parameters
+    resolved once: the same operations in the same order, so the same floats."""
+
+    def __init__(self, profile: ChannelProfile, direction: str):
+        params = dict(profile.efficiency)
+        self.model = params.pop("model")
+        self.cap = params.pop("max_bps_per_hz", None)
+        self.gap_db = params.pop("gap_db", 0.0)
+        self.gap = db_to_linear(self.gap_db)
+        if self.model == "cqi":
+            table = CQI_TABLES[params.pop("table", "64qam")][:, 2]
+            self.steps = np.ascontiguousarray(table)
+            self.eff = np.concatenate([[0.0], table])
+        self.oh = profile.phy_overhead.get(direction, 0.0)
+
+    def __call__(self, snr: np.ndarray) -> np.ndarray:
+        if self.model == "cqi":  # cqi_efficiency
+            usable = np.log2(1.0 + np.asarray(snr, dtype=float) / self.gap)
+            se = self.eff[np.searchsorted(self.steps, usable, side="right")]
+            if self.cap is not None:
+                se = np.minimum(se, self.cap)
+        else:
+            se = shannon_efficiency(snr, self.cap, self.gap_db)
+        return se * (1.0 - self.oh) if self.oh else se

@@ -37,7 +37,6 @@ import traceback
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
@@ -241,8 +240,8 @@ def _error(err: BaseException) -> str:
 
 
 def _run_local(todo: list[SweepRun], out: Path, workers: int, done) -> None:
-    """Runs on this machine: inline (one worker) or on a pool of spawned processes; a
-    worker keeps the data sets and partitions it built for the runs that follow."""
+    """Runs on this machine: inline (one worker) or on a pool of forked processes
+    (:func:`~netfl.learning.parallel.mp_context`); a worker keeps the data sets and partitions it built for the runs that follow."""
     if workers <= 1:
         for r in todo:
             try:
@@ -252,8 +251,10 @@ def _run_local(todo: list[SweepRun], out: Path, workers: int, done) -> None:
                 done(r.name, _error(err))
                 (out / f"{r.name}.error.txt").write_text(traceback.format_exc())
         return
+    from netfl.learning.parallel import mp_context
+
     threads = max(1, (os.cpu_count() or 1) // workers)
-    with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+    with ProcessPoolExecutor(workers, mp_context=mp_context()) as pool:
         futures = {
             pool.submit(_run_one, r.scenario, r.source, str(out / r.name), threads): r for r in todo
         }
@@ -325,7 +326,7 @@ def run_sweep(
 ) -> pd.DataFrame:
     """Run every run not yet complete under ``out_dir``; write and return the index.
 
-    ``backend="local"``: ``workers`` > 1 runs them in a process pool (spawned
+    ``backend="local"``: ``workers`` > 1 runs them in a process pool (forked
     workers), each run with the cores / ``workers`` torch threads. ``backend="ray"``:
     Ray tasks on this machine (``ray.init()``) or on the cluster at ``address``, as many
     at once as ``workers`` (0: one per CPU), each declaring the CPUs / ``workers``

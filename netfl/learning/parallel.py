@@ -26,7 +26,14 @@ import torch
 
 from netfl.learning.executor import LearningContext, SerialExecutor, Task
 
-__all__ = ["ProcessExecutor", "RayExecutor", "default_threads", "import_ray", "make_executor"]
+__all__ = [
+    "ProcessExecutor",
+    "RayExecutor",
+    "default_threads",
+    "import_ray",
+    "make_executor",
+    "mp_context",
+]
 
 
 def default_threads(workers: int) -> int:
@@ -36,6 +43,16 @@ def default_threads(workers: int) -> int:
 
 
 # -- local process pool ---------------------------------------------------------
+
+
+def mp_context():
+    """How local worker processes start: forked from this process (``NETFL_MP_START``:
+    ``fork``, the default; ``forkserver`` or ``spawn`` to start clean ones). A forked
+    worker inherits the imported torch and netfl and the data already built, so it
+    starts in milliseconds where a spawned one imports torch again (seconds); a job
+    sets its own torch threads, so nothing of the parent's thread pool is used."""
+    return get_context(os.environ.get("NETFL_MP_START", "fork"))
+
 
 _WORKER_CONTEXT: LearningContext | None = None
 
@@ -54,12 +71,11 @@ def _run_in_worker(task: Task) -> Any:
 class ProcessExecutor:
     """Jobs on a pool of ``workers`` local processes with ``threads`` threads each.
 
-    Workers are forked from a fork server that has imported torch and netfl once
-    (fast to start, no torch state inherited from a running simulation).
+    Workers start by :func:`mp_context` (forked by default) and get the context once.
     """
 
     def __init__(self, context: LearningContext, workers: int, threads: int):
-        ctx = get_context(os.environ.get("NETFL_MP_START", "fork"))
+        ctx = mp_context()
         self.workers, self.threads = workers, threads
         self._pool = ProcessPoolExecutor(
             workers, mp_context=ctx, initializer=_init_worker, initargs=(context, threads)

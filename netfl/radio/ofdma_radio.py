@@ -96,6 +96,7 @@ class OfdmaRadio(Radio):
         self._rng_for_transfer = rng_for_transfer
         self._rng_for_link = rng_for_link or (lambda k: np.random.default_rng(k))
         self._name_keys: dict[str, np.uint64] = {}
+        self._loss_cache: dict[tuple, float] = {}
         self._link_seed = np.uint64(self._rng_for_link(0).integers(2**63))
         self._count = 0
         self.max_rbs_per_transfer = max_rbs_per_transfer
@@ -122,8 +123,14 @@ class OfdmaRadio(Radio):
 
     def link_loss_db(self, src: Node, dst: Node) -> float:
         """Large-scale loss of the link ``src → dst`` [dB]: :meth:`link_loss_matrix_db`
-        of one link."""
-        return float(self.link_loss_matrix_db([src], [dst])[0, 0])
+        of one link, kept per link and positions (it is fixed per link and drop)."""
+        key = (src.name, dst.name, src.position_m.tobytes(), dst.position_m.tobytes())
+        loss = self._loss_cache.get(key)
+        if loss is None:
+            if len(self._loss_cache) >= 100_000:  # re-drops leave stale positions behind
+                self._loss_cache.clear()
+            loss = self._loss_cache[key] = float(self.link_loss_matrix_db([src], [dst])[0, 0])
+        return loss
 
     def _law(self, src: Node, dst: Node):
         return self._d2d_pathloss if (src.is_device and dst.is_device) else self._pathloss

@@ -32,3 +32,24 @@ def test_every_profile_builds_and_is_consistent():
         assert p.build_pathloss() is not None and p.build_fading().coherence_time_s > 0
         assert p.source
         assert np.all(p.efficiency_bps_per_hz(np.array([0.0, 1.0, 100.0])) >= 0)
+
+
+def test_a_carriers_efficiency_function_equals_the_profiles_formula():
+    """`efficiency_for` (parameters resolved once, for the carriers' hot path) gives the
+    very floats of `efficiency_bps_per_hz`, for every profile, direction and SNR range."""
+    from dataclasses import replace
+
+    snr = np.concatenate([[0.0, 1e-9], np.logspace(-3, 6, 2000)])
+    profiles = list(channel_profiles().values())
+    base = profiles[0]
+    profiles += [  # a CQI table with a cap and a gap, and a capped Shannon law with a gap
+        replace(
+            base,
+            efficiency={"model": "cqi", "table": "256qam", "gap_db": 1.5, "max_bps_per_hz": 5.0},
+        ),
+        replace(base, efficiency={"model": "shannon", "gap_db": 3.0, "max_bps_per_hz": 6.0}),
+    ]
+    for p in profiles:
+        for direction in ("uplink", "downlink"):
+            fast = p.efficiency_for(direction)(snr)
+            assert np.array_equal(fast, p.efficiency_bps_per_hz(snr, direction)), p.name
