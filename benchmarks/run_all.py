@@ -17,7 +17,15 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-BENCHMARKS = ["overhead", "radio_scale", "feddif_scale", "split_scale", "memory_1000"]
+BENCHMARKS = [
+    "overhead",
+    "radio_scale",
+    "feddif_scale",
+    "split_scale",
+    "memory_1000",
+    "sweep_scaling",
+    "client_executor",
+]
 
 
 def main() -> int:
@@ -43,11 +51,11 @@ def main() -> int:
             )
         for r in found:
             rows.append({**r, "benchmark": name, "wall_s": wall})
-    print(f"\n{'benchmark':<14} {'target':<34} {'measured':>12} {'target':>10} {'ratio':>7}  met")
+    print(f"\n{'benchmark':<16} {'target':<48} {'measured':>12} {'target':>10} {'ratio':>7}  met")
     for r in rows:
         op = "≥" if r["higher_is_better"] else "≤"
         print(
-            f"{r['benchmark']:<14} {r['name']:<34} {r['measured']:>10.4g} {r['unit']:<2}"
+            f"{r['benchmark']:<16} {r['name']:<48} {r['measured']:>10.4g} {r['unit']:<2}"
             f" {op}{r['target']:>8.4g} {r['ratio']:>7.2f}  {'yes' if r['met'] else 'NO'}"
         )
     return 1 if failed else 0

@@ -1,0 +1,85 @@
+"""Client executors: a round's device training on a local process pool vs a bare loop.
+
+Issue 10's bar: FedAvg on MNIST-5k with the 2NN, 20 devices × 5 rounds, batch 16,
+run through netfl with the process-pool executor (2 workers × 1 torch thread on
+2 cores) in ≤ 0.65× the wall time of the serial bare torch loop doing the same
+SGD steps (``overhead.bare_loop``, torch's default threads). Both are timed in
+this process after one untimed warm-up of each (interpreter start and imports,
+the same for both, are not counted; netfl's time includes building the world and
+starting its pool). Also printed: netfl with the serial executor, and the same
+comparison at ``--heavy-epochs`` local epochs (more torch work per job).
+
+    .venv/bin/python benchmarks/client_executor.py [--repeats 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+from _result import report  # (benchmarks/ is on sys.path when run as a script)
+from overhead import bare_loop
+
+from netfl import parse_scenario, run
+
+TARGET = 0.65
+
+
+def scenario(executor: str, epochs: int = 1, devices: int = 20):
+    learning = {"mode": "learn", "executor": executor}
+    if executor != "serial":
+        learning.update(workers=2, num_threads=1)
+    return parse_scenario(
+        {
+            "name": "client_executor",
+            "seed": 1,
+            "devices": {"count": devices},
+            "data": {"dataset": "mnist5k", "partition": {"scheme": "iid"}},
+            "model": {"name": "2nn"},
+            "training": {"rounds": 5, "batch_size": 16, "lr": 0.05, "local_epochs": epochs},
+            "learning": learning,
+            "outputs": {"figures": False, "progress": False},
+        }
+    )
+
+
+def best_wall(fn, repeats: int) -> tuple[float, object]:
+    fn()  # warm-up (lazy imports, the data set, torch's kernels)
+    walls, out = [], None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = fn()
+        walls.append(time.perf_counter() - t0)
+    return min(walls), out
+
+
+def compare(epochs: int, repeats: int) -> float:
+    bare, acc_bare = best_wall(lambda: bare_loop(scenario("serial", epochs)), repeats)
+    serial, res_s = best_wall(lambda: run(scenario("serial", epochs)), repeats)
+    pool, res_p = best_wall(lambda: run(scenario("process", epochs)), repeats)
+    acc_s = float(res_s.rounds["accuracy"].iloc[-1])
+    acc_p = float(res_p.rounds["accuracy"].iloc[-1])
+    if not np.isclose(acc_p, acc_bare, atol=0.02):
+        raise SystemExit(f"process pool {acc_p} vs bare {acc_bare}: not the same job")
+    print(
+        f"{epochs} local epoch(s): bare loop {bare:.2f} s (acc {acc_bare:.4f}), netfl serial "
+        f"{serial:.2f} s (acc {acc_s:.4f}), netfl process pool {pool:.2f} s "
+        f"(acc {acc_p:.4f}): pool / bare = {pool / bare:.2f}"
+    )
+    return pool / bare
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--heavy-epochs", type=int, default=5)
+    args = ap.parse_args()
+    ratio = compare(1, args.repeats)
+    report("process-pool executor / bare loop (20 devices)", ratio, TARGET, "x")
+    if args.heavy_epochs > 1:
+        compare(args.heavy_epochs, args.repeats)
+
+
+if __name__ == "__main__":
+    main()
