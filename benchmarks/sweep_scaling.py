@@ -2,13 +2,14 @@
 
 Issue 10's bar: 2 workers ≥ 1.7× faster than 1 worker, for the local process
 pool and for Ray (a local instance started once for both measurements; its
-start is not counted, a pool's start is), after one untimed warm-up run. The runs are the radio-scale cell
+start, with two untimed runs that import netfl in its worker processes, is not
+counted; a local pool's start is), after one untimed warm-up run in this process. The runs are the radio-scale cell
 (5G NR carrier, ~1,000 concurrent CUE sessions, Rayleigh fading) with
 ``--pues`` PUEs and ``--rounds`` rounds, one per seed. Each measurement is a
 whole ``run_sweep`` into a fresh directory (figures off), so it includes
 writing the run directories and the index.
 
-    .venv/bin/python benchmarks/sweep_scaling.py [--runs 8] [--pues 60] [--rounds 20]
+    .venv/bin/python benchmarks/sweep_scaling.py [--runs 8] [--pues 60] [--rounds 40]
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ def timed(runs, out: Path, workers: int, backend: str) -> float:
     t0 = time.perf_counter()
     index = run_sweep(runs, out, workers=workers, backend=backend)
     wall = time.perf_counter() - t0
+    print(f"  {backend} x{workers}: run walls {index['wall_time_s'].round(2).tolist()}")
     if set(index["status"]) != {"complete"}:
         raise SystemExit(f"{backend}/{workers}: {index[['run', 'status', 'error']]}")
     return wall
@@ -48,7 +50,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=8)
     ap.add_argument("--pues", type=int, default=60)
-    ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--rounds", type=int, default=40)
     ap.add_argument("--backends", default="local,ray")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -62,8 +64,12 @@ def main() -> None:
                 import ray
 
                 ray.init(include_dashboard=False, log_to_driver=False, logging_level="ERROR")
-            one = timed(runs, tmp / f"{backend}-1", 1, backend)
+                # part of starting the instance: its worker processes import netfl once
+                timed(runs[:2], tmp / "ray-warm-up", 2, "ray")
+            # 2 workers first: Ray retires a worker that idles (as one does while runs go
+            # one at a time), and a new one would pay netfl's imports inside the measurement
             two = timed(runs, tmp / f"{backend}-2", 2, backend)
+            one = timed(runs, tmp / f"{backend}-1", 1, backend)
             if backend == "ray":
                 ray.shutdown()
             print(

@@ -251,16 +251,28 @@ def _run_local(todo: list[SweepRun], out: Path, workers: int, done) -> None:
                 done(r.name, _error(err))
                 (out / f"{r.name}.error.txt").write_text(traceback.format_exc())
         return
-    from netfl.learning.parallel import mp_context
+    from netfl.learning.parallel import mp_context, start_workers
 
     threads = max(1, (os.cpu_count() or 1) // workers)
     with ProcessPoolExecutor(workers, mp_context=mp_context()) as pool:
+        start_workers(pool, workers)
         futures = {
             pool.submit(_run_one, r.scenario, r.source, str(out / r.name), threads): r for r in todo
         }
         for fut in as_completed(futures):
             err = fut.exception()
             done(futures[fut].name, _error(err) if err else "")
+
+
+def _run_ray_task(
+    scenario: Scenario, source: str, run_dir: str, threads: int, driver_node: str
+) -> dict[str, Any] | RunResult:
+    """A Ray task: on the driver's machine it writes its run directory itself (in
+    parallel with the others); elsewhere it returns the result for the driver to write."""
+    import ray
+
+    here = ray.get_runtime_context().get_node_id() == driver_node
+    return _run_one(scenario, source, run_dir if here else None, threads)
 
 
 def ray_threads(workers: int | None, cpus: int) -> tuple[int, int]:
@@ -271,9 +283,10 @@ def ray_threads(workers: int | None, cpus: int) -> tuple[int, int]:
 
 
 def _run_ray(todo: list[SweepRun], out: Path, workers: int | None, address, done) -> None:
-    """Runs as Ray tasks declaring their CPUs; each result is written here, by the
-    driver (a cluster's machines need not share this file system). Ray reuses its
-    worker processes, so their data caches serve later runs too."""
+    """Runs as Ray tasks declaring their CPUs. A task on this machine writes its run
+    directory; one on another machine returns its result, written here by the driver
+    (a cluster's machines need not share this file system). Ray reuses its worker
+    processes, so their data caches serve later runs too."""
     from netfl.learning.parallel import import_ray
     from netfl.report import write_run
 
@@ -284,13 +297,19 @@ def _run_ray(todo: list[SweepRun], out: Path, workers: int | None, address, done
     try:
         cpus = int(ray.cluster_resources().get("CPU", 1))
         _, threads = ray_threads(workers, cpus)
-        task = ray.remote(num_cpus=threads, max_retries=0)(_run_one)
-        pending = {task.remote(r.scenario, r.source, None, threads): r for r in todo}
+        task = ray.remote(num_cpus=threads, max_retries=0)(_run_ray_task)
+        node = ray.get_runtime_context().get_node_id()
+        pending = {
+            task.remote(r.scenario, r.source, str((out / r.name).resolve()), threads, node): r
+            for r in todo
+        }
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)
             r = pending.pop(ready[0])
             try:
-                write_run(ray.get(ready[0]), out / r.name)
+                result = ray.get(ready[0])
+                if isinstance(result, RunResult):  # run on another machine
+                    write_run(result, out / r.name)
                 done(r.name, "")
             except Exception as err:  # noqa: BLE001 - a failing run must not stop the sweep
                 done(r.name, _error(err))

@@ -16,6 +16,7 @@ when that runs with the same count (``learning.num_threads``; tested).
 
 from __future__ import annotations
 
+import gc
 import os
 import threading
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -33,6 +34,7 @@ __all__ = [
     "import_ray",
     "make_executor",
     "mp_context",
+    "start_workers",
 ]
 
 
@@ -52,6 +54,18 @@ def mp_context():
     starts in milliseconds where a spawned one imports torch again (seconds); a job
     sets its own torch threads, so nothing of the parent's thread pool is used."""
     return get_context(os.environ.get("NETFL_MP_START", "fork"))
+
+
+def start_workers(pool: ProcessPoolExecutor, count: int) -> None:
+    """Start ``count`` workers of ``pool`` now. While they fork, the objects of this
+    process are frozen out of the garbage collector's sight: a forked worker's collector
+    would otherwise touch every inherited object and copy the parent's pages one by one."""
+    gc.freeze()
+    try:
+        for _ in range(count):
+            pool.submit(int)
+    finally:
+        gc.unfreeze()
 
 
 _WORKER_CONTEXT: LearningContext | None = None
@@ -80,8 +94,7 @@ class ProcessExecutor:
         self._pool = ProcessPoolExecutor(
             workers, mp_context=ctx, initializer=_init_worker, initargs=(context, threads)
         )
-        for _ in range(workers):  # start the workers now, while the world is being built
-            self._pool.submit(int)
+        start_workers(self._pool, workers)  # now, not at the first job
 
     def submit(self, task: Task) -> Future:
         return self._pool.submit(_run_in_worker, task)
