@@ -17,7 +17,9 @@ when that runs with the same count (``learning.num_threads``; tested).
 from __future__ import annotations
 
 import gc
+import io
 import os
+import pickle
 import threading
 from concurrent.futures import Future, ProcessPoolExecutor
 from multiprocessing import get_context
@@ -77,9 +79,65 @@ def _init_worker(context: LearningContext, threads: int) -> None:
     _WORKER_CONTEXT = context
 
 
-def _run_in_worker(task: Task) -> Any:
+#: tensor dtypes that travel as numpy arrays (bfloat16 and others: torch's own pickling)
+_NUMPY_DTYPES = {
+    torch.float64,
+    torch.float32,
+    torch.float16,
+    torch.int64,
+    torch.int32,
+    torch.int16,
+    torch.int8,
+    torch.uint8,
+    torch.bool,
+}
+
+
+class _TensorPickler(pickle.Pickler):
+    """Pickles plain CPU tensors as numpy arrays (rebuilt by ``torch.from_numpy``: same
+    dtype, shape and values). torch's own reduction for inter-process queues moves each
+    tensor through a new shared-memory segment, ~5× slower for a model's state than
+    these bytes through the pipe (measured: 3.5 ms against 0.6 ms for 0.8 MB)."""
+
+    def reducer_override(self, obj):
+        if (
+            type(obj) is torch.Tensor
+            and obj.device.type == "cpu"
+            and obj.layout is torch.strided
+            and obj.dtype in _NUMPY_DTYPES
+            and not obj.requires_grad
+            and not obj.is_conj()
+            and not obj.is_neg()
+        ):
+            return torch.from_numpy, (obj.numpy(),)
+        return NotImplemented
+
+
+def encode(obj: Any) -> bytes:
+    """``obj`` as bytes, tensors as numpy arrays (:class:`_TensorPickler`)."""
+    buf = io.BytesIO()
+    _TensorPickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
+    return buf.getvalue()
+
+
+def _run_in_worker(payload: bytes) -> bytes:
     assert _WORKER_CONTEXT is not None, "worker started without its context"
-    return _WORKER_CONTEXT.run(task)
+    return encode(_WORKER_CONTEXT.run(pickle.loads(payload)))
+
+
+def _decoded(inner: Future) -> Future:
+    """A future of ``pickle.loads(inner's bytes)`` (its exception passed on as is)."""
+    outer: Future = Future()
+
+    def done(f: Future) -> None:
+        err = f.exception()
+        if err is not None:
+            outer.set_exception(err)
+        else:
+            outer.set_result(pickle.loads(f.result()))
+
+    inner.add_done_callback(done)
+    return outer
 
 
 class ProcessExecutor:
@@ -97,7 +155,7 @@ class ProcessExecutor:
         start_workers(self._pool, workers)  # now, not at the first job
 
     def submit(self, task: Task) -> Future:
-        return self._pool.submit(_run_in_worker, task)
+        return _decoded(self._pool.submit(_run_in_worker, encode(task)))
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)

@@ -64,3 +64,38 @@ def test_ray_executor_without_ray_is_one_line(monkeypatch):
     scenario = parse_scenario(tiny_scenario(learning={"mode": "learn", "executor": "ray"}))
     with pytest.raises(UserError, match=r"learning.executor: Ray is not installed"):
         run(scenario)
+
+
+def test_jobs_and_results_cross_processes_unchanged():
+    """The pool's transport (tensors as numpy arrays) gives back equal tensors of the same
+    dtype and shape, and falls back to torch's pickling for what numpy cannot hold."""
+    import pickle
+
+    import numpy as np
+    import torch
+
+    from netfl.learning.parallel import encode
+
+    g = torch.Generator().manual_seed(0)
+    w = torch.randn(6, 5, generator=g)
+    values = {
+        "f32": w,
+        "f64": w.double(),
+        "f16": w.half(),
+        "i64": torch.arange(7),
+        "u8": torch.arange(7, dtype=torch.uint8),
+        "bool": w > 0,
+        "scalar": torch.tensor(3.5),
+        "view": w.t()[1:, ::2],  # non-contiguous
+        "bf16": w.bfloat16(),  # no numpy dtype: torch's own pickling
+        "grad": w.clone().requires_grad_(True),
+        "nested": [(w[0], {"k": w[1]})],
+        "np": np.arange(3),
+    }
+    back = pickle.loads(encode(values))
+    for key in ("f32", "f64", "f16", "i64", "u8", "bool", "scalar", "view", "bf16", "grad"):
+        assert back[key].dtype == values[key].dtype and back[key].shape == values[key].shape
+        assert torch.equal(back[key].detach(), values[key].detach()), key
+    assert back["grad"].requires_grad
+    assert torch.equal(back["nested"][0][1]["k"], w[1])
+    assert np.array_equal(back["np"], np.arange(3))
