@@ -177,3 +177,23 @@ def test_a_worker_builds_the_data_of_identical_variants_once(tmp_path, monkeypat
     assert list(index["status"]) == ["complete"] * 4
     assert len(calls) == 1  # one data set; partitions by device count: two
     assert len(world_mod._DATA_CACHE) == 3
+
+
+def test_backend_arguments_are_checked(tmp_path, capsys):
+    path = _write(tmp_path, {"grid": {"devices.count": [2]}})
+    assert main(["sweep", str(path), "--workers", "0", "--no-progress"]) == 2
+    assert "--workers: 0" in capsys.readouterr().err
+    assert main(["sweep", str(path), "--address", "auto", "--no-progress"]) == 2
+    assert "--address: only with --backend ray" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:  # argparse's own check of the choices
+        main(["sweep", str(path), "--backend", "dask"])
+    assert exc.value.code == 2
+
+
+def test_ray_backend_from_the_command_line(tmp_path, ray_local, capsys):
+    path = _write(tmp_path, {"grid": {"devices.count": [2, 3]}})
+    out = tmp_path / "out"
+    args = ["sweep", str(path), "--out", str(out), "--backend", "ray", "--no-progress"]
+    assert main(args) == 0
+    assert "s: 2 runs (2 complete)" in capsys.readouterr().out
+    assert pd.read_csv(out / "sweep.csv")["status"].tolist() == ["complete", "complete"]

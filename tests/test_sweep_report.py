@@ -119,3 +119,10 @@ def test_index_html_renders_in_headless_chromium(sweep_dir, tmp_path):
     # the page's own script counts the figures that loaded with a size
     assert 'data-images-loaded="4/4"' in dom
     assert "fedavg" in dom and "<table>" in dom
+
+
+def test_a_damaged_sweep_directory_is_one_line(tmp_path, capsys):
+    (tmp_path / "sweep.csv").write_text("not,an\nindex\n")
+    assert main(["report", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not a readable sweep directory" in err[0]

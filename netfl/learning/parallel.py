@@ -49,13 +49,13 @@ def default_threads(workers: int) -> int:
 # -- local process pool ---------------------------------------------------------
 
 
-def mp_context():
+def mp_context(method: str | None = None):
     """How local worker processes start: forked from this process (``NETFL_MP_START``:
     ``fork``, the default; ``forkserver`` or ``spawn`` to start clean ones). A forked
     worker inherits the imported torch and netfl and the data already built, so it
     starts in milliseconds where a spawned one imports torch again (seconds); a job
     sets its own torch threads, so nothing of the parent's thread pool is used."""
-    return get_context(os.environ.get("NETFL_MP_START", "fork"))
+    return get_context(method or os.environ.get("NETFL_MP_START", "fork"))
 
 
 def start_workers(pool: ProcessPoolExecutor, count: int) -> None:
@@ -147,7 +147,8 @@ class ProcessExecutor:
     """
 
     def __init__(self, context: LearningContext, workers: int, threads: int):
-        ctx = mp_context()
+        # CUDA cannot be used in a forked child of a process that has initialised it
+        ctx = mp_context("spawn" if context.device.type == "cuda" else None)
         self.workers, self.threads = workers, threads
         self._pool = ProcessPoolExecutor(
             workers, mp_context=ctx, initializer=_init_worker, initargs=(context, threads)
