@@ -205,18 +205,21 @@ class Efficiency:
         self.cap = params.pop("max_bps_per_hz", None)
         self.gap_db = params.pop("gap_db", 0.0)
         self.gap = db_to_linear(self.gap_db)
+        self.oh = profile.phy_overhead.get(direction, 0.0)
         if self.model == "cqi":
             table = CQI_TABLES[params.pop("table", "64qam")][:, 2]
             self.steps = np.ascontiguousarray(table)
-            self.eff = np.concatenate([[0.0], table])
-        self.oh = profile.phy_overhead.get(direction, 0.0)
+            # the CQI's efficiency, capped and after overhead, per table index: the same
+            # element-wise operations as cqi_efficiency → minimum → × (1 − OH), done once
+            eff = np.concatenate([[0.0], table])
+            if self.cap is not None:
+                eff = np.minimum(eff, self.cap)
+            self.eff = eff * (1.0 - self.oh) if self.oh else eff
 
     def __call__(self, snr: np.ndarray) -> np.ndarray:
-        if self.model == "cqi":  # cqi_efficiency
-            usable = np.log2(1.0 + np.asarray(snr, dtype=float) / self.gap)
-            se = self.eff[np.searchsorted(self.steps, usable, side="right")]
-            if self.cap is not None:
-                se = np.minimum(se, self.cap)
-        else:
-            se = shannon_efficiency(snr, self.cap, self.gap_db)
+        if self.model == "cqi":  # cqi_efficiency (x / 1.0 is x: no division without a gap)
+            x = np.asarray(snr, dtype=float)
+            usable = np.log2(1.0 + (x / self.gap if self.gap_db else x))
+            return self.eff[self.steps.searchsorted(usable, side="right")]
+        se = shannon_efficiency(snr, self.cap, self.gap_db)
         return se * (1.0 - self.oh) if self.oh else se

@@ -169,13 +169,20 @@ class BlockGrid:
         if not active.any():
             return math.inf
         horizon_end = (self._kb + w) * self.block_s
-        need = np.divide(self._rem[:n], share, out=np.full(n, np.inf), where=active)
-        target = self._positions(now) + need
+        need = np.full(n, np.inf)
+        np.divide(self._rem[:n], share, out=need, where=active)
+        target = self._positions(now)
+        target += need
         within = self._cum[:n, w] >= target
-        if not within.any():
+        if within.all():  # the usual case: no index arrays, no copies of the rows
+            rows = np.arange(n)
+            cum = self._cum[:n, : w + 1]
+        elif not within.any():
             return horizon_end
-        rows = np.flatnonzero(within)
-        target = target[rows]
+        else:
+            rows = within.nonzero()[0]
+            target = target[rows]
+            cum = self._cum[rows, : w + 1]
         if rows.size * w > _DIRECT_SEARCH_LIMIT:
             # coarse pass every 64th block, then the fine search only where it can matter
             coarse = self._cum[rows, : w + 1 : _COARSE]
@@ -186,10 +193,11 @@ class BlockGrid:
             below = (self._cum[rows[:, None], cols] < target[:, None]).sum(axis=1)
             col = k + below - 1
         else:  # small grids: one comparison over every drawn block
-            col = (self._cum[rows, : w + 1] < target[:, None]).sum(axis=1) - 1
-        col = np.clip(col, 0, w - 1)
+            col = np.count_nonzero(cum < target[:, None], axis=1) - 1
+        col = np.minimum(np.maximum(col, 0), w - 1)
         per_block = self._bits[rows, col]
-        safe = np.where(per_block > 0, per_block, 1.0)
-        frac = np.where(per_block > 0, (target - self._cum[rows, col]) / safe, 0.0)
-        t_finish = (self._kb + col + np.clip(frac, 0.0, 1.0)) * self.block_s
+        positive = per_block > 0
+        safe = np.where(positive, per_block, 1.0)
+        frac = np.where(positive, (target - self._cum[rows, col]) / safe, 0.0)
+        t_finish = (self._kb + col + np.minimum(np.maximum(frac, 0.0), 1.0)) * self.block_s
         return max(float(t_finish.min()), now)

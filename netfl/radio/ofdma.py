@@ -270,7 +270,7 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
             return
         new = np.minimum(self._snr_total[:n] / np.where(pc, share, 1.0), self._snr_psd[:n])
         old = self._snr[:n]
-        rows = np.flatnonzero(pc & (np.abs(new - old) > 1e-12 * old))
+        rows = (pc & (np.abs(new - old) > 1e-12 * old)).nonzero()[0]
         if not rows.size:
             return
         now = self.env.now
@@ -283,7 +283,7 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
         c = min(max(int(math.floor(now / self.block_s + 1e-9)) - self._kb, 0), w - 1)
         bits = self._bit_scale * self.efficiency(new[rows, None] * self._gains[rows, c:w])
         self._bits[rows, c:w] = bits
-        self._cum[rows, c + 1 : w + 1] = self._cum[rows, c : c + 1] + np.cumsum(bits, axis=1)
+        self._cum[rows, c + 1 : w + 1] = self._cum[rows, c : c + 1] + bits.cumsum(axis=1)
 
     def _allocate_shares(self) -> float:
         n = len(self.flows)
@@ -357,7 +357,7 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
         now = self.env.now
         j = min(max(int(math.floor(now / self.block_s)) - self._kb, 0), self._width - 1)
         rate = self._share[:n] * self._bits[:n, j] / self.block_s
-        done = np.flatnonzero(self._rem[:n] <= completion_tolerance_bits(self._size[:n], rate, now))
+        done = (self._rem[:n] <= completion_tolerance_bits(self._size[:n], rate, now)).nonzero()[0]
         finished = []
         for i in sorted(done.tolist(), reverse=True):  # swap-remove from the back
             f = self.flows[i]

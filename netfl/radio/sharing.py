@@ -61,7 +61,7 @@ def completion_tolerance_bits(size_bits, rate_bps, now_s: float):
     """Bits below which a flow counts as delivered (see :data:`CLOCK_ULPS`)."""
     return np.maximum(
         REL_COMPLETION_TOL * np.asarray(size_bits),
-        np.asarray(rate_bps) * CLOCK_ULPS * np.spacing(max(abs(now_s), 1.0)),
+        np.asarray(rate_bps) * CLOCK_ULPS * math.ulp(max(abs(now_s), 1.0)),
     )
 
 
