@@ -122,3 +122,18 @@ def test_all_finite_looks_into_states_results_and_tensors():
 
     assert all_finite(R({"w": torch.ones(1)}))  # a NaN loss alone poisons nothing
     assert not all_finite(R({"w": torch.full((1,), float("nan"))}))
+
+
+def test_all_finite_finds_one_bad_value_anywhere_in_large_tensors():
+    """A single NaN, +inf or -inf at a random place of a large tensor (multi-threaded
+    reductions), in each floating dtype, is found; clean tensors and empty ones pass."""
+    g = torch.Generator().manual_seed(0)
+    for dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16):
+        x = torch.randn(300_000, generator=g).to(dtype)
+        assert all_finite(x) and all_finite(torch.empty(0, dtype=dtype))
+        for bad in (float("nan"), float("inf"), float("-inf")):
+            for _ in range(5):
+                y = x.clone()
+                y[int(torch.randint(0, y.numel(), (1,), generator=g))] = bad
+                assert not all_finite(y), (dtype, bad)
+                assert not all_finite(y.view(600, 500).t())  # a strided view too
