@@ -20,6 +20,7 @@ import gc
 import io
 import os
 import pickle
+import signal
 import threading
 from concurrent.futures import Future, ProcessPoolExecutor
 from multiprocessing import get_context
@@ -75,6 +76,10 @@ _WORKER_CONTEXT: LearningContext | None = None
 
 def _init_worker(context: LearningContext, threads: int) -> None:
     global _WORKER_CONTEXT
+    # Ctrl-C reaches the whole process group: only the simulator handles it (it writes
+    # the finished rounds and stops the pool); SIGTERM ends a worker at once
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     torch.set_num_threads(threads)
     _WORKER_CONTEXT = context
 

@@ -99,3 +99,47 @@ def test_jobs_and_results_cross_processes_unchanged():
     assert back["grad"].requires_grad
     assert torch.equal(back["nested"][0][1]["k"], w[1])
     assert np.array_equal(back["np"], np.arange(3))
+
+
+def test_ctrl_c_on_the_process_group_stops_the_pool_and_writes_the_finished_rounds(tmp_path):
+    """Ctrl-C reaches the simulator and its workers: the workers ignore it, the simulator
+    writes the finished rounds marked incomplete (exit 130) and no worker is left."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    import yaml
+
+    from netfl.checkpoint import checkpoint_path
+
+    data = tiny_scenario(
+        data={"dataset": "digits", "partition": {"scheme": "iid"}},
+        training={"rounds": 2000, "batch_size": 16},
+        learning={"mode": "learn", "executor": "process", "workers": 2, "num_threads": 1},
+        outputs={"figures": False, "progress": False, "checkpoint_every": 1},
+    )
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(data))
+    out = tmp_path / "run"
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "netfl", "run", str(path), "--out", str(out)],
+        env={**os.environ, "PYTHONPATH": str(root)},
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group, as a terminal gives it
+    )
+    deadline = time.time() + 120
+    while not checkpoint_path(out).exists() and time.time() < deadline:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "finished rounds written" in err and "Traceback" not in err
+    assert json.loads((out / "manifest.json").read_text())["complete"] is False
+    with pytest.raises(ProcessLookupError):  # the group is gone: no worker outlived it
+        os.killpg(proc.pid, 0)
