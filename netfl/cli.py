@@ -150,6 +150,14 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         )
     except ImportError as err:
         raise UserError(f"--backend {args.backend}: {err}") from None
+    except KeyboardInterrupt as err:
+        what = "terminated" if isinstance(err, Terminated) else "interrupted"
+        print(
+            f"{what}: the runs that finished are kept under {out}; the same command "
+            "skips them and runs the rest",
+            file=sys.stderr,
+        )
+        return 143 if isinstance(err, Terminated) else 130
     finally:
         bar.close()
     counts = index["status"].value_counts().to_dict()
