@@ -163,6 +163,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     counts = index["status"].value_counts().to_dict()
     print(f"{spec.name}: {len(index)} runs ({', '.join(f'{v} {k}' for k, v in counts.items())})")
     print(f"index: {out / 'sweep.csv'}")
+    print(f"report (mean ± std over seeds, index.html): netfl report {out}")
     return 0 if counts.get("failed", 0) == 0 else 1
 
 
