@@ -16,6 +16,7 @@ when that runs with the same count (``learning.num_threads``; tested).
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import io
 import os
@@ -23,6 +24,7 @@ import pickle
 import signal
 import threading
 from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
 from multiprocessing import get_context
 from typing import Any
 
@@ -178,7 +180,37 @@ class _RayWorker:
         self.context = context
 
     def run(self, task: Task) -> Any:
-        return self.context.run(task)
+        return self.context.run(_fetch_states(task))
+
+
+@dataclass(frozen=True)
+class _Stored:
+    """A model state that a job refers to in Ray's object store (put once per object)."""
+
+    ref: Any
+
+
+def _is_state(value: Any) -> bool:
+    return (
+        isinstance(value, dict)
+        and bool(value)
+        and all(isinstance(v, torch.Tensor) for v in value.values())
+    )
+
+
+def _fetch_states(task: Task) -> Task:
+    """The job with its stored states fetched (on the actor)."""
+    stored = {
+        f.name: getattr(task, f.name)
+        for f in dataclasses.fields(task)
+        if isinstance(getattr(task, f.name), _Stored)
+    }
+    if not stored:
+        return task
+    import ray
+
+    values = ray.get([v.ref for v in stored.values()])
+    return dataclasses.replace(task, **dict(zip(stored, values, strict=True)))
 
 
 class RayExecutor:
@@ -186,8 +218,9 @@ class RayExecutor:
 
     ``address``: an existing cluster (``"auto"``, ``"ray://host:10001"``); ``None``
     starts Ray on this machine unless it is already running in this process. A job
-    goes to the actor with the fewest jobs in flight. ``workers=None``: as many
-    actors as the cluster has CPUs for.
+    goes to the actor with the fewest jobs in flight; a model state that several jobs
+    carry (the round's global state) goes into the object store once. ``workers=None``:
+    as many actors as the cluster has CPUs for.
     """
 
     def __init__(
@@ -210,11 +243,32 @@ class RayExecutor:
         self._busy = [0] * workers
         self._lock = threading.Lock()
         self._ray = ray
+        self._stored: dict[int, tuple[Any, Any]] = {}  # id(state) → (state, its reference)
+        self.puts = 0  # states put into the object store
+
+    def _store(self, task: Task) -> Task:
+        """The job with each model state it carries replaced by a reference to one copy
+        in the object store: a round's devices all start from the same global state,
+        which then crosses to the cluster once, not once per device."""
+        changes = {}
+        for f in dataclasses.fields(task):
+            value = getattr(task, f.name)
+            if not _is_state(value):
+                continue
+            key = id(value)
+            if key not in self._stored:
+                if len(self._stored) >= 8:  # the oldest: a previous round's state
+                    self._stored.pop(next(iter(self._stored)))
+                self.puts += 1  # (the object itself is kept: its id stays unique)
+                self._stored[key] = (value, self._ray.put(value))
+            changes[f.name] = _Stored(self._stored[key][1])
+        return dataclasses.replace(task, **changes) if changes else task
 
     def submit(self, task: Task) -> Future:
         with self._lock:
             i = min(range(len(self._actors)), key=self._busy.__getitem__)
             self._busy[i] += 1
+            task = self._store(task)
         future = self._actors[i].run.remote(task).future()
 
         def done(_f: Future, i: int = i) -> None:

@@ -143,3 +143,31 @@ def test_ctrl_c_on_the_process_group_stops_the_pool_and_writes_the_finished_roun
     assert json.loads((out / "manifest.json").read_text())["complete"] is False
     with pytest.raises(ProcessLookupError):  # the group is gone: no worker outlived it
         os.killpg(proc.pid, 0)
+
+
+def test_ray_actors_get_a_rounds_global_state_once(ray_local):
+    """FedAvg's devices all start from the global state: it is put into Ray's object store
+    once per round, not once per device."""
+    from netfl.world import World
+
+    scenario = parse_scenario(
+        tiny_scenario(
+            devices={"count": 6},
+            data={"dataset": "digits", "partition": {"scheme": "iid"}},
+            training={"rounds": 3, "batch_size": 16},
+            learning={"mode": "learn", "executor": "ray", "workers": 2, "num_threads": 1},
+        )
+    )
+    from netfl.algorithms import get_algorithm
+    from netfl.scenario_io import algorithm_config
+
+    world = World(scenario)
+    try:
+        algorithm = get_algorithm("fedavg")(world, algorithm_config(scenario))
+        for r in range(3):
+            world.env.run(until=world.env.process(algorithm.round(r)))
+        assert world.executor.puts == 3
+        acc, _ = algorithm.evaluate()
+        assert acc > 0.2  # it learned (10 classes: chance is 0.1)
+    finally:
+        world.close()
