@@ -171,12 +171,13 @@ def test_a_worker_builds_the_data_of_identical_variants_once(tmp_path, monkeypat
     calls = []
     real = world_mod.load_dataset
     monkeypatch.setattr(world_mod, "_DATA_CACHE", type(world_mod._DATA_CACHE)())
+    monkeypatch.setattr(world_mod, "_PARTITION_CACHE", type(world_mod._DATA_CACHE)())
     monkeypatch.setattr(world_mod, "load_dataset", lambda *a, **k: calls.append(a) or real(*a, **k))
     path = _write(tmp_path, {"grid": {"training.lr": [0.01, 0.1], "devices.count": [2, 3]}})
     index = run_sweep(expand(*load_sweep(path)), tmp_path / "out")
     assert list(index["status"]) == ["complete"] * 4
     assert len(calls) == 1  # one data set; partitions by device count: two
-    assert len(world_mod._DATA_CACHE) == 3
+    assert len(world_mod._DATA_CACHE) == 1 and len(world_mod._PARTITION_CACHE) == 2
 
 
 def test_backend_arguments_are_checked(tmp_path, capsys):
@@ -197,3 +198,28 @@ def test_ray_backend_from_the_command_line(tmp_path, ray_local, capsys):
     assert main(args) == 0
     assert "s: 2 runs (2 complete)" in capsys.readouterr().out
     assert pd.read_csv(out / "sweep.csv")["status"].tolist() == ["complete", "complete"]
+
+
+def test_the_data_cache_keeps_two_data_sets_and_keys_partitions_by_their_section(monkeypatch):
+    import netfl.world as world_mod
+    from netfl import parse_scenario
+    from netfl.rng import Streams
+
+    monkeypatch.setattr(world_mod, "_DATA_CACHE", type(world_mod._DATA_CACHE)())
+    monkeypatch.setattr(world_mod, "_PARTITION_CACHE", type(world_mod._DATA_CACHE)())
+
+    def build(seed, **data):
+        s = parse_scenario(tiny_scenario(seed=seed, data={"dataset": "digits", **data}))
+        return world_mod.build_data(s, Streams(seed))
+
+    a_data, a_parts = build(1, partition={"scheme": "dirichlet", "alpha": 0.5})
+    b_data, b_parts = build(1, partition={"scheme": "dirichlet", "alpha": 5.0})
+    assert b_data is a_data and b_parts is not a_parts  # same data, other split
+    assert build(1, partition={"scheme": "dirichlet", "alpha": 0.5})[1] is a_parts
+    build(2, partition={"scheme": "iid"})
+    build(3, partition={"scheme": "iid"})  # a third data set: the least recently used goes
+    assert len(world_mod._DATA_CACHE) == 2
+    again, parts = build(1, partition={"scheme": "dirichlet", "alpha": 0.5})
+    assert again is not a_data and all(
+        (p == q).all() for p, q in zip(parts, a_parts, strict=True)
+    )  # rebuilt: equal values
