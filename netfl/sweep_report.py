@@ -197,12 +197,19 @@ def _html(
     sweep_dir: Path,
 ) -> Path:
     rel = Path(os.path.relpath(sweep_dir, out)).as_posix()
-    stats = [c.removesuffix("_mean") for c in summary if c.endswith("_mean")]
+    stats = [  # (a timing-only sweep has no accuracy: no empty columns)
+        c.removesuffix("_mean") for c in summary if c.endswith("_mean") and summary[c].notna().any()
+    ]
     head = "".join(f"<th>{html.escape(c)}</th>" for c in ["group", "runs", "complete", *stats])
     body = ""
     for _, row in summary.iterrows():
         cells = [_fmt(row["group"]), _fmt(row["runs"]), _fmt(row["complete"])]
-        cells += [f"{_fmt(row[f'{c}_mean'])} ± {_fmt(row[f'{c}_std'])}" for c in stats]
+        cells += [
+            f"{_fmt(row[f'{c}_mean'])} ± {_fmt(row[f'{c}_std'])}"
+            if pd.notna(row[f"{c}_mean"])
+            else "–"  # never reached, or no complete run
+            for c in stats
+        ]
         body += "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>\n"
     runs = ""
     for _, row in index.iterrows():

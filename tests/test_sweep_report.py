@@ -126,3 +126,22 @@ def test_a_damaged_sweep_directory_is_one_line(tmp_path, capsys):
     assert main(["report", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "not a readable sweep directory" in err[0]
+
+
+def test_a_timing_only_sweep_reports_costs_without_accuracy(tmp_path):
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump(tiny_scenario()))
+    spec = {"name": "t", "base": "base.yaml", "grid": {"devices.count": [2, 4]}, "seeds": [1, 2]}
+    (tmp_path / "t.sweep.yaml").write_text(yaml.safe_dump(spec))
+    run_sweep(expand(*load_sweep(tmp_path / "t.sweep.yaml")), tmp_path / "out")
+    assert main(["report", str(tmp_path / "out")]) == 0
+    out = tmp_path / "out" / "report"
+    assert not (out / "accuracy_vs_round.png").exists()
+    assert (out / "cost_to_target.png").is_file() and (out / "latency_breakdown.png").is_file()
+    page = (out / "index.html").read_text()
+    assert "accuracy" not in page and page.count("<img ") == 2
+    summary = pd.read_csv(out / "summary.csv").set_index("group")
+    assert list(summary.index) == ["count=2", "count=4"]
+    # twice the devices, twice the bits (same per-device model traffic), same seeds
+    assert summary.loc["count=4", "bits_mean"] == pytest.approx(
+        2 * summary.loc["count=2", "bits_mean"]
+    )
