@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import re
 import shutil
 import traceback
@@ -251,9 +250,9 @@ def _run_local(todo: list[SweepRun], out: Path, workers: int, done) -> None:
                 done(r.name, _error(err))
                 (out / f"{r.name}.error.txt").write_text(traceback.format_exc())
         return
-    from netfl.learning.parallel import mp_context, start_workers
+    from netfl.learning.parallel import default_threads, mp_context, start_workers
 
-    threads = max(1, (os.cpu_count() or 1) // workers)
+    threads = default_threads(workers)
     with ProcessPoolExecutor(workers, mp_context=mp_context()) as pool:
         start_workers(pool, workers)
         futures = {
@@ -275,13 +274,6 @@ def _run_ray_task(
     return _run_one(scenario, source, run_dir if here else None, threads)
 
 
-def ray_threads(workers: int | None, cpus: int) -> tuple[int, int]:
-    """``(parallel runs, threads per run)`` of the Ray backend on ``cpus`` CPUs: as the
-    local backend divides this machine's cores among its workers."""
-    workers = workers or cpus
-    return workers, max(1, cpus // workers)
-
-
 def _run_ray(todo: list[SweepRun], out: Path, workers: int | None, address, done) -> None:
     """Runs as Ray tasks declaring their CPUs. A task on this machine writes its run
     directory; one on another machine returns its result, written here by the driver
@@ -295,8 +287,9 @@ def _run_ray(todo: list[SweepRun], out: Path, workers: int | None, address, done
     if own:
         ray.init(address=address, include_dashboard=False, log_to_driver=False)
     try:
+        # the cluster's CPUs divided among the parallel runs, as the local backend does
         cpus = int(ray.cluster_resources().get("CPU", 1))
-        _, threads = ray_threads(workers, cpus)
+        threads = max(1, cpus // (workers or cpus))
         task = ray.remote(num_cpus=threads, max_retries=0)(_run_ray_task)
         node = ray.get_runtime_context().get_node_id()
         pending = {
