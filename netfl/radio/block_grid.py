@@ -157,9 +157,10 @@ class BlockGrid:
     def _min_finish_time(self) -> float:
         """Earliest completion within the drawn horizon, else the horizon's end.
 
-        Small grids are searched with one comparison; large ones with a coarse pass
-        (every 64th block) and a fine search only for the flows whose bracket can
-        hold the minimum.
+        Only the blocks from the clock's onward are searched (a flow's target
+        position is never behind its current one). Small grids are searched with
+        one comparison; large ones with a coarse pass (every 64th block) and a
+        fine search only for the flows whose bracket can hold the minimum.
         """
         now = self.env.now
         self._ensure(now)
@@ -168,33 +169,39 @@ class BlockGrid:
         active = share > 0
         if not active.any():
             return math.inf
-        horizon_end = (self._kb + w) * self.block_s
+        x = now / self.block_s - self._kb
+        j = int(math.floor(x))
         need = np.full(n, np.inf)
         np.divide(self._rem[:n], share, out=need, where=active)
-        target = self._positions(now)
+        # target position (bits per RB since column 0) = position now + what remains
+        target = self._cum[:n, j] + (x - j) * self._bits[:n, j]
         target += need
         within = self._cum[:n, w] >= target
         if within.all():  # the usual case: no index arrays, no copies of the rows
-            rows = np.arange(n)
-            cum = self._cum[:n, : w + 1]
+            rows = None
+            ahead = self._cum[:n, j + 1 : w + 1]
         elif not within.any():
-            return horizon_end
+            return (self._kb + w) * self.block_s
         else:
             rows = within.nonzero()[0]
             target = target[rows]
-            cum = self._cum[rows, : w + 1]
-        if rows.size * w > _DIRECT_SEARCH_LIMIT:
+            ahead = self._cum[rows, j + 1 : w + 1]
+        m = ahead.shape[1]
+        if target.size * m > _DIRECT_SEARCH_LIMIT:
             # coarse pass every 64th block, then the fine search only where it can matter
-            coarse = self._cum[rows, : w + 1 : _COARSE]
+            coarse = ahead[:, ::_COARSE]
             k = np.maximum((coarse < target[:, None]).sum(axis=1) - 1, 0) * _COARSE
-            keep = k <= np.minimum(k + _COARSE, w).min()
-            rows, target, k = rows[keep], target[keep], k[keep]
-            cols = np.minimum(k[:, None] + np.arange(_COARSE + 1), w)
-            below = (self._cum[rows[:, None], cols] < target[:, None]).sum(axis=1)
-            col = k + below - 1
-        else:  # small grids: one comparison over every drawn block
-            col = np.count_nonzero(cum < target[:, None], axis=1) - 1
-        col = np.minimum(np.maximum(col, 0), w - 1)
+            keep = k <= np.minimum(k + _COARSE, m - 1).min()
+            sub = keep.nonzero()[0]
+            target, k = target[sub], k[keep]
+            rows = sub if rows is None else rows[sub]
+            cols = np.minimum(k[:, None] + np.arange(_COARSE + 1), m - 1)
+            col = j + k + (ahead[sub[:, None], cols] < target[:, None]).sum(axis=1)
+        else:  # one comparison over the blocks ahead
+            col = j + (ahead < target[:, None]).sum(axis=1)
+            if rows is None:
+                rows = np.arange(n)
+        col = np.minimum(col, w - 1)
         per_block = self._bits[rows, col]
         positive = per_block > 0
         safe = np.where(positive, per_block, 1.0)
