@@ -9,7 +9,7 @@ that holds a constant share x between two events drains
 its completion instant is where ``pos`` reaches ``pos(now) + remaining/x``,
 found by a vectorised search over the drawn horizon, so fading blocks cost no
 events. The grid keeps ``HORIZON_BLOCKS`` ahead of the clock, drawn per flow
-(:meth:`_draw`, supplied by the carrier), and drops columns behind it.
+(:meth:`_draw` and :meth:`_bits_per_rb`, supplied by the carrier), and drops columns behind it.
 
 :class:`BlockGrid` is a mixin of :class:`~netfl.radio.ofdma.OfdmaCarrier`; it
 implements the :class:`~netfl.radio.sharing.SharedMedium` hook
@@ -100,9 +100,10 @@ class BlockGrid:
             self._cumg = np.pad(self._cumg, ((0, 0), (0, pad)))
         w0 = self._width
         for i, f in enumerate(self.flows):
-            self._gains[i, w0:new_width], self._bits[i, w0:new_width] = self._draw(
-                f, float(self._snr[i]), extra
-            )
+            self._gains[i, w0:new_width] = self._draw(f, extra)
+        self._bits[:n, w0:new_width] = self._bits_per_rb(
+            self._snr[:n, None], self._gains[:n, w0:new_width]
+        )
         self._cum[:n, w0 + 1 : new_width + 1] = self._cum[:n, w0 : w0 + 1] + np.cumsum(
             self._bits[:n, w0:new_width], axis=1
         )

@@ -202,18 +202,20 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
         return flow
 
     # -- the block grid ----------------------------------------------------------
-    def _draw(self, flow: OfdmaFlow, snr: float, num_blocks: int) -> tuple[np.ndarray, np.ndarray]:
-        """Fading gains of the next ``num_blocks`` blocks and the bits one RB carries in each.
+    def _draw(self, flow: OfdmaFlow, num_blocks: int) -> np.ndarray:
+        """Fading gains of the next ``num_blocks`` blocks of ``flow``.
 
         Multicast: the gain is the receivers' block-wise minimum of SNR_k·|h_k|²,
         relative to the flow's reference SNR (the weakest mean SNR).
         """
         if flow.multicast_snrs is None:
-            gains = self.fading.sample(flow.rng, num_blocks)
-        else:
-            per_rx = self.fading.sample(flow.rng, (flow.multicast_snrs.size, num_blocks))
-            gains = (flow.multicast_snrs[:, None] * per_rx).min(axis=0) / flow.mean_snr
-        return gains, self._bit_scale * self.efficiency(snr * gains)
+            return self.fading.sample(flow.rng, num_blocks)
+        per_rx = self.fading.sample(flow.rng, (flow.multicast_snrs.size, num_blocks))
+        return (flow.multicast_snrs[:, None] * per_rx).min(axis=0) / flow.mean_snr
+
+    def _bits_per_rb(self, snr: np.ndarray, gains: np.ndarray) -> np.ndarray:
+        """Bits one RB carries in each block at per-RB SNR ``snr`` and fading ``gains``."""
+        return self._bit_scale * self.efficiency(snr * gains)
 
     # -- SharedMedium hooks ------------------------------------------------------
     def _insert_flow(self, flow: Flow) -> None:
@@ -230,11 +232,11 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
                 setattr(self, name, np.concatenate([a, np.zeros_like(a)], axis=0))
         offset = flow.k0 - self._kb
         snr0 = min(flow.mean_snr, flow.snr_total)  # until its first share is known
-        g, b = self._draw(flow, snr0, self._width - offset)
+        g = self._draw(flow, self._width - offset)
         self._gains[n, :offset] = 0.0  # before the flow starts: no SNR, no bits
         self._bits[n, :offset] = 0.0
         self._gains[n, offset : self._width] = g
-        self._bits[n, offset : self._width] = b
+        self._bits[n, offset : self._width] = self._bits_per_rb(snr0, g)
         self._cum[n, 0] = self._cumg[n, 0] = 0.0
         self._cum[n, 1 : self._width + 1] = np.cumsum(self._bits[n, : self._width])
         self._cumg[n, 1 : self._width + 1] = self.block_s * np.cumsum(self._gains[n, : self._width])
@@ -281,7 +283,7 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
         self._snr[rows] = new[rows]
         w = self._width
         c = min(max(int(math.floor(now / self.block_s + 1e-9)) - self._kb, 0), w - 1)
-        bits = self._bit_scale * self.efficiency(new[rows, None] * self._gains[rows, c:w])
+        bits = self._bits_per_rb(new[rows, None], self._gains[rows, c:w])
         self._bits[rows, c:w] = bits
         self._cum[rows, c + 1 : w + 1] = self._cum[rows, c : c + 1] + bits.cumsum(axis=1)
 

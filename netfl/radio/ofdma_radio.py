@@ -124,13 +124,19 @@ class OfdmaRadio(Radio):
     def link_loss_db(self, src: Node, dst: Node) -> float:
         """Large-scale loss of the link ``src → dst`` [dB]: :meth:`link_loss_matrix_db`
         of one link, kept per link and positions (it is fixed per link and drop)."""
+        return self._link(src, dst)[0]
+
+    def _link(self, src: Node, dst: Node) -> tuple[float, float, float]:
+        """``(loss_db, snr_per_rb, snr_total)`` of a link, kept per link and positions."""
         key = (src.name, dst.name, src.position_m.tobytes(), dst.position_m.tobytes())
-        loss = self._loss_cache.get(key)
-        if loss is None:
+        entry = self._loss_cache.get(key)
+        if entry is None:
             if len(self._loss_cache) >= 100_000:  # re-drops leave stale positions behind
                 self._loss_cache.clear()
-            loss = self._loss_cache[key] = float(self.link_loss_matrix_db([src], [dst])[0, 0])
-        return loss
+            loss = float(self.link_loss_matrix_db([src], [dst])[0, 0])
+            psd, total = self.snr_terms(loss, not src.is_device, not dst.is_device)
+            entry = self._loss_cache[key] = (loss, float(psd), float(total))
+        return entry
 
     def _law(self, src: Node, dst: Node):
         return self._d2d_pathloss if (src.is_device and dst.is_device) else self._pathloss
@@ -203,9 +209,7 @@ class OfdmaRadio(Radio):
 
     def mean_snr(self, src: Node, dst: Node, num_rbs: float = 1.0) -> float:
         """Mean per-RB SNR of ``src → dst`` holding ``num_rbs`` RBs (no fading) [linear]."""
-        psd, total = self.snr_terms(
-            self.link_loss_db(src, dst), not src.is_device, not dst.is_device
-        )
+        _, psd, total = self._link(src, dst)
         return float(min(psd, total / num_rbs))
 
     def link_states(
@@ -287,9 +291,7 @@ class OfdmaRadio(Radio):
         self, src: Node, dst: Node, size_bits: float, direction: str
     ) -> Generator[simpy.Event, Any, dict[str, float] | None]:
         carrier = self.carrier_for(direction)
-        psd, total = self.snr_terms(
-            self.link_loss_db(src, dst), not src.is_device, not dst.is_device
-        )
+        _, psd, total = self._link(src, dst)
         start = self.env.now
         flow = self._send(carrier, size_bits, psd, total)
         yield flow.done
@@ -299,9 +301,7 @@ class OfdmaRadio(Radio):
         self, src: Node, receivers: list[Node], size_bits: float
     ) -> Generator[simpy.Event, Any, dict[str, float] | None]:
         carrier = self.carriers["downlink"]
-        snrs = np.array(
-            [self.snr_terms(self.link_loss_db(src, r), True, False)[0] for r in receivers]
-        )
+        snrs = np.array([self._link(src, r)[1] for r in receivers])
         start = self.env.now
         flow = self._send(carrier, size_bits, float(snrs.min()), math.inf, multicast_snrs=snrs)
         yield flow.done
