@@ -40,32 +40,9 @@ class BlockGrid:
     block_s: float
     flows: list
 
-    def _alloc_rows(self, rows: int, width: int) -> None:
-        self._gains = np.zeros((rows, width))
-        self._bits = np.zeros((rows, width))  # bits one RB carries in each block
-        self._cum = np.zeros((rows, width + 1))  # cumulative bits per RB at block starts
-        self._cumg = np.zeros((rows, width + 1))  # cumulative |h|²·block at block starts
-        self._gstart = np.zeros(rows)  # G(start) of each flow on the current base
-        self._rem = np.zeros(rows)
-        self._size = np.zeros(rows)
-        self._share = np.zeros(rows)
-        self._cap = np.zeros(rows)
-        self._arrival = np.zeros(rows)
-        self._snr = np.zeros(rows)
-        self._rbs = np.zeros(rows)
-        self._avg = np.zeros(rows)  # PF: EWMA of the served rate [bit/s]
-        self._bg = np.zeros(rows)  # 1 for background (CUE) flows
-        self._snr_total = np.zeros(rows)  # power control: SNR with all power in one RB
-        self._snr_psd = np.zeros(rows)  # SNR per RB at the flow's target PSD
-        self._snracc = np.zeros(rows)  # ∫ SNR dt before the last SNR change
-        self._air = np.zeros(rows)  # airtime [s]
-
-    _ROW_ARRAYS = (
-        "_gains",
-        "_bits",
-        "_cum",
-        "_cumg",
-        "_gstart",
+    #: per-flow scalars: rows of one matrix (``_rows``), each name a view of its row
+    _SCALARS = (
+        "_gstart",  # G(start) of each flow on the current base
         "_rem",
         "_size",
         "_share",
@@ -73,13 +50,41 @@ class BlockGrid:
         "_arrival",
         "_snr",
         "_rbs",
-        "_avg",
-        "_bg",
-        "_snr_total",
-        "_snr_psd",
-        "_snracc",
-        "_air",
+        "_avg",  # PF: EWMA of the served rate [bit/s]
+        "_bg",  # 1 for background (CUE) flows
+        "_snr_total",  # power control: SNR with all power in one RB
+        "_snr_psd",  # SNR per RB at the flow's target PSD
+        "_snracc",  # ∫ SNR dt before the last SNR change
+        "_air",  # airtime [s]
     )
+    #: per-flow block arrays
+    _GRIDS = ("_gains", "_bits", "_cum", "_cumg")
+
+    def _alloc_rows(self, rows: int, width: int) -> None:
+        self._gains = np.zeros((rows, width))
+        self._bits = np.zeros((rows, width))  # bits one RB carries in each block
+        self._cum = np.zeros((rows, width + 1))  # cumulative bits per RB at block starts
+        self._cumg = np.zeros((rows, width + 1))  # cumulative |h|²·block at block starts
+        self._bind_scalars(np.zeros((len(self._SCALARS), rows)))
+
+    def _bind_scalars(self, table: np.ndarray) -> None:
+        self._rows = table
+        for k, name in enumerate(self._SCALARS):
+            setattr(self, name, table[k])
+
+    def _add_rows(self) -> None:
+        """Double the number of rows (new flows beyond the allocated ones)."""
+        for name in self._GRIDS:
+            a = getattr(self, name)
+            setattr(self, name, np.concatenate([a, np.zeros_like(a)], axis=0))
+        self._bind_scalars(np.concatenate([self._rows, np.zeros_like(self._rows)], axis=1))
+
+    def _move_row(self, src: int, dst: int) -> None:
+        """Copy flow row ``src`` onto row ``dst`` (swap-remove)."""
+        self._rows[:, dst] = self._rows[:, src]
+        for name in self._GRIDS:
+            a = getattr(self, name)
+            a[dst] = a[src]
 
     @property
     def width(self) -> int:

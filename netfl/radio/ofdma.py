@@ -227,9 +227,7 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
         else:
             self._ensure(self.env.now)
         if n == self._rem.shape[0]:  # more rows
-            for name in self._ROW_ARRAYS:
-                a = getattr(self, name)
-                setattr(self, name, np.concatenate([a, np.zeros_like(a)], axis=0))
+            self._add_rows()
         offset = flow.k0 - self._kb
         snr0 = min(flow.mean_snr, flow.snr_total)  # until its first share is known
         g = self._draw(flow, self._width - offset)
@@ -377,9 +375,7 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
             last = len(self.flows) - 1
             if i != last:
                 self.flows[i] = self.flows[last]
-                for name in self._ROW_ARRAYS:
-                    a = getattr(self, name)
-                    a[i] = a[last]
+                self._move_row(last, i)
             self.flows.pop()
         finished.sort(key=lambda f: f.arrival)
         return finished

@@ -96,6 +96,7 @@ class SharedMedium(ABC):
         self.sessions: dict[int, float] = {}
         self._demand_counts: Counter[float] = Counter()
         self.session_share = 0.0
+        self._held = (0.0, 0.0)
         self._last_update_s = env.now
         self._generation = 0
         self._timer_pending = False
@@ -148,9 +149,9 @@ class SharedMedium(ABC):
         return float(bg), float(sum(f.share for f in self.flows) - bg)
 
     def held(self) -> tuple[float, float]:
-        """Resources held now: ``(by background sessions and flows, by FL flows)``."""
-        bg, fl = self._flow_share_totals()
-        return self.session_share + bg, fl
+        """Resources held now: ``(by background sessions and flows, by FL flows)``
+        (as of the last re-allocation: shares change only there)."""
+        return self._held
 
     def _next_change_s(self) -> float:
         """Absolute time of the next change of the medium itself (default: none)."""
@@ -212,9 +213,9 @@ class SharedMedium(ABC):
         self.session_share = self._allocate()
         bg, fl = self._flow_share_totals()
         check_capacity(self.session_share + bg + fl, self.capacity, self)
-        entry = (self.env.now, self.session_share + bg, fl)
-        if not self.occupancy or self.occupancy[-1][1:] != entry[1:]:
-            self.occupancy.append(entry)
+        self._held = (self.session_share + bg, fl)
+        if not self.occupancy or self.occupancy[-1][1:] != self._held:
+            self.occupancy.append((self.env.now, *self._held))
         for listener in self.listeners:
             listener()
         if before is not None and np.all(self._shares() <= before):
