@@ -47,8 +47,9 @@ def test_over_allocated_resources_are_caught(monkeypatch):
         return total
 
     monkeypatch.setattr(ProcessorSharing, "_allocate", greedy)
+    medium.add_flow(_flow(env, 100.0))  # allocated at the end of this instant
     with pytest.raises(InvariantError, match="resources_within_capacity") as err:
-        medium.add_flow(_flow(env, 100.0))
+        env.run()
     assert err.value.name == "resources_within_capacity"
 
 

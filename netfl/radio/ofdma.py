@@ -220,6 +220,8 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
     # -- SharedMedium hooks ------------------------------------------------------
     def _insert_flow(self, flow: Flow) -> None:
         assert isinstance(flow, OfdmaFlow)
+        if self.scheduler == "proportional_fair":
+            self._pf_catch_up()  # the others' averages up to now; the new one starts here
         n = len(self.flows)
         if n == 0:
             self._kb, self._width = flow.k0, 0
@@ -309,20 +311,27 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
         """Absolute index of the fading block the clock is in (boundary-safe)."""
         return int(math.floor(self.env.now / self.block_s + 1e-9))
 
-    def _proportional_fair(self, rr_shares: np.ndarray) -> np.ndarray:
-        """The flows' round-robin budget, handed out by r/R̄ in the current block."""
+    def _pf_catch_up(self) -> None:
+        """Update the served-rate averages over the blocks since the last decision."""
         n = len(self.flows)
-        self._ensure(self.env.now)
         block = self._block_now()
         gap = block - self._pf_block
-        if gap > 0:  # update the averages over the blocks since the last decision
+        if gap > 0 and n:
+            self._ensure(self.env.now)
             c1 = block - self._kb
             c0 = max(c1 - gap, 0)
             served = self._bits[:n, c0:c1].T
             self._avg[:n] = pf_average(
                 self._avg[:n], served * (self._share[:n] / self.block_s), self._pf_beta, gap
             )
-            self._pf_block = block
+        self._pf_block = block
+
+    def _proportional_fair(self, rr_shares: np.ndarray) -> np.ndarray:
+        """The flows' round-robin budget, handed out by r/R̄ in the current block."""
+        n = len(self.flows)
+        self._ensure(self.env.now)
+        self._pf_catch_up()
+        block = self._block_now()
         rate = self._bits[:n, block - self._kb] / self.block_s
         return pf_shares(
             float(rr_shares.sum()), rate, self._avg[:n], self._cap[:n], self._arrival[:n]

@@ -16,7 +16,9 @@ mechanism calls them in this order at every event (a flow or session starts
 or ends, a timer fires): ``_advance`` → :meth:`_drain_all` (bits of the
 elapsed interval at the old shares) → :meth:`_pop_finished` (timer only) →
 :meth:`_allocate` (new shares) → listeners → :meth:`_min_finish_time` and
-:meth:`_next_change_s` (the next wake-up).
+:meth:`_next_change_s` (the next wake-up). A flow's start defers the steps
+from :meth:`_allocate` on to one event at the end of its instant, shared by
+every change of that instant (a round's downloads start together).
 
 - :meth:`_insert_flow` — store a new flow (default: append to ``flows``);
 - :meth:`_allocate` — set every flow's share, return the sessions' total;
@@ -100,6 +102,9 @@ class SharedMedium(ABC):
         self._last_update_s = env.now
         self._generation = 0
         self._timer_pending = False
+        self._flush_pending = False  # a re-allocation is scheduled for this instant
+        self._dirty = False  # something changed since the last re-allocation
+        self._pending_flows_changed = False
         self._arrivals = 0
         #: (time, share held by background sessions and flows, share held by FL flows)
         #: after every change
@@ -171,7 +176,7 @@ class SharedMedium(ABC):
         flow.arrival = self._next_arrival()
         flow.start_s = self.env.now
         self._insert_flow(flow)
-        self._reschedule(flows_changed=True)
+        self._defer_reschedule(flows_changed=True)
         return flow.done
 
     def add_session(self, demand: float) -> int:
@@ -180,7 +185,7 @@ class SharedMedium(ABC):
         handle = self._next_arrival()
         self.sessions[handle] = float(demand)
         self._demand_counts[float(demand)] += 1
-        self._reschedule()
+        self._reschedule_session()
         return handle
 
     def remove_session(self, handle: int) -> None:
@@ -189,7 +194,35 @@ class SharedMedium(ABC):
         self._demand_counts[demand] -= 1
         if not self._demand_counts[demand]:
             del self._demand_counts[demand]
-        self._reschedule()
+        self._reschedule_session()
+
+    def _reschedule_session(self) -> None:
+        """A session came or went: joins this instant's pending re-allocation, if any."""
+        if self._flush_pending:
+            self._dirty = True
+        else:
+            self._reschedule()
+
+    def _defer_reschedule(self, flows_changed: bool = False) -> None:
+        """Re-allocate once for all the changes of this instant.
+
+        Flows and sessions that start or end at the same simulated instant
+        (a round's downloads, the initial CUE sessions) are allocated together
+        by one event at that instant, after the changes already scheduled for
+        it: no time passes between them, so no bit is carried at the shares
+        in between, and the search for the next completion runs once.
+        """
+        self._pending_flows_changed |= flows_changed
+        self._dirty = True
+        if self._flush_pending:
+            return
+        self._flush_pending = True
+        self.env.timeout(0.0).callbacks.append(self._flush)
+
+    def _flush(self, _event: simpy.Event) -> None:
+        self._flush_pending = False
+        if self._dirty:
+            self._reschedule()
 
     def _advance(self) -> None:
         now = self.env.now
@@ -209,6 +242,9 @@ class SharedMedium(ABC):
         then at worst fires early and re-arms: the exact next completion need
         not be recomputed on such events.
         """
+        flows_changed |= self._pending_flows_changed
+        self._pending_flows_changed = False
+        self._dirty = False
         before = None if flows_changed or not self._timer_pending else self._shares().copy()
         self.session_share = self._allocate()
         bg, fl = self._flow_share_totals()

@@ -235,6 +235,83 @@ def test_mean_snr_over_the_transfer():
     assert carrier.mean_snr(f, airtime) == pytest.approx(50.0, rel=0.05)
 
 
+def test_changes_of_one_instant_are_allocated_together(monkeypatch):
+    """Flows and a session starting at the same instant: one re-allocation and one
+    completion search for all of them, and the same delivery instants as the
+    analytic equal share (k flows + a session of d RBs on N RBs, no fading)."""
+    calls = {"allocate": 0, "search": 0}
+    allocate, search = OfdmaCarrier._allocate, OfdmaCarrier._min_finish_time
+
+    def counted_allocate(self):
+        calls["allocate"] += 1
+        return allocate(self)
+
+    def counted_search(self):
+        calls["search"] += 1
+        return search(self)
+
+    monkeypatch.setattr(OfdmaCarrier, "_allocate", counted_allocate)
+    monkeypatch.setattr(OfdmaCarrier, "_min_finish_time", counted_search)
+    k, size, n, d = 8, 1.8e6, 50, 2.0
+    env = simpy.Environment()
+    carrier = OfdmaCarrier(env, "dl", n, RB_HZ, NoFading(BLOCK_S), shannon_efficiency)
+    carrier.add_session(d)
+    start_calls = dict(calls)
+    ends = []
+
+    def flow(seed):
+        yield env.timeout(0.25)
+        f = carrier.send(size, 3.0, np.random.default_rng(seed))
+        yield f.done
+        ends.append(env.now)
+
+    def session():
+        yield env.timeout(0.25)
+        carrier.add_session(d)
+
+    for i in range(k):
+        env.process(flow(i))
+    env.process(session())
+    env.run(until=0.25 + 1e-9)
+    assert calls["allocate"] - start_calls["allocate"] == 1
+    assert calls["search"] - start_calls["search"] == 1
+    env.run()
+    # each of the k flows gets (N - 2d)/k RBs at 2 bit/s/Hz until they all end together
+    expected = 0.25 + size / ((n - 2 * d) / k * RB_HZ * 2.0)
+    assert ends == pytest.approx([expected] * k, rel=REL)
+
+
+def test_proportional_fair_average_of_a_new_flow_starts_at_its_arrival():
+    """A flow joining mid-transfer enters with R̄ = 1 bit/s (top priority), not
+    decayed over the blocks before it arrived; the others' averages are brought up
+    to its arrival first."""
+    env = simpy.Environment()
+    carrier = OfdmaCarrier(
+        env,
+        "ul",
+        10,
+        RB_HZ,
+        RayleighBlockFading(BLOCK_S),
+        shannon_efficiency,
+        "proportional_fair",
+    )
+    seen = {}
+
+    def run():
+        carrier.send(5e6, 10.0, np.random.default_rng(0))
+        yield env.timeout(0.0505)  # 50 blocks in, mid-block
+        carrier.send(5e6, 10.0, np.random.default_rng(1))
+        yield env.timeout(0.0)  # after this instant's allocation
+        seen["avg"] = carrier._avg[:2].copy()
+        seen["block"] = carrier._pf_block
+
+    env.process(run())
+    env.run(until=0.051)
+    assert seen["avg"][1] == 1.0
+    assert seen["avg"][0] > 1e5  # the first flow's served rate, averaged over 50 blocks
+    assert seen["block"] == 50
+
+
 def _pf_vs_rr(num_flows, sessions=()):
     flows = [(0.0, 2e7, 10.0, seed, math.inf) for seed in range(num_flows)]
     rr, _, rr_objs = run_carrier(20, flows, sessions, "round_robin")
