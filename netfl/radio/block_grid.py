@@ -202,9 +202,10 @@ class BlockGrid:
             target, k = target[sub], k[keep]
             rows = sub if rows is None else rows[sub]
             cols = np.minimum(k[:, None] + np.arange(_COARSE + 1), m - 1)
-            col = j + k + (ahead[sub[:, None], cols] < target[:, None]).sum(axis=1)
+            # rows are non-decreasing: the first block reaching the target is argmax(≥)
+            col = j + k + (ahead[sub[:, None], cols] >= target[:, None]).argmax(axis=1)
         else:  # one comparison over the blocks ahead
-            col = j + (ahead < target[:, None]).sum(axis=1)
+            col = j + (ahead >= target[:, None]).argmax(axis=1)
             if rows is None:
                 rows = np.arange(n)
         col = np.minimum(col, w - 1)

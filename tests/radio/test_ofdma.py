@@ -312,6 +312,25 @@ def test_proportional_fair_average_of_a_new_flow_starts_at_its_arrival():
     assert seen["block"] == 50
 
 
+def test_two_level_completion_search_finds_the_direct_search_instants(monkeypatch):
+    """Large grids use a coarse pass every 64th block and a fine search in the
+    bracket: forced onto a small run, it gives exactly the direct search's instants."""
+    from netfl.radio import block_grid
+
+    flows = [
+        (0.0005 * i, float(size), snr, i, cap)
+        for i, (size, snr, cap) in enumerate(
+            [(4e6, 30.0, math.inf), (1e5, 3.0, 2.0), (9e6, 300.0, math.inf), (2e6, 1.0, 5.0)] * 3
+        )
+    ]
+    sessions = [(0.0, 0.3, 2.0), (0.01, 0.05, 4.0)]
+    direct, _, _ = run_carrier(12, flows, sessions)
+    monkeypatch.setattr(block_grid, "_DIRECT_SEARCH_LIMIT", 0)
+    two_level, _, _ = run_carrier(12, flows, sessions)
+    assert two_level == direct
+    assert max(direct.values()) > 3 * HORIZON_BLOCKS * BLOCK_S  # beyond several horizons
+
+
 def _pf_vs_rr(num_flows, sessions=()):
     flows = [(0.0, 2e7, 10.0, seed, math.inf) for seed in range(num_flows)]
     rr, _, rr_objs = run_carrier(20, flows, sessions, "round_robin")
