@@ -348,6 +348,20 @@ def run_sweep(
     is recorded with status ``failed`` and its error, and the others go on.
     ``on_done(name, status)`` is called as each run finishes.
     """
+    if backend == "ray":
+        nested = next((r for r in runs if r.scenario.learning.executor == "ray"), None)
+        if nested is not None:  # its actors would wait for CPUs the sweep's tasks hold
+            raise ScenarioError(
+                nested.source or nested.name,
+                [
+                    (
+                        "learning.executor",
+                        f"'ray' in run {nested.name!r}: a Ray sweep runs each variant as a "
+                        "Ray task holding its CPUs, so the run's Ray actors could never start; "
+                        "use executor serial or process, or sweep with --backend local",
+                    )
+                ],
+            )
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     status: dict[str, tuple[str, str]] = {}

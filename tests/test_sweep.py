@@ -191,6 +191,19 @@ def test_backend_arguments_are_checked(tmp_path, capsys):
     assert exc.value.code == 2
 
 
+def test_a_ray_sweep_refuses_runs_with_ray_actors_before_running_any(tmp_path, capsys):
+    """Nested Ray (runs with ``learning.executor: ray`` as Ray tasks) would deadlock on
+    CPUs: a one-line error naming the key, exit 2, nothing run (Ray never started)."""
+    path = _write(tmp_path, {"grid": {"learning.executor": ["serial", "ray"]}})
+    out = tmp_path / "out"
+    args = ["sweep", str(path), "--out", str(out), "--backend", "ray", "--no-progress"]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "learning.executor: 'ray' in run" in err and "--backend local" in err
+    assert not out.exists()
+
+
 def test_ray_backend_from_the_command_line(tmp_path, ray_local, capsys):
     path = _write(tmp_path, {"grid": {"devices.count": [2, 3]}})
     out = tmp_path / "out"
