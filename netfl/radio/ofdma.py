@@ -291,15 +291,17 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
         n = len(self.flows)
         if self.scheduler == "fcfs":
             shares, session_total = self._first_come_first_served(self._cap[:n], self._arrival[:n])
-        elif n and not self._n_capped and len(self._demand_counts) < 8:
+        elif not self._n_capped and len(self._demand_counts) < 8:
             # all flows uncapped: sessions grouped by demand plus one group of n flows
-            demands = [*self._demand_counts.keys(), math.inf]
-            counts = [*self._demand_counts.values(), n]
+            k = len(self._demand_counts)
+            demands = [*self._demand_counts.keys()] + [math.inf] * (n > 0)
+            counts = [*self._demand_counts.values()] + [n] * (n > 0)
             shares = _max_min_fair_small(self.capacity, demands, counts)
-            self._share[:n] = shares[-1]
-            if self.scheduler == "proportional_fair":
-                self._share[:n] = self._proportional_fair(self._share[:n])
-            return float(sum(s * c for s, c in zip(shares[:-1], counts[:-1], strict=True)))
+            if n:
+                self._share[:n] = shares[-1]
+                if self.scheduler == "proportional_fair":
+                    self._share[:n] = self._proportional_fair(self._share[:n])
+            return float(sum(s * c for s, c in zip(shares[:k], counts[:k], strict=True)))
         else:
             shares, session_total = self._equal_share(self._cap[:n])
             if self.scheduler == "proportional_fair" and n > 0:
