@@ -27,16 +27,20 @@ BENCHMARKS = [
     "client_executor",
 ]
 
+#: benchmarks run more than once, with these arguments
+VARIANTS = {"memory_1000": [[], ["--executor", "process"]]}
+
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", nargs="+", choices=BENCHMARKS, default=BENCHMARKS)
     args = ap.parse_args()
     rows, failed = [], []
-    for name in args.only:
+    runs = [(name, extra) for name in args.only for extra in VARIANTS.get(name, [[]])]
+    for name, extra in runs:
         t0 = time.perf_counter()
         proc = subprocess.run(
-            [sys.executable, str(HERE / f"{name}.py")], capture_output=True, text=True
+            [sys.executable, str(HERE / f"{name}.py"), *extra], capture_output=True, text=True
         )
         wall = time.perf_counter() - t0
         found = [

@@ -23,7 +23,8 @@ import os
 import pickle
 import signal
 import threading
-from concurrent.futures import Future, ProcessPoolExecutor
+from collections import deque
+from concurrent.futures import CancelledError, Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from multiprocessing import get_context
 from typing import Any
@@ -132,40 +133,108 @@ def _run_in_worker(payload: bytes) -> bytes:
     return encode(_WORKER_CONTEXT.run(pickle.loads(payload)))
 
 
-def _decoded(inner: Future) -> Future:
-    """A future of ``pickle.loads(inner's bytes)`` (its exception passed on as is)."""
-    outer: Future = Future()
+class _Job(Future):
+    """A job of :class:`ProcessExecutor`: queued here until a slot in the pool frees.
 
-    def done(f: Future) -> None:
-        err = f.exception()
-        if err is not None:
-            outer.set_exception(err)
-        else:
-            outer.set_result(pickle.loads(f.result()))
+    Waiting on a job that is still queued moves it to the head of the queue, so the
+    job the simulation needs next is the next one sent.
+    """
 
-    inner.add_done_callback(done)
-    return outer
+    def __init__(self, executor: ProcessExecutor, task: Task):
+        super().__init__()
+        self.executor, self.task = executor, task
+
+    def result(self, timeout: float | None = None) -> Any:
+        self.executor._promote(self)
+        return super().result(timeout)
 
 
 class ProcessExecutor:
     """Jobs on a pool of ``workers`` local processes with ``threads`` threads each.
 
     Workers start by :func:`mp_context` (forked by default) and get the context once.
+    At most ``in_flight`` jobs are in the pool at a time (default: 4 per worker): the
+    others wait here as tasks, encoded only when a dispatcher thread sends them, so a
+    round of 1,000 devices does not hold 1,000 encoded copies of the global model.
     """
 
-    def __init__(self, context: LearningContext, workers: int, threads: int):
+    def __init__(
+        self, context: LearningContext, workers: int, threads: int, in_flight: int | None = None
+    ):
         # CUDA cannot be used in a forked child of a process that has initialised it
         ctx = mp_context("spawn" if context.device.type == "cuda" else None)
         self.workers, self.threads = workers, threads
+        self.in_flight = in_flight or 4 * workers
         self._pool = ProcessPoolExecutor(
             workers, mp_context=ctx, initializer=_init_worker, initargs=(context, threads)
         )
         start_workers(self._pool, workers)  # now, not at the first job
+        self._cv = threading.Condition()
+        self._queue: deque[_Job] = deque()
+        self._sent = 0  # jobs in the pool now
+        self.most_sent = 0  # the most jobs ever in the pool at once
+        self._closed = False
+        # jobs are sent from a thread of their own: the pool's callbacks run on its
+        # manager thread, which must not submit (it would wait on its own wake-up pipe)
+        self._dispatcher = threading.Thread(
+            target=self._dispatch, name="netfl-dispatch", daemon=True
+        )
+        self._dispatcher.start()
 
     def submit(self, task: Task) -> Future:
-        return _decoded(self._pool.submit(_run_in_worker, encode(task)))
+        job = _Job(self, task)
+        with self._cv:
+            if self._closed:
+                raise RuntimeError("the process executor is closed")
+            self._queue.append(job)
+            self._cv.notify_all()
+        return job
+
+    def _promote(self, job: _Job) -> None:
+        with self._cv:
+            if self._queue and self._queue[0] is not job and job in self._queue:
+                self._queue.remove(job)
+                self._queue.appendleft(job)
+
+    def _dispatch(self) -> None:
+        while True:
+            with self._cv:
+                while not self._closed and (not self._queue or self._sent >= self.in_flight):
+                    self._cv.wait()
+                if self._closed:
+                    return
+                job = self._queue.popleft()
+                self._sent += 1
+                self.most_sent = max(self.most_sent, self._sent)
+            try:
+                inner = self._pool.submit(_run_in_worker, encode(job.task))
+            except BaseException as err:  # noqa: BLE001 - e.g. a broken pool: the job fails
+                self._finished(job, None, err)
+                continue
+            job.task = None  # sent: the job no longer keeps its inputs alive
+            inner.add_done_callback(lambda f, job=job: self._finished(job, f))
+
+    def _finished(self, job: _Job, inner: Future | None, err: BaseException | None = None) -> None:
+        with self._cv:
+            self._sent -= 1
+            self._cv.notify_all()
+        if inner is not None:
+            err = CancelledError() if inner.cancelled() else inner.exception()
+        if job.done():  # cancelled by close()
+            return
+        if err is not None:
+            job.set_exception(err)
+        else:
+            job.set_result(pickle.loads(inner.result()))
 
     def close(self) -> None:
+        with self._cv:
+            self._closed = True
+            queued, self._queue = list(self._queue), deque()
+            self._cv.notify_all()
+        for job in queued:
+            job.cancel()
+        self._dispatcher.join()
         self._pool.shutdown(wait=True, cancel_futures=True)
 
 

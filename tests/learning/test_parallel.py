@@ -171,3 +171,73 @@ def test_ray_actors_get_a_rounds_global_state_once(ray_local):
         assert acc > 0.2  # it learned (10 classes: chance is 0.1)
     finally:
         world.close()
+
+
+def test_the_pool_holds_a_bounded_number_of_jobs_and_serves_the_awaited_one_first():
+    """Jobs beyond ``in_flight`` wait unencoded in the executor; waiting on the last one
+    first still completes (it is moved to the head of the queue), every result equals
+    the job run in this process, and no more than ``in_flight`` were ever in the pool."""
+    import torch
+
+    from netfl.learning.executor import TrainTask
+    from netfl.learning.parallel import ProcessExecutor
+    from netfl.world import World
+
+    scenario = parse_scenario(
+        tiny_scenario(
+            devices={"count": 10},
+            data={"dataset": "digits", "partition": {"scheme": "iid"}},
+            training={"rounds": 1, "batch_size": 16},
+            learning={"mode": "learn", "num_threads": 1},
+        )
+    )
+    world = World(scenario)
+    context = world.executor.context
+    name = world.device_model(world.devices[0]).spec.name
+    state = {k: v.clone() for k, v in context.model(name).state_dict().items()}
+    tasks = [
+        TrainTask(name, state, world.partitions[i], world.train_config, seed=100 + i)
+        for i in range(10)
+    ]
+    threads = torch.get_num_threads()
+    pool = ProcessExecutor(context, workers=2, threads=1, in_flight=2)
+    try:
+        jobs = [pool.submit(t) for t in tasks]
+        results = {i: jobs[i].result(timeout=120) for i in reversed(range(10))}
+        torch.set_num_threads(1)
+        for i, task in enumerate(tasks):
+            local = context.run(task)
+            for key, value in local.state.items():
+                assert torch.equal(results[i].state[key], value), (i, key)
+        assert pool.most_sent == 2
+    finally:
+        torch.set_num_threads(threads)
+        pool.close()
+        world.close()
+
+
+def test_closing_the_pool_cancels_the_jobs_not_yet_sent():
+    from netfl.learning.executor import TrainTask
+    from netfl.learning.parallel import ProcessExecutor
+    from netfl.world import World
+
+    world = World(
+        parse_scenario(
+            tiny_scenario(
+                data={"dataset": "digits", "partition": {"scheme": "iid"}},
+                learning={"mode": "learn", "num_threads": 1},
+            )
+        )
+    )
+    context = world.executor.context
+    name = world.device_model(world.devices[0]).spec.name
+    state = context.model(name).state_dict()
+    tasks = [TrainTask(name, state, world.partitions[0], world.train_config, s) for s in range(6)]
+    pool = ProcessExecutor(context, workers=1, threads=1, in_flight=1)
+    jobs = [pool.submit(t) for t in tasks]
+    pool.close()
+    world.close()
+    assert all(j.done() for j in jobs)
+    assert sum(j.cancelled() for j in jobs) >= 4  # at most one sent, one being sent
+    with pytest.raises(RuntimeError, match="closed"):
+        pool.submit(tasks[0])
