@@ -55,7 +55,7 @@ from channel_models.registry import lookup
 from netfl.errors import LinkBudgetError
 from netfl.radio.block_grid import HORIZON_BLOCKS, BlockGrid
 from netfl.radio.proportional_fair import pf_average, pf_shares
-from netfl.radio.schedulers import SCHEDULERS, _max_min_fair_small
+from netfl.radio.schedulers import SCHEDULERS, uncapped_equal_share
 from netfl.radio.sharing import Flow, SharedMedium, completion_tolerance_bits
 
 __all__ = ["OfdmaFlow", "OfdmaCarrier", "SCHEDULERS"]
@@ -293,15 +293,12 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
             shares, session_total = self._first_come_first_served(self._cap[:n], self._arrival[:n])
         elif not self._n_capped and len(self._demand_counts) < 8:
             # all flows uncapped: sessions grouped by demand plus one group of n flows
-            k = len(self._demand_counts)
-            demands = [*self._demand_counts.keys()] + [math.inf] * (n > 0)
-            counts = [*self._demand_counts.values()] + [n] * (n > 0)
-            shares = _max_min_fair_small(self.capacity, demands, counts)
+            share, session_total = uncapped_equal_share(self.capacity, self._demand_counts, n)
             if n:
-                self._share[:n] = shares[-1]
+                self._share[:n] = share
                 if self.scheduler == "proportional_fair":
                     self._share[:n] = self._proportional_fair(self._share[:n])
-            return float(sum(s * c for s, c in zip(shares[:k], counts[:k], strict=True)))
+            return session_total
         else:
             shares, session_total = self._equal_share(self._cap[:n])
             if self.scheduler == "proportional_fair" and n > 0:

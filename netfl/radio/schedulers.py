@@ -20,7 +20,13 @@ from collections.abc import Mapping
 
 import numpy as np
 
-__all__ = ["SCHEDULERS", "equal_share", "first_come_first_served", "max_min_fair"]
+__all__ = [
+    "SCHEDULERS",
+    "equal_share",
+    "first_come_first_served",
+    "max_min_fair",
+    "uncapped_equal_share",
+]
 
 SCHEDULERS = ("round_robin", "fcfs", "proportional_fair")
 
@@ -97,12 +103,9 @@ def equal_share(
     Returns the flows' shares and the sessions' total.
     """
     k = len(demand_counts)
-    if caps.size and k < 8 and np.isinf(caps).all():  # uncapped flows: one group, small
-        demands = [*demand_counts.keys(), math.inf]
-        counts = [*demand_counts.values(), caps.size]
-        shares = _max_min_fair_small(capacity, demands, counts)
-        sessions = sum(s * c for s, c in zip(shares[:k], counts[:k], strict=True))
-        return np.full(caps.size, shares[k]), float(sessions)
+    if k < 8 and np.isinf(caps).all():  # uncapped flows (or none): one group, small
+        share, sessions = uncapped_equal_share(capacity, demand_counts, caps.size)
+        return np.full(caps.size, share), sessions
     demands = np.fromiter(demand_counts.keys(), float, k)
     counts = np.fromiter(demand_counts.values(), float, k)
     shares = max_min_fair(
@@ -111,6 +114,19 @@ def equal_share(
         np.concatenate([counts, np.ones(len(caps))]),
     )
     return shares[k:], float(np.dot(shares[:k], counts))
+
+
+def uncapped_equal_share(
+    capacity: float, demand_counts: Mapping[float, int], num_flows: int
+) -> tuple[float, float]:
+    """:func:`equal_share` of ``num_flows`` uncapped flows and a few session demands
+    (plain loop, no arrays): one flow's share (0 without flows) and the sessions' total."""
+    k = len(demand_counts)
+    demands = [*demand_counts.keys()] + [math.inf] * (num_flows > 0)
+    counts = [*demand_counts.values()] + [num_flows] * (num_flows > 0)
+    shares = _max_min_fair_small(capacity, demands, counts)
+    sessions = float(sum(s * c for s, c in zip(shares[:k], counts[:k], strict=True)))
+    return (float(shares[k]) if num_flows else 0.0), sessions
 
 
 def first_come_first_served(

@@ -104,7 +104,7 @@ class SharedMedium(ABC):
         self._timer_pending = False
         self._flush_pending = False  # a re-allocation is scheduled for this instant
         self._dirty = False  # something changed since the last re-allocation
-        self._pending_flows_changed = False
+        self._pending_flows_changed = False  # ... and flows came or went meanwhile
         self._arrivals = 0
         #: (time, share held by background sessions and flows, share held by FL flows)
         #: after every change
@@ -176,7 +176,7 @@ class SharedMedium(ABC):
         flow.arrival = self._next_arrival()
         flow.start_s = self.env.now
         self._insert_flow(flow)
-        self._defer_reschedule(flows_changed=True)
+        self._defer_reschedule()
         return flow.done
 
     def add_session(self, demand: float) -> int:
@@ -203,16 +203,16 @@ class SharedMedium(ABC):
         else:
             self._reschedule()
 
-    def _defer_reschedule(self, flows_changed: bool = False) -> None:
-        """Re-allocate once for all the changes of this instant.
+    def _defer_reschedule(self) -> None:
+        """A flow started: re-allocate once for all the changes of this instant.
 
-        Flows and sessions that start or end at the same simulated instant
-        (a round's downloads, the initial CUE sessions) are allocated together
-        by one event at that instant, after the changes already scheduled for
-        it: no time passes between them, so no bit is carried at the shares
-        in between, and the search for the next completion runs once.
+        Flows that start at the same simulated instant (a round's downloads), and
+        sessions that come or go meanwhile, are allocated together by one event at
+        that instant, after the changes already scheduled for it: no time passes
+        between them, so no bit is carried at the shares in between, and the
+        search for the next completion runs once.
         """
-        self._pending_flows_changed |= flows_changed
+        self._pending_flows_changed = True
         self._dirty = True
         if self._flush_pending:
             return
