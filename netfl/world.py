@@ -24,12 +24,13 @@ from netfl.compute.flops import ModelFlops, measure_flops
 from netfl.errors import UserError
 from netfl.learning import (
     DataRootError,
+    EvalTask,
     LearningContext,
     ModelSpec,
     PartitionError,
     SerialExecutor,
     TrainConfig,
-    evaluate,
+    combine_scores,
     get_model_spec,
     load_dataset,
     num_parameters,
@@ -176,13 +177,14 @@ class World:
                 num_classes=self.dataset.num_classes,
                 specs={name: info.spec for name, info in self.models.items()},
                 device=self.torch_device,
+                test_x=self.dataset.test_x,
+                test_y=self.dataset.test_y,
             )
             try:
                 self.executor = make_executor(context, scenario.learning)
             except ImportError as err:
                 raise UserError(f"{source}: learning.executor: {err}") from None
             self.job_threads = getattr(self.executor, "threads", torch.get_num_threads())
-            self._eval_models: dict[str, torch.nn.Module] = {}
 
     def close(self) -> None:
         """Stop the executor's workers (a no-op for the serial executor)."""
@@ -385,20 +387,36 @@ class World:
     ) -> tuple[float, float]:
         """Accuracy and loss of ``state`` (of model ``name``, default the global model) on
         the server's test set (not charged in time)."""
-        spec = self.models[name or self.model.spec.name].spec
-        if spec.name not in self._eval_models:
-            self._eval_models[spec.name] = spec.build(
-                self.dataset.input_shape, self.dataset.num_classes
-            )
-        return evaluate(
-            self._eval_models[spec.name],
-            state,
-            self.dataset.test_x,
-            self.dataset.test_y,
-            spec.loss_fn(),
-            self.scenario.learning.eval_batch_size,
-            self.torch_device,
-        )
+        return self.evaluate_many([(state, name)])[0]
+
+    def evaluate_many(
+        self, items: list[tuple[dict[str, torch.Tensor], str | None]]
+    ) -> list[tuple[float, float]]:
+        """:meth:`evaluate` of every ``(state, model name)``, as jobs of the executor: on a
+        pool the evaluations run in parallel, and a single one is split into runs of whole
+        test batches over the workers. The per-batch scores are summed in batch order, so
+        the results are the serial executor's (with the same job threads)."""
+        n = len(self.dataset.test_y)
+        batch = self.scenario.learning.eval_batch_size
+        batches = -(-n // batch)
+        workers = getattr(self.executor, "workers", 1)
+        chunks = max(1, min(batches, -(-workers // max(len(items), 1))))
+        bounds = [
+            (batches * i // chunks * batch, min(batches * (i + 1) // chunks * batch, n))
+            for i in range(chunks)
+        ]
+        jobs = [
+            [
+                self.executor.submit(
+                    EvalTask(
+                        self.models[name or self.model.spec.name].spec.name, state, a, b, batch
+                    )
+                )
+                for a, b in bounds
+            ]
+            for state, name in items
+        ]
+        return [combine_scores([s for job in row for s in job.result()], n) for row in jobs]
 
     def __repr__(self) -> str:
         return (

@@ -204,9 +204,9 @@ class FD(_SoftTargets):
         if k is not None and k < len(devices):
             rng = self.world.streams.generator("fd_eval")
             devices = [devices[i] for i in sorted(rng.choice(len(devices), k, replace=False))]
-        scores = [
-            self.world.evaluate(self.device_states.get(d.index, self.global_state)) for d in devices
-        ]
+        scores = self.world.evaluate_many(
+            [(self.device_states.get(d.index, self.global_state), None) for d in devices]
+        )
         return float(np.mean([a for a, _ in scores])), float(np.mean([loss for _, loss in scores]))
 
     def state_dict(self) -> dict[str, Any]:

@@ -50,9 +50,14 @@ class HeterogeneousFL(FedAvg):
         """Test accuracy of every device model (recorded); returns the mean accuracy and loss."""
         world = self.world
         accs, losses = [], []
-        for d in world.devices:
-            name = world.device_model(d).spec.name
-            acc, loss = world.evaluate(self.device_states[d.index], name)
+        names = [world.device_model(d).spec.name for d in world.devices]
+        scores = world.evaluate_many(
+            [
+                (self.device_states[d.index], name)
+                for d, name in zip(world.devices, names, strict=True)
+            ]
+        )
+        for d, name, (acc, loss) in zip(world.devices, names, scores, strict=True):
             accs.append(acc)
             losses.append(loss)
             self.device_scores.append(

@@ -6,6 +6,7 @@ Pure torch: nothing here imports SimPy or the radio.
 from netfl.learning.datasets import DATASETS, DataRootError, Dataset, load_dataset
 from netfl.learning.executor import (
     DistillTask,
+    EvalTask,
     LearningContext,
     SerialExecutor,
     SplitTask,
@@ -14,7 +15,14 @@ from netfl.learning.executor import (
 from netfl.learning.models import MODELS, ModelSpec, get_model_spec, num_parameters
 from netfl.learning.params import clone_state, state_numel, weighted_average
 from netfl.learning.partition import PARTITIONERS, PartitionError, partition
-from netfl.learning.train import TrainConfig, TrainResult, evaluate, resolve_device, train_local
+from netfl.learning.train import (
+    TrainConfig,
+    TrainResult,
+    combine_scores,
+    evaluate,
+    resolve_device,
+    train_local,
+)
 
 __all__ = [
     "DATASETS",
@@ -26,6 +34,7 @@ __all__ = [
     "TrainTask",
     "SplitTask",
     "DistillTask",
+    "EvalTask",
     "MODELS",
     "ModelSpec",
     "get_model_spec",
@@ -39,6 +48,7 @@ __all__ = [
     "TrainConfig",
     "TrainResult",
     "evaluate",
+    "combine_scores",
     "resolve_device",
     "train_local",
 ]

@@ -27,7 +27,7 @@ from netfl.learning.split_train import (
     train_local_loss,
     train_server_part,
 )
-from netfl.learning.train import TrainConfig, train_local
+from netfl.learning.train import TrainConfig, evaluate_batches, train_local
 from netfl.learning.zkt import (
     Generator,
     ZKTServerConfig,
@@ -42,6 +42,7 @@ __all__ = [
     "DistillTask",
     "ZKTServerTask",
     "FedMDTask",
+    "EvalTask",
     "LearningContext",
     "SerialExecutor",
 ]
@@ -136,12 +137,26 @@ class DistillTask:
     temperature: float = 1.0
 
 
-Task = TrainTask | SplitTask | DistillTask | ZKTServerTask | FedMDTask
+@dataclass
+class EvalTask:
+    """Test rows ``[start, stop)`` of the context's test set scored with ``state`` of
+    ``model``, in batches of ``batch_size`` (picklable; result: one ``(correct, summed
+    loss)`` per batch). Evaluation is not simulated (not charged in time): it runs
+    wherever the executor runs jobs, the test set split over its workers."""
+
+    model: str
+    state: dict[str, torch.Tensor]
+    start: int
+    stop: int
+    batch_size: int
+
+
+Task = TrainTask | SplitTask | DistillTask | ZKTServerTask | FedMDTask | EvalTask
 
 
 @dataclass
 class LearningContext:
-    """What every worker holds once: the training tensors and the model builders."""
+    """What every worker holds once: the training (and test) tensors and the model builders."""
 
     train_x: torch.Tensor
     train_y: torch.Tensor
@@ -149,6 +164,8 @@ class LearningContext:
     num_classes: int
     specs: dict[str, ModelSpec]
     device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+    test_x: torch.Tensor | None = None
+    test_y: torch.Tensor | None = None
     _models: dict[str, nn.Module] = field(default_factory=dict, repr=False)
     _splits: dict[str, tuple[Split, nn.Module]] = field(default_factory=dict, repr=False)
 
@@ -181,6 +198,18 @@ class LearningContext:
             return self._run_zkt(task)
         if isinstance(task, FedMDTask):
             return self._run_fedmd(task)
+        if isinstance(task, EvalTask):
+            assert self.test_x is not None and self.test_y is not None, "no test set"
+            rows = slice(task.start, task.stop)
+            return evaluate_batches(
+                self.model(task.model),
+                task.state,
+                self.test_x[rows],
+                self.test_y[rows],
+                self.specs[task.model].loss_fn(),
+                task.batch_size,
+                self.device,
+            )
         idx = torch.from_numpy(np.asarray(task.indices, dtype=np.int64))
         spec = self.specs[task.model]
         extra = proximal_loss(task.proximal_weight, task.state) if task.proximal_weight else None

@@ -13,6 +13,8 @@ __all__ = [
     "TrainResult",
     "train_local",
     "evaluate",
+    "evaluate_batches",
+    "combine_scores",
     "resolve_device",
     "batch_bounds",
     "sgd",
@@ -119,6 +121,40 @@ def train_local(
 
 
 @torch.no_grad()
+def evaluate_batches(
+    model: nn.Module,
+    state: State,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    batch_size: int = 1000,
+    device: torch.device = CPU,
+) -> list[tuple[int, float]]:
+    """``(correct predictions, summed loss)`` of ``state`` on each batch of ``(x, y)``."""
+    model.load_state_dict(state)
+    model.to(device)
+    model.eval()
+    scores = []
+    for start in range(0, len(y), batch_size):
+        xb = x[start : start + batch_size].to(device)
+        yb = y[start : start + batch_size].to(device)
+        logits = model(xb)
+        scores.append(
+            (int((logits.argmax(dim=1) == yb).sum()), float(loss_fn(logits, yb)) * len(yb))
+        )
+    return scores
+
+
+def combine_scores(scores: list[tuple[int, float]], n: int) -> tuple[float, float]:
+    """Accuracy and mean loss over ``n`` samples from per-batch scores, summed in batch
+    order (the same floats however the batches were shared out)."""
+    correct, loss_sum = 0, 0.0
+    for c, loss in scores:
+        correct += c
+        loss_sum += loss
+    return correct / n, loss_sum / n
+
+
 def evaluate(
     model: nn.Module,
     state: State,
@@ -129,15 +165,4 @@ def evaluate(
     device: torch.device = CPU,
 ) -> tuple[float, float]:
     """Accuracy in [0, 1] and mean loss of ``state`` on ``(x, y)``."""
-    model.load_state_dict(state)
-    model.to(device)
-    model.eval()
-    correct = 0
-    loss_sum = 0.0
-    for start in range(0, len(y), batch_size):
-        xb = x[start : start + batch_size].to(device)
-        yb = y[start : start + batch_size].to(device)
-        logits = model(xb)
-        loss_sum += float(loss_fn(logits, yb)) * len(yb)
-        correct += int((logits.argmax(dim=1) == yb).sum())
-    return correct / len(y), loss_sum / len(y)
+    return combine_scores(evaluate_batches(model, state, x, y, loss_fn, batch_size, device), len(y))

@@ -18,7 +18,14 @@ def _rounds(algorithm: dict, executor: str, **learning) -> pd.DataFrame:
             model={"name": "fcn"},
             training={"rounds": 3, "batch_size": 16, "lr": 0.05},
             algorithm=algorithm,
-            learning={"mode": "learn", "executor": executor, "num_threads": 1, **learning},
+            # test batches of 64: one evaluation is split over the workers
+            learning={
+                "mode": "learn",
+                "executor": executor,
+                "num_threads": 1,
+                "eval_batch_size": 64,
+                **learning,
+            },
         )
     )
     result = run(scenario)
@@ -34,8 +41,8 @@ def test_process_pool_and_ray_actors_give_the_serial_rounds(algorithm, ray_local
     assert serial["accuracy"].notna().all() and serial["accuracy"].iloc[-1] > 0.2
     pool = _rounds(algorithm, "process", workers=2)
     actors = _rounds(algorithm, "ray", workers=2)
-    pd.testing.assert_frame_equal(serial, pool)
-    pd.testing.assert_frame_equal(serial, actors)
+    pd.testing.assert_frame_equal(serial, pool, check_exact=True)
+    pd.testing.assert_frame_equal(serial, actors, check_exact=True)
 
 
 def test_a_failing_job_in_a_worker_fails_the_run(monkeypatch):
@@ -335,3 +342,52 @@ def test_shared_states_cover_dicts_of_states_and_leave_other_dtypes_inline():
     finally:
         store.close()
     assert store.segments == 0
+
+
+def test_an_evaluation_is_split_into_whole_test_batches_over_the_workers():
+    """With 3 workers and one state, the test set goes out as 3 contiguous runs of whole
+    batches covering every row once; with 5 states, one job each; the scores are the
+    serial evaluation's exactly."""
+    from netfl.learning.executor import SerialExecutor
+    from netfl.learning.train import evaluate
+    from netfl.world import World
+
+    world = World(
+        parse_scenario(
+            tiny_scenario(
+                data={"dataset": "digits"},
+                learning={"mode": "learn", "eval_batch_size": 50},
+            )
+        )
+    )
+    seen = []
+
+    class ThreeWorkers(SerialExecutor):
+        workers = 3
+
+        def submit(self, task):
+            seen.append((task.start, task.stop))
+            return super().submit(task)
+
+    world.executor = ThreeWorkers(world.executor.context)
+    spec = world.model.spec
+    states = [world.init_model_state(None, k) for k in range(5)]
+    n = len(world.dataset.test_y)
+    expected = [
+        evaluate(
+            spec.build(world.dataset.input_shape, world.dataset.num_classes),
+            s,
+            world.dataset.test_x,
+            world.dataset.test_y,
+            spec.loss_fn(),
+            50,
+        )
+        for s in states
+    ]
+    assert world.evaluate(states[0]) == expected[0]
+    assert len(seen) == 3 and seen[0][0] == 0 and seen[-1][1] == n
+    assert all(a % 50 == 0 and a < b for a, b in seen)
+    assert all(seen[i][1] == seen[i + 1][0] for i in range(2))
+    seen.clear()
+    assert world.evaluate_many([(s, None) for s in states]) == expected
+    assert seen == [(0, n)] * 5
