@@ -14,8 +14,9 @@ from netfl.algorithms.base import (
 from netfl.algorithms.dfl import DFL, FD, DFLConfig, FDConfig
 from netfl.algorithms.ecofed import EcoFed, EcoFedConfig
 from netfl.algorithms.fedavg import FedAvg, FedAvgConfig
-from netfl.algorithms.feddif import FedDif, FedDifConfig, FedSwap
+from netfl.algorithms.feddif import FedDif, FedDifConfig
 from netfl.algorithms.fedmd import FedMD, FedMDConfig
+from netfl.algorithms.fedswap import FedSwap
 from netfl.algorithms.fedzkt import FedZKT, FedZKTConfig
 from netfl.algorithms.split import LocalLossDPFL, SplitConfig, VanillaDPFL
 

@@ -59,7 +59,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Generator
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -70,6 +69,7 @@ from pydantic import Field
 from netfl.algorithms.base import RoundSummary, register
 from netfl.algorithms.fedavg import FedAvg, FedAvgConfig
 from netfl.algorithms.feddif_state import (
+    Chain,
     candidate_dol,
     chain_weights,
     dsi,
@@ -82,7 +82,7 @@ from netfl.algorithms.feddif_state import (
 from netfl.learning import TrainResult, weighted_average
 from netfl.nodes import Node
 
-__all__ = ["FedDif", "FedDifConfig", "FedSwap", "DIFFUSION_STOP"]
+__all__ = ["FedDif", "FedDifConfig", "DIFFUSION_STOP"]
 
 #: codes of the ``diffusion_stop`` column
 DIFFUSION_STOP = {"none_planned": 0, "iid": 1, "no_pair": 2, "max_rounds": 3}
@@ -119,18 +119,6 @@ class FedDifConfig(FedAvgConfig):
     )
 
 
-@dataclass
-class _Chain:
-    """One local model on its diffusion chain."""
-
-    holder: int  # position of its holder in the round's PUE list
-    visited: list[int]  # PUE positions that trained it, in order
-    size: float  # Σ |D_i| over the chain
-    dol: np.ndarray  # ψ (11)
-    state: dict | None = None
-    loss: float = float("nan")
-
-
 @register
 class FedDif(FedAvg):
     """FedDif (Ahn et al., Algorithms 1-2): diffuse local models over D2D before aggregating."""
@@ -160,7 +148,7 @@ class FedDif(FedAvg):
         return []
 
     # -- steps a variant may override ------------------------------------------
-    def valuations(self, chains: list[_Chain], pues: list[Node]) -> np.ndarray:
+    def valuations(self, chains: list[Chain], pues: list[Node]) -> np.ndarray:
         """v(m, i) (17) of every model and PUE, shape (M, N)."""
         idx = [p.index for p in pues]
         return valuation_matrix(
@@ -171,7 +159,7 @@ class FedDif(FedAvg):
             self.config.iid_distance,
         )
 
-    def diffusion_done(self, chains: list[_Chain], distances: np.ndarray, n_pues: int) -> bool:
+    def diffusion_done(self, chains: list[Chain], distances: np.ndarray, n_pues: int) -> bool:
         """Algorithm 2, line 10: stop once every model's IID distance is ≤ ε."""
         return bool(np.all(distances <= self.config.epsilon))
 
@@ -187,7 +175,7 @@ class FedDif(FedAvg):
         world, env = self.world, self.world.env
         pues = self.select_clients(r)
         chains = [
-            _Chain(i, [i], float(self.sizes[p.index]), self.dsis[p.index].copy())
+            Chain(i, [i], float(self.sizes[p.index]), self.dsis[p.index].copy())
             for i, p in enumerate(pues)
         ]
         d0 = self._distances(chains)
@@ -304,7 +292,7 @@ class FedDif(FedAvg):
         return (yield from self.local_update(r, device, self.global_state))
 
     def _diffuse(
-        self, r: int, k: int, chain: _Chain, receiver: Node, pues: list[Node]
+        self, r: int, k: int, chain: Chain, receiver: Node, pues: list[Node]
     ) -> Generator[simpy.Event, Any, TrainResult | None]:
         """Send ``chain``'s model from its holder to ``receiver`` (D2D); train it there."""
         holder = pues[chain.holder]
@@ -315,7 +303,7 @@ class FedDif(FedAvg):
             )
         )
 
-    def _trained(self, chain: _Chain, result: TrainResult | None) -> None:
+    def _trained(self, chain: Chain, result: TrainResult | None) -> None:
         if result is not None:
             chain.state = result.state
             chain.loss = result.mean_loss
@@ -336,7 +324,7 @@ class FedDif(FedAvg):
         return bits * len(dsts) if src is not self.world.bs else bits
 
     def _exchange_bids(
-        self, pues: list[Node], chains: list[_Chain]
+        self, pues: list[Node], chains: list[Chain]
     ) -> Generator[simpy.Event, Any, float]:
         """DoLs to the PUEs through the BS, then every PUE's bids to the BS (17)-(19)."""
         world, env = self.world, self.world.env
@@ -358,7 +346,7 @@ class FedDif(FedAvg):
         yield simpy.AllOf(env, bids)
         return bits + sum(b.value for b in bids)
 
-    def schedule(self, pues: list[Node], chains: list[_Chain]) -> dict[str, Any]:
+    def schedule(self, pues: list[Node], chains: list[Chain]) -> dict[str, Any]:
         """Winner selection (Algorithm 1): edge weights (20)-(21), matching, (16f).
 
         Returns the chosen ``pairs`` (model, PUE position) and the matrices behind them.
@@ -394,7 +382,7 @@ class FedDif(FedAvg):
         """Kuhn–Munkres is O(n³) on the n = max(M, N) square matrix (Sec. V, (22))."""
         return float(max(num_models, num_pues) ** 3)
 
-    def _distances(self, chains: list[_Chain]) -> np.ndarray:
+    def _distances(self, chains: list[Chain]) -> np.ndarray:
         return np.atleast_1d(
             iid_distance(np.stack([c.dol for c in chains]), self.config.iid_distance)
         )
@@ -403,7 +391,7 @@ class FedDif(FedAvg):
         self,
         r: int,
         k: int,
-        chains: list[_Chain],
+        chains: list[Chain],
         distances: np.ndarray,
         decision: dict[str, Any],
         stop: str,
@@ -447,28 +435,3 @@ class FedDif(FedAvg):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         super().load_state_dict(state)
         self._rows = list(state.get("diffusion_rows", []))
-
-
-@register
-class FedSwap(FedDif):
-    """Full diffusion (the paper's FedSwap baseline): every model visits every reachable PUE.
-
-    Same process as FedDif; every unvisited PUE is worth 1 to every model, so the
-    matching prefers the best links (weight 1/B̃) and diffusion ends only when no
-    chain can grow (every chain complete, or the PUEs left out of range: (16e), (A.1)).
-    No DoLs are exchanged; bids carry the channel state only.
-    """
-
-    name = "fedswap"
-
-    def valuations(self, chains: list[_Chain], pues: list[Node]) -> np.ndarray:
-        return np.ones((len(chains), len(pues)))
-
-    def diffusion_done(self, chains: list[_Chain], distances: np.ndarray, n_pues: int) -> bool:
-        return all(len(c.visited) >= n_pues for c in chains)
-
-    def bid_values_per_model(self) -> int:
-        return 1
-
-    def sends_dols(self) -> bool:
-        return False

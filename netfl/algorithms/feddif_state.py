@@ -20,6 +20,7 @@ Improvement of Federated Learning with Non-IID Data", arXiv 2207.07493.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -30,6 +31,7 @@ from channel_models.link_budget import outage_probability
 from channel_models.registry import lookup
 
 __all__ = [
+    "Chain",
     "IID_DISTANCES",
     "dsi",
     "dol",
@@ -210,3 +212,15 @@ def chain_weights(chain_sizes: Sequence[float]) -> np.ndarray:
     """Aggregation weights of (6): each model's chain data size over the total."""
     s = np.asarray(chain_sizes, dtype=float)
     return s / s.sum()
+
+
+@dataclass
+class Chain:
+    """One local model on its diffusion chain."""
+
+    holder: int  # position of its holder in the round's PUE list
+    visited: list[int]  # PUE positions that trained it, in order
+    size: float  # Σ |D_i| over the chain
+    dol: np.ndarray  # ψ (11)
+    state: dict | None = None
+    loss: float = float("nan")

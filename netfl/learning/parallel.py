@@ -21,11 +21,7 @@ name (a worker copies the tensors out); Ray puts it into the object store once.
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 import gc
-import io
-import mmap
 import os
 import pickle
 import signal
@@ -34,13 +30,21 @@ import weakref
 from collections import deque
 from concurrent.futures import CancelledError, Future, ProcessPoolExecutor
 from dataclasses import dataclass
-from multiprocessing import get_context, shared_memory
+from multiprocessing import get_context
 from typing import Any
 
-import numpy as np
 import torch
 
 from netfl.learning.executor import LearningContext, SerialExecutor, Task
+from netfl.learning.transport import (
+    SharedState,
+    SharedStates,
+    encode,
+    map_refs,
+    map_states,
+    read_shared,
+    state_key,
+)
 
 __all__ = [
     "ProcessExecutor",
@@ -96,233 +100,9 @@ def _init_worker(context: LearningContext, threads: int) -> None:
     _WORKER_CONTEXT = context
 
 
-#: tensor dtypes that travel as numpy arrays (bfloat16 and others: torch's own pickling)
-_NUMPY_DTYPES = {
-    torch.float64,
-    torch.float32,
-    torch.float16,
-    torch.int64,
-    torch.int32,
-    torch.int16,
-    torch.int8,
-    torch.uint8,
-    torch.bool,
-}
-
-
-def _as_numpy(value: Any) -> np.ndarray | None:
-    """A plain CPU tensor as the numpy array sharing its memory (``None`` for anything
-    else: other devices, layouts or dtypes, tensors that need a gradient)."""
-    if (
-        type(value) is torch.Tensor
-        and value.device.type == "cpu"
-        and value.layout is torch.strided
-        and value.dtype in _NUMPY_DTYPES
-        and not value.requires_grad
-        and not value.is_conj()
-        and not value.is_neg()
-    ):
-        return value.numpy()
-    return None
-
-
-class _TensorPickler(pickle.Pickler):
-    """Pickles plain CPU tensors as numpy arrays (rebuilt by ``torch.from_numpy``: same
-    dtype, shape and values). torch's own reduction for inter-process queues moves each
-    tensor through a new shared-memory segment, ~5× slower for a model's state than
-    these bytes through the pipe (measured: 3.5 ms against 0.6 ms for 0.8 MB)."""
-
-    def reducer_override(self, obj):
-        array = _as_numpy(obj)
-        if array is not None:
-            return torch.from_numpy, (array,)
-        return NotImplemented
-
-
-def encode(obj: Any) -> bytes:
-    """``obj`` as bytes, tensors as numpy arrays (:class:`_TensorPickler`)."""
-    buf = io.BytesIO()
-    _TensorPickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
-    return buf.getvalue()
-
-
-# -- model states that jobs carry ---------------------------------------------------
-
-
-def _is_state(value: Any) -> bool:
-    return (
-        isinstance(value, dict)
-        and bool(value)
-        and all(isinstance(v, torch.Tensor) for v in value.values())
-    )
-
-
-def _map_states(task: Task, fn) -> Task:
-    """``task`` with ``fn(state)`` in place of every model state it carries directly:
-    a field holding a state, or a dict of states (a split model's parts)."""
-    changes = {}
-    for f in dataclasses.fields(task):
-        value = getattr(task, f.name)
-        if _is_state(value):
-            changes[f.name] = fn(value)
-        elif isinstance(value, dict) and value and all(map(_is_state, value.values())):
-            changes[f.name] = {k: fn(v) for k, v in value.items()}
-    return dataclasses.replace(task, **changes) if changes else task
-
-
-def _map_refs(task: Task, kind: type, fn) -> Task:
-    """The inverse walk of :func:`_map_states`: ``fn(ref)`` for every ``kind`` reference."""
-    changes = {}
-    for f in dataclasses.fields(task):
-        value = getattr(task, f.name)
-        if isinstance(value, kind):
-            changes[f.name] = fn(value)
-        elif isinstance(value, dict) and any(isinstance(v, kind) for v in value.values()):
-            changes[f.name] = {k: fn(v) if isinstance(v, kind) else v for k, v in value.items()}
-    return dataclasses.replace(task, **changes) if changes else task
-
-
-def _state_key(state: dict[str, torch.Tensor]) -> tuple:
-    """Identity of a state *and of its contents*: the dict, its tensors and their
-    in-place version counters (a state updated in place is a new state)."""
-    return (id(state), tuple((id(t), t._version) for t in state.values()))
-
-
-@contextlib.contextmanager
-def _attached(name: str):
-    """A read-only view of shared-memory segment ``name`` (in a worker).
-
-    On POSIX the segment is mapped directly, not by ``SharedMemory``: before Python
-    3.13 that registers every attachment with the resource tracker, and workers
-    attaching one segment at once corrupt the tracker's records of a segment the
-    simulator owns (it created it and unlinks it).
-    """
-    if os.name != "posix":
-        shm = shared_memory.SharedMemory(name)
-        try:
-            yield shm.buf
-        finally:
-            shm.close()
-        return
-    import _posixshmem  # what SharedMemory itself opens segments with
-
-    fd = _posixshmem.shm_open("/" + name, os.O_RDONLY, mode=0o600)
-    try:
-        mapping = mmap.mmap(fd, os.fstat(fd).st_size, prot=mmap.PROT_READ)
-    finally:
-        os.close(fd)
-    try:
-        yield mapping
-    finally:
-        mapping.close()
-
-
-@dataclass(frozen=True)
-class _SharedState:
-    """A model state in a shared-memory segment: ``(key, numpy dtype, shape, offset)``
-    of every tensor."""
-
-    name: str
-    layout: tuple[tuple[str, str, tuple[int, ...], int], ...]
-
-
-def _read_shared(ref: _SharedState) -> dict[str, torch.Tensor]:
-    """The state's tensors, copied out of the segment (in a worker)."""
-    state = {}
-    with _attached(ref.name) as buffer:
-        for key, dtype, shape, offset in ref.layout:
-            view = np.ndarray(shape, dtype, buffer=buffer, offset=offset)
-            state[key] = torch.from_numpy(view.copy())
-            del view  # (a mapping cannot close while a view of it exists)
-    return state
-
-
-class _SharedStates:
-    """The simulator's side of shared states: one segment per distinct state that a
-    queued or running job needs; a segment no job needs is unlinked once
-    :attr:`KEEP` newer ones exist (the jobs of a round start over simulated time,
-    so the round's state stays shared until its last job has been sent)."""
-
-    KEEP = 2
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        #: key → [state (kept alive: its id stays unique), segment, reference, jobs using it]
-        self._entries: dict[tuple, list] = {}
-        self.created = 0  # segments written
-
-    def share(self, task: Task) -> tuple[Task, list[tuple]]:
-        """``task`` with its shareable states replaced by references; the keys it uses."""
-        keys: list[tuple] = []
-
-        def put(state: dict[str, torch.Tensor]):
-            arrays = {k: _as_numpy(v) for k, v in state.items()}
-            if any(a is None for a in arrays.values()):
-                return state  # e.g. bfloat16: through the pipe
-            key = _state_key(state)
-            with self._lock:
-                entry = self._entries.pop(key, None)
-                if entry is None:
-                    entry = [state, *self._write(arrays), 0]
-                    self.created += 1
-                entry[3] += 1
-                self._entries[key] = entry  # the newest
-                self._evict()
-            keys.append(key)
-            return entry[2]
-
-        try:
-            return _map_states(task, put), keys
-        except BaseException:
-            self.release(keys)
-            raise
-
-    @staticmethod
-    def _write(arrays: dict[str, np.ndarray]) -> tuple[shared_memory.SharedMemory, _SharedState]:
-        layout, size = [], 0
-        for key, a in arrays.items():
-            layout.append((key, a.dtype.str, a.shape, size))
-            size += -(-a.nbytes // 64) * 64  # 64-byte aligned
-        shm = shared_memory.SharedMemory(create=True, size=max(size, 1))
-        for (_key, _, shape, offset), a in zip(layout, arrays.values(), strict=True):
-            np.ndarray(shape, a.dtype, buffer=shm.buf, offset=offset)[...] = a
-        return shm, _SharedState(shm.name, tuple(layout))
-
-    def release(self, keys: list[tuple]) -> None:
-        """The jobs that used ``keys`` are done."""
-        with self._lock:
-            for key in keys:
-                self._entries[key][3] -= 1
-            self._evict()
-
-    def _evict(self) -> None:
-        idle = [k for k, e in self._entries.items() if e[3] == 0]
-        for key in idle[: max(0, len(self._entries) - self.KEEP)]:
-            self._unlink(self._entries.pop(key))
-
-    @property
-    def segments(self) -> int:
-        return len(self._entries)
-
-    @staticmethod
-    def _unlink(entry: list) -> None:
-        shm = entry[1]
-        shm.close()
-        try:
-            shm.unlink()
-        except FileNotFoundError:
-            pass
-
-    def close(self) -> None:
-        with self._lock:
-            entries, self._entries = list(self._entries.values()), {}
-        for entry in entries:
-            self._unlink(entry)
-
-
 def _run_in_worker(payload: bytes) -> bytes:
     assert _WORKER_CONTEXT is not None, "worker started without its context"
-    task = _map_refs(pickle.loads(payload), _SharedState, _read_shared)
+    task = map_refs(pickle.loads(payload), SharedState, read_shared)
     return encode(_WORKER_CONTEXT.run(task))
 
 
@@ -351,7 +131,7 @@ class ProcessExecutor:
     others wait here as tasks, encoded only when a dispatcher thread sends them, so a
     round of 1,000 devices does not hold 1,000 encoded copies of the global model.
     The model states a job starts from go through shared memory, written once per
-    distinct state (:class:`_SharedStates`): sending a 0.8 MB state through the
+    distinct state (:class:`SharedStates`): sending a 0.8 MB state through the
     pool's pipe cost 1.7 ms of this process's CPU per job, a shared one 0.08 ms.
     """
 
@@ -362,7 +142,7 @@ class ProcessExecutor:
         ctx = mp_context("spawn" if context.device.type == "cuda" else None)
         self.workers, self.threads = workers, threads
         self.in_flight = in_flight or 4 * workers
-        self.shared = _SharedStates()
+        self.shared = SharedStates()
         # segments are unlinked at close, or when this executor is collected or the
         # interpreter exits without closing it
         self._finalizer = weakref.finalize(self, self.shared.close)
@@ -468,7 +248,7 @@ def _fetch_states(task: Task) -> Task:
     """The job with its stored states fetched (on the actor)."""
     import ray
 
-    return _map_refs(task, _Stored, lambda stored: ray.get(stored.ref))
+    return map_refs(task, _Stored, lambda stored: ray.get(stored.ref))
 
 
 class RayExecutor:
@@ -510,7 +290,7 @@ class RayExecutor:
         which then crosses to the cluster once, not once per device."""
 
         def put(state: dict[str, torch.Tensor]) -> _Stored:
-            key = _state_key(state)
+            key = state_key(state)
             if key not in self._stored:
                 if len(self._stored) >= 8:  # the oldest: a previous round's state
                     self._stored.pop(next(iter(self._stored)))
@@ -518,7 +298,7 @@ class RayExecutor:
                 self._stored[key] = (state, self._ray.put(state))
             return _Stored(self._stored[key][1])
 
-        return _map_states(task, put)
+        return map_states(task, put)
 
     def submit(self, task: Task) -> Future:
         with self._lock:

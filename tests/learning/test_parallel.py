@@ -81,7 +81,7 @@ def test_jobs_and_results_cross_processes_unchanged():
     import numpy as np
     import torch
 
-    from netfl.learning.parallel import encode
+    from netfl.learning.transport import encode
 
     g = torch.Generator().manual_seed(0)
     w = torch.randn(6, 5, generator=g)
@@ -317,7 +317,7 @@ def test_shared_states_cover_dicts_of_states_and_leave_other_dtypes_inline():
     import torch
 
     from netfl.learning.executor import SplitTask, TrainConfig
-    from netfl.learning.parallel import _map_refs, _read_shared, _SharedState, _SharedStates
+    from netfl.learning.transport import SharedState, SharedStates, map_refs, read_shared
 
     parts = {
         "device": {"w": torch.randn(3, 4), "n": torch.tensor(7)},
@@ -325,13 +325,13 @@ def test_shared_states_cover_dicts_of_states_and_leave_other_dtypes_inline():
         "aux": {"w": torch.randn(2, dtype=torch.bfloat16)},
     }
     task = SplitTask("server", "cnn", "p", parts, np.arange(4), TrainConfig(), 0)
-    store = _SharedStates()
+    store = SharedStates()
     try:
         shared, keys = store.share(task)
-        assert isinstance(shared.states["device"], _SharedState)
-        assert isinstance(shared.states["server"], _SharedState)
+        assert isinstance(shared.states["device"], SharedState)
+        assert isinstance(shared.states["server"], SharedState)
         assert shared.states["aux"] is parts["aux"] and len(keys) == 2
-        back = _map_refs(shared, _SharedState, _read_shared)
+        back = map_refs(shared, SharedState, read_shared)
         for part, state in parts.items():
             for k, v in state.items():
                 assert back.states[part][k].dtype == v.dtype and torch.equal(

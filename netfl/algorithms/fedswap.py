@@ -1,0 +1,37 @@
+"""FedSwap: the full-diffusion baseline of FedDif (Ahn et al., Sec. VI)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from netfl.algorithms.base import register
+from netfl.algorithms.feddif import FedDif
+from netfl.algorithms.feddif_state import Chain
+from netfl.nodes import Node
+
+__all__ = ["FedSwap"]
+
+
+@register
+class FedSwap(FedDif):
+    """Full diffusion (the paper's FedSwap baseline): every model visits every reachable PUE.
+
+    Same process as FedDif; every unvisited PUE is worth 1 to every model, so the
+    matching prefers the best links (weight 1/B̃) and diffusion ends only when no
+    chain can grow (every chain complete, or the PUEs left out of range: (16e), (A.1)).
+    No DoLs are exchanged; bids carry the channel state only.
+    """
+
+    name = "fedswap"
+
+    def valuations(self, chains: list[Chain], pues: list[Node]) -> np.ndarray:
+        return np.ones((len(chains), len(pues)))
+
+    def diffusion_done(self, chains: list[Chain], distances: np.ndarray, n_pues: int) -> bool:
+        return all(len(c.visited) >= n_pues for c in chains)
+
+    def bid_values_per_model(self) -> int:
+        return 1
+
+    def sends_dols(self) -> bool:
+        return False
