@@ -35,6 +35,7 @@ __all__ = [
     "map_refs",
     "map_states",
     "read_shared",
+    "shm_free_bytes",
     "state_key",
 ]
 
@@ -160,6 +161,22 @@ def attached(name: str):
         mapping.close()
 
 
+def _aligned_size(arrays) -> int:
+    """Bytes of ``arrays`` laid out one after another, each 64-byte aligned."""
+    return sum(-(-a.nbytes // 64) * 64 for a in arrays)
+
+
+def shm_free_bytes() -> int:
+    """Free bytes where shared-memory segments live (``/dev/shm`` on Linux; a container
+    often gives it only 64 MB, and a segment that outgrows it kills the process with
+    SIGBUS when written, not with an error). Unlimited where there is no such mount."""
+    try:
+        st = os.statvfs("/dev/shm")
+    except OSError:
+        return 2**62
+    return st.f_bavail * st.f_frsize
+
+
 @dataclass(frozen=True)
 class SharedState:
     """A model state in a shared-memory segment: ``(key, numpy dtype, shape, offset)``
@@ -184,7 +201,9 @@ class SharedStates:
     """The simulator's side of shared states: one segment per distinct state that a
     queued or running job needs; a segment no job needs is unlinked once
     :attr:`KEEP` newer ones exist (the jobs of a round start over simulated time,
-    so the round's state stays shared until its last job has been sent)."""
+    so the round's state stays shared until its last job has been sent). A state
+    larger than half the free shared memory (:func:`shm_free_bytes`) travels with
+    its job instead."""
 
     KEEP = 2
 
@@ -193,6 +212,7 @@ class SharedStates:
         #: key → [state (kept alive: its id stays unique), segment, reference, jobs using it]
         self._entries: dict[tuple, list] = {}
         self.created = 0  # segments written
+        self.inline = 0  # states sent through the pipe for want of shared memory
 
     def share(self, task: Task) -> tuple[Task, list[tuple]]:
         """``task`` with its shareable states replaced by references; the keys it uses."""
@@ -206,6 +226,9 @@ class SharedStates:
             with self._lock:
                 entry = self._entries.pop(key, None)
                 if entry is None:
+                    if _aligned_size(arrays.values()) > shm_free_bytes() // 2:
+                        self.inline += 1
+                        return state  # no room in shared memory: through the pipe
                     entry = [state, *self._write(arrays), 0]
                     self.created += 1
                 entry[3] += 1
@@ -225,7 +248,7 @@ class SharedStates:
         layout, size = [], 0
         for key, a in arrays.items():
             layout.append((key, a.dtype.str, a.shape, size))
-            size += -(-a.nbytes // 64) * 64  # 64-byte aligned
+            size += _aligned_size([a])
         shm = shared_memory.SharedMemory(create=True, size=max(size, 1))
         for (_key, _, shape, offset), a in zip(layout, arrays.values(), strict=True):
             np.ndarray(shape, a.dtype, buffer=shm.buf, offset=offset)[...] = a

@@ -391,3 +391,41 @@ def test_an_evaluation_is_split_into_whole_test_batches_over_the_workers():
     seen.clear()
     assert world.evaluate_many([(s, None) for s in states]) == expected
     assert seen == [(0, n)] * 5
+
+
+def test_a_state_that_does_not_fit_in_shared_memory_travels_with_its_job(monkeypatch):
+    """With no room in /dev/shm (a container's 64 MB, say) states go through the pipe:
+    no segment is written and the results are the same."""
+    import torch
+
+    import netfl.learning.transport as transport
+    from netfl.learning.executor import TrainTask
+    from netfl.learning.parallel import ProcessExecutor
+    from netfl.world import World
+
+    world = World(
+        parse_scenario(
+            tiny_scenario(
+                data={"dataset": "digits", "partition": {"scheme": "iid"}},
+                learning={"mode": "learn", "num_threads": 1},
+            )
+        )
+    )
+    context = world.executor.context
+    name = world.device_model(world.devices[0]).spec.name
+    state = {k: v.clone() for k, v in context.model(name).state_dict().items()}
+    tasks = [TrainTask(name, state, world.partitions[i], world.train_config, i) for i in range(3)]
+    monkeypatch.setattr(transport, "shm_free_bytes", lambda: 0)
+    threads = torch.get_num_threads()
+    pool = ProcessExecutor(context, workers=1, threads=1)
+    try:
+        got = [j.result(timeout=120) for j in [pool.submit(t) for t in tasks]]
+        torch.set_num_threads(1)
+        for task, result in zip(tasks, got, strict=True):
+            local = context.run(task)
+            assert all(torch.equal(result.state[k], v) for k, v in local.state.items())
+        assert pool.shared.created == 0 and pool.shared.inline == 3
+    finally:
+        torch.set_num_threads(threads)
+        pool.close()
+        world.close()
