@@ -94,6 +94,7 @@ def encode(obj: Any) -> bytes:
 
 
 def is_state(value: Any) -> bool:
+    """Whether ``value`` is a model state: a non-empty dict of tensors."""
     return (
         isinstance(value, dict)
         and bool(value)
