@@ -220,13 +220,13 @@ class SharedStates:
         keys: list[tuple] = []
 
         def put(state: dict[str, torch.Tensor]):
-            arrays = {k: as_numpy(v) for k, v in state.items()}
-            if any(a is None for a in arrays.values()):
-                return state  # e.g. bfloat16: through the pipe
             key = state_key(state)
             with self._lock:
                 entry = self._entries.pop(key, None)
                 if entry is None:
+                    arrays = {k: as_numpy(v) for k, v in state.items()}
+                    if any(a is None for a in arrays.values()):
+                        return state  # e.g. bfloat16: through the pipe
                     if _aligned_size(arrays.values()) > shm_free_bytes() // 2:
                         self.inline += 1
                         return state  # no room in shared memory: through the pipe
