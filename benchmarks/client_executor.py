@@ -26,10 +26,12 @@ from netfl import parse_scenario, run
 TARGET = 0.65
 
 
-def scenario(executor: str, epochs: int = 1, devices: int = 20):
+def scenario(executor: str, epochs: int = 1, devices: int = 20, threads: int | None = None):
     learning = {"mode": "learn", "executor": executor}
     if executor != "serial":
         learning.update(workers=2, num_threads=1)
+    elif threads:
+        learning.update(num_threads=threads)
     return parse_scenario(
         {
             "name": "client_executor",
@@ -44,20 +46,25 @@ def scenario(executor: str, epochs: int = 1, devices: int = 20):
     )
 
 
-def best_wall(fn, repeats: int) -> tuple[float, object]:
-    fn()  # warm-up (lazy imports, the data set, torch's kernels)
-    walls, out = [], None
+def best_wall(fn, repeats: int) -> tuple[float, object, float]:
+    """Best wall time of ``fn`` after a warm-up (lazy imports, the data set, torch's
+    kernels), its result, and the CPU time this process spent in that run."""
+    fn()
+    best, out, cpu = float("inf"), None, 0.0
     for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        walls.append(time.perf_counter() - t0)
-    return min(walls), out
+        t0, c0 = time.perf_counter(), time.process_time()
+        result = fn()
+        wall = time.perf_counter() - t0
+        if wall < best:
+            best, out, cpu = wall, result, time.process_time() - c0
+    return best, out, cpu
 
 
 def compare(epochs: int, repeats: int) -> float:
-    bare, acc_bare = best_wall(lambda: bare_loop(scenario("serial", epochs)), repeats)
-    serial, res_s = best_wall(lambda: run(scenario("serial", epochs)), repeats)
-    pool, res_p = best_wall(lambda: run(scenario("process", epochs)), repeats)
+    bare, acc_bare, _ = best_wall(lambda: bare_loop(scenario("serial", epochs)), repeats)
+    serial, res_s, _ = best_wall(lambda: run(scenario("serial", epochs)), repeats)
+    pool, res_p, pool_cpu = best_wall(lambda: run(scenario("process", epochs)), repeats)
+    one_thread, _, _ = best_wall(lambda: run(scenario("serial", epochs, threads=1)), repeats)
     acc_s = float(res_s.rounds["accuracy"].iloc[-1])
     acc_p = float(res_p.rounds["accuracy"].iloc[-1])
     if not np.isclose(acc_p, acc_bare, atol=0.02):
@@ -66,6 +73,13 @@ def compare(epochs: int, repeats: int) -> float:
         f"{epochs} local epoch(s): bare loop {bare:.2f} s (acc {acc_bare:.4f}), netfl serial "
         f"{serial:.2f} s (acc {acc_s:.4f}), netfl process pool {pool:.2f} s "
         f"(acc {acc_p:.4f}): pool / bare = {pool / bare:.2f}"
+    )
+    # the floor two single-threaded workers could reach: the serial run with one thread
+    # per job, split perfectly in two, with no pool, no barriers and an idle simulator
+    print(
+        f"  serial with 1 thread per job {one_thread:.2f} s: half of it is {one_thread / 2 / bare:.2f}x "
+        f"the bare loop; the simulator's own CPU in the pool run {pool_cpu:.2f} s "
+        f"({pool_cpu / pool:.0%} of a core while 2 workers share 2 cores)"
     )
     return pool / bare
 

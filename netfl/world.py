@@ -162,9 +162,9 @@ class World:
             epochs=scenario.training.local_epochs,
         )
         self.executor: SerialExecutor | ProcessExecutor | RayExecutor | None = None
-        self.job_threads = torch.get_num_threads()
+        self.job_threads = self._threads_before = torch.get_num_threads()
         if self.learn:
-            if scenario.learning.num_threads:
+            if scenario.learning.num_threads:  # (until close(): the caller's count returns)
                 torch.set_num_threads(scenario.learning.num_threads)
             try:
                 self.torch_device = resolve_device(scenario.learning.device)
@@ -187,9 +187,12 @@ class World:
             self.job_threads = getattr(self.executor, "threads", torch.get_num_threads())
 
     def close(self) -> None:
-        """Stop the executor's workers (a no-op for the serial executor)."""
+        """Stop the executor's workers (a no-op for the serial executor) and give this
+        process back the torch thread count it had before (``learning.num_threads``
+        applies to the run, not to what the caller does next)."""
         if self.executor is not None:
             self.executor.close()
+        torch.set_num_threads(self._threads_before)
 
     # -- construction ------------------------------------------------------
     def _build_data(self, source: str) -> None:

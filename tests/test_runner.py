@@ -152,3 +152,25 @@ def test_manifest_records_the_torch_thread_count(tmp_path):
         json.loads((d / "manifest.json").read_text())["torch_num_threads"]
         == torch.get_num_threads()
     )
+
+
+def test_a_runs_thread_count_does_not_outlive_it():
+    """``learning.num_threads`` holds while the run lasts; afterwards the caller's torch
+    thread count is back (a notebook's next cell, a benchmark's next loop)."""
+    import torch
+
+    from netfl.runner import run
+    from netfl.scenario_io import parse_scenario
+    from tests.conftest import tiny_scenario
+
+    before = torch.get_num_threads()
+    during = before + 1
+    seen = []
+    result = run(
+        parse_scenario(
+            tiny_scenario(training={"rounds": 1}, learning={"mode": "learn", "num_threads": during})
+        ),
+        on_round=lambda row: seen.append(torch.get_num_threads()),
+    )
+    assert seen == [during] and result.info["torch_num_threads"] == during
+    assert torch.get_num_threads() == before
