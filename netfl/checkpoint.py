@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import signal
 import tempfile
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -65,13 +66,28 @@ def _restore(obj: Any) -> Any:
 @contextmanager
 def _signals_deferred():
     """Hold Ctrl-C/SIGTERM until the block ends (delivered right after): a signal in the
-    middle of ``torch.save`` would break its zip writer instead of stopping the run."""
-    signals = {signal.SIGINT, signal.SIGTERM}
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, signals)
+    middle of ``torch.save`` would break its zip writer instead of stopping the run.
+
+    The Python handlers are swapped for ones that only note the signal. Masking it
+    would not do: a mask holds a signal for the calling thread only, the kernel may
+    hand it to another (torch's worker threads), and Python still runs the handler in
+    the main thread at its next bytecode — inside ``torch.save``.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield  # (handlers can only be set from the main thread; none run elsewhere)
+        return
+    seen: list[int] = []
+    old = {
+        s: signal.signal(s, lambda signum, _frame: seen.append(signum))
+        for s in (signal.SIGINT, signal.SIGTERM)
+    }
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        for s, handler in old.items():
+            signal.signal(s, signal.SIG_DFL if handler is None else handler)
+        for s in dict.fromkeys(seen):
+            signal.raise_signal(s)  # now, to the handlers the run had
 
 
 def save_checkpoint(run_dir: str | Path, state: dict[str, Any]) -> Path:

@@ -175,3 +175,24 @@ def test_ofdma_cell_with_background_users_resumes_byte_identically(tmp_path):
     pd.testing.assert_frame_equal(
         pd.read_parquet(out / "transfers.parquet"), pd.read_parquet(whole / "transfers.parquet")
     )
+
+
+def test_a_signal_that_reaches_another_thread_waits_for_the_checkpoint_write(tmp_path):
+    """Ctrl-C delivered to a thread other than the writer's (torch's threads get signals
+    too) is held until the checkpoint is written, then raised; the file is whole."""
+    import threading
+
+    from netfl.checkpoint import _signals_deferred
+
+    written = []
+    with pytest.raises(KeyboardInterrupt):
+        with _signals_deferred():
+            other = threading.Thread(target=signal.raise_signal, args=(signal.SIGINT,))
+            other.start()
+            other.join()
+            time.sleep(0.05)  # bytecodes run: the handler would fire here
+            save_checkpoint(tmp_path, {"x": torch.arange(5)})
+            written.append(True)
+    assert written == [True]
+    assert torch.equal(load_checkpoint(tmp_path)["x"], torch.arange(5))
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
