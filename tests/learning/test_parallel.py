@@ -33,6 +33,27 @@ def _rounds(algorithm: dict, executor: str, **learning) -> pd.DataFrame:
     return result.rounds.drop(columns=[c for c in result.rounds if "wall" in c])
 
 
+def _job_world(devices: int = 3):
+    """A learning world on the digits (IID) with one thread per job: the world, its
+    learning context, the device model's name and a copy of its initial state."""
+    from netfl.world import World
+
+    world = World(
+        parse_scenario(
+            tiny_scenario(
+                devices={"count": devices},
+                data={"dataset": "digits", "partition": {"scheme": "iid"}},
+                training={"rounds": 1, "batch_size": 16},
+                learning={"mode": "learn", "num_threads": 1},
+            )
+        )
+    )
+    context = world.executor.context
+    name = world.device_model(world.devices[0]).spec.name
+    state = {k: v.clone() for k, v in context.model(name).state_dict().items()}
+    return world, context, name, state
+
+
 @pytest.mark.parametrize(
     "algorithm", [{"name": "fedavg", "fraction": 0.6}, {"name": "dfl"}], ids=["fedavg", "dfl"]
 )
@@ -193,20 +214,8 @@ def test_the_pool_holds_a_bounded_number_of_jobs_and_serves_the_awaited_one_firs
 
     from netfl.learning.executor import TrainTask
     from netfl.learning.parallel import ProcessExecutor
-    from netfl.world import World
 
-    scenario = parse_scenario(
-        tiny_scenario(
-            devices={"count": 10},
-            data={"dataset": "digits", "partition": {"scheme": "iid"}},
-            training={"rounds": 1, "batch_size": 16},
-            learning={"mode": "learn", "num_threads": 1},
-        )
-    )
-    world = World(scenario)
-    context = world.executor.context
-    name = world.device_model(world.devices[0]).spec.name
-    state = {k: v.clone() for k, v in context.model(name).state_dict().items()}
+    world, context, name, state = _job_world(10)
     tasks = [
         TrainTask(name, state, world.partitions[i], world.train_config, seed=100 + i)
         for i in range(10)
@@ -231,19 +240,8 @@ def test_the_pool_holds_a_bounded_number_of_jobs_and_serves_the_awaited_one_firs
 def test_closing_the_pool_cancels_the_jobs_not_yet_sent():
     from netfl.learning.executor import TrainTask
     from netfl.learning.parallel import ProcessExecutor
-    from netfl.world import World
 
-    world = World(
-        parse_scenario(
-            tiny_scenario(
-                data={"dataset": "digits", "partition": {"scheme": "iid"}},
-                learning={"mode": "learn", "num_threads": 1},
-            )
-        )
-    )
-    context = world.executor.context
-    name = world.device_model(world.devices[0]).spec.name
-    state = context.model(name).state_dict()
+    world, context, name, state = _job_world(3)
     tasks = [TrainTask(name, state, world.partitions[0], world.train_config, s) for s in range(6)]
     pool = ProcessExecutor(context, workers=1, threads=1, in_flight=1)
     jobs = [pool.submit(t) for t in tasks]
@@ -265,20 +263,8 @@ def test_jobs_read_their_start_state_from_one_shared_segment_per_state():
 
     from netfl.learning.executor import TrainTask
     from netfl.learning.parallel import ProcessExecutor
-    from netfl.world import World
 
-    world = World(
-        parse_scenario(
-            tiny_scenario(
-                devices={"count": 6},
-                data={"dataset": "digits", "partition": {"scheme": "iid"}},
-                learning={"mode": "learn", "num_threads": 1},
-            )
-        )
-    )
-    context = world.executor.context
-    name = world.device_model(world.devices[0]).spec.name
-    state = {k: v.clone() for k, v in context.model(name).state_dict().items()}
+    world, context, name, state = _job_world(6)
     threads = torch.get_num_threads()
     pool = ProcessExecutor(context, workers=2, threads=1)
     try:
@@ -401,19 +387,8 @@ def test_a_state_that_does_not_fit_in_shared_memory_travels_with_its_job(monkeyp
     import netfl.learning.transport as transport
     from netfl.learning.executor import TrainTask
     from netfl.learning.parallel import ProcessExecutor
-    from netfl.world import World
 
-    world = World(
-        parse_scenario(
-            tiny_scenario(
-                data={"dataset": "digits", "partition": {"scheme": "iid"}},
-                learning={"mode": "learn", "num_threads": 1},
-            )
-        )
-    )
-    context = world.executor.context
-    name = world.device_model(world.devices[0]).spec.name
-    state = {k: v.clone() for k, v in context.model(name).state_dict().items()}
+    world, context, name, state = _job_world(3)
     tasks = [TrainTask(name, state, world.partitions[i], world.train_config, i) for i in range(3)]
     monkeypatch.setattr(transport, "shm_free_bytes", lambda: 0)
     threads = torch.get_num_threads()
