@@ -169,9 +169,18 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
 def _cmd_validate(args: argparse.Namespace) -> int:
     from netfl.rng import Streams
-    from netfl.scenario_io import load_scenario
+    from netfl.scenario_io import load_scenario, parse_overrides
+    from netfl.sweep import expand, is_sweep_file, load_sweep
     from netfl.world import build_data
 
+    if is_sweep_file(args.scenario):
+        spec, path = load_sweep(args.scenario)
+        runs = expand(spec, path, parse_overrides(args.set))
+        for run in runs:  # every variant's data root and partition
+            build_data(run.scenario, Streams(run.scenario.seed), run.source)
+        shown = ", ".join(r.name for r in runs[:4]) + (", ..." if len(runs) > 4 else "")
+        print(f"{args.scenario}: valid sweep ({spec.name}, {len(runs)} runs: {shown})")
+        return 0
     scenario = load_scenario(args.scenario, args.set)
     build_data(scenario, Streams(scenario.seed), args.scenario)  # data root, partition
     print(
@@ -324,7 +333,9 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--no-progress", action="store_true")
     sw.add_argument("--set", action="append", metavar="KEY=VALUE", help="override for every run")
     sw.set_defaults(func=_cmd_sweep)
-    v = sub.add_parser("validate", help="check a scenario file")
+    v = sub.add_parser(
+        "validate", help="check a scenario file, or every run of a sweep file (without running)"
+    )
     with_set(v)
     v.set_defaults(func=_cmd_validate)
     ls = sub.add_parser("list", help="list algorithms, data sets, models, profiles")

@@ -30,11 +30,11 @@ __all__ = [
 ]
 
 
-def _model_at(loc: tuple) -> type[BaseModel] | None:
-    """The pydantic model class that owns the last key of ``loc``."""
+def _model_at(loc: tuple, root: type[BaseModel] = Scenario) -> type[BaseModel] | None:
+    """The pydantic model class under ``root`` that owns the last key of ``loc``."""
     import typing
 
-    cls: Any = Scenario
+    cls: Any = root
     for part in loc[:-1]:
         if isinstance(part, int):
             continue
@@ -51,14 +51,17 @@ def _model_at(loc: tuple) -> type[BaseModel] | None:
     return cls if isinstance(cls, type) and issubclass(cls, BaseModel) else None
 
 
-def _problems(err: ValidationError, prefix: tuple = ()) -> list[tuple[str, str]]:
+def _problems(
+    err: ValidationError, prefix: tuple = (), root: type[BaseModel] = Scenario
+) -> list[tuple[str, str]]:
+    """``(key path, message)`` of every error of ``err``, validating as ``root``."""
     out = []
     for e in err.errors():
         loc = prefix + tuple(e["loc"])
         path = ".".join(str(p) for p in loc)
         msg = e["msg"].removeprefix("Value error, ")
         if e["type"] == "extra_forbidden":
-            owner = _model_at(tuple(e["loc"])) if not prefix else None
+            owner = _model_at(tuple(e["loc"]), root) if not prefix else None
             msg = "unknown key"
             if owner is not None:
                 msg += f" (valid keys: {', '.join(owner.model_fields)})"
@@ -330,6 +333,17 @@ def read_yaml(path: str | Path) -> Any:
 def load_scenario(path: str | Path, overrides: list[str] | None = None) -> Scenario:
     """Read, override and validate a scenario file."""
     data = read_yaml(path)
+    if isinstance(data, dict) and "base" in data:
+        raise ScenarioError(
+            str(path),
+            [
+                (
+                    "base",
+                    "a scenario has no base; a sweep file (name, base, grid, ...) runs with "
+                    "`netfl sweep` and is checked with `netfl validate`",
+                )
+            ],
+        )
     if overrides:
         if data is None:
             data = {}

@@ -48,7 +48,18 @@ from netfl.run_result import RunResult
 from netfl.scenario import Scenario
 from netfl.scenario_io import _problems, apply_values, parse_scenario, read_yaml, resolved
 
-__all__ = ["SweepSpec", "SweepRun", "load_sweep", "expand", "run_sweep", "summarize_rounds"]
+__all__ = [
+    "SweepSpec",
+    "SweepRun",
+    "is_sweep_file",
+    "load_sweep",
+    "expand",
+    "run_sweep",
+    "summarize_rounds",
+]
+
+#: top-level keys of a scenario that a sweep file never has
+SCENARIO_SECTIONS = frozenset(Scenario.model_fields) - {"name"}
 
 
 class SweepSpec(BaseModel):
@@ -97,16 +108,33 @@ class SweepRun:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+def is_sweep_file(path: str | Path) -> bool:
+    """Whether ``path`` holds a sweep (a mapping naming a ``base`` scenario), not a scenario."""
+    data = read_yaml(Path(path))
+    return isinstance(data, dict) and "base" in data
+
+
 def load_sweep(path: str | Path) -> tuple[SweepSpec, Path]:
     """Read and validate a sweep file; errors name the file and key path."""
     path = Path(path)
     data = read_yaml(path)
     if not isinstance(data, dict):
         raise ScenarioError(str(path), [("", "a sweep must be a mapping")])
+    if "base" not in data and SCENARIO_SECTIONS & data.keys():
+        raise ScenarioError(
+            str(path),
+            [
+                (
+                    "",
+                    "a scenario, not a sweep (no `base:`): run it with `netfl run`, or name it "
+                    "as `base:` in a sweep file",
+                )
+            ],
+        )
     try:
         spec = SweepSpec.model_validate(data)
     except ValidationError as err:
-        raise ScenarioError(str(path), _problems(err)) from None
+        raise ScenarioError(str(path), _problems(err, root=SweepSpec)) from None
     return spec, path
 
 

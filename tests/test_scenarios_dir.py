@@ -36,6 +36,10 @@ def test_sweep_expands_to_valid_scenarios(path):
         want *= len(values)
     want *= len(next(iter(spec.zip.values()))) if spec.zip else 1
     assert len(runs) == want and len({r.name for r in runs}) == want
+    # and every run's data root and partition check out, as `netfl validate` finds them
+    from netfl.cli import main
+
+    assert main(["validate", str(path)]) == 0
 
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: str(p.relative_to(ROOT)))

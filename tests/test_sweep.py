@@ -236,3 +236,39 @@ def test_the_data_cache_keeps_two_data_sets_and_keys_partitions_by_their_section
     assert again is not a_data and all(
         (p == q).all() for p, q in zip(parts, a_parts, strict=True)
     )  # rebuilt: equal values
+
+
+def test_validate_checks_every_run_of_a_sweep_without_running_it(tmp_path, capsys):
+    path = _write(tmp_path, {"grid": {"devices.count": [2, 3, 4, 5, 6]}, "seeds": [1, 2]})
+    out = tmp_path / "runs"
+    assert main(["validate", str(path), "--set", "outputs.dir=" + str(out)]) == 0
+    line = capsys.readouterr().out.strip()
+    assert line == (
+        f"{path}: valid sweep (s, 10 runs: count=2-seed1, count=2-seed2, count=3-seed1, "
+        "count=3-seed2, ...)"
+    )
+    assert not out.exists()
+    # a run whose data cannot be split is named, on one line, exit 2 (no traceback)
+    path = _write(tmp_path, {"grid": {"devices.count": [2, 100000]}})
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "(run count=100000): data.partition:" in err
+
+
+def test_scenario_and_sweep_files_are_not_confused(tmp_path, capsys):
+    """``netfl run``/``validate`` of a sweep and ``netfl sweep`` of a scenario say which
+    command the file needs, in one line; a sweep's unknown key lists the sweep's keys."""
+    sweep = _write(tmp_path, {"grid": {"devices.count": [2]}})
+    scenario = tmp_path / "base.yaml"
+    assert main(["run", str(sweep)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "`netfl sweep`" in err
+    assert main(["sweep", str(scenario), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "a scenario, not a sweep" in err and "`netfl run`" in err
+    assert main(["validate", str(_write(tmp_path, {"gird": {}}))]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith(
+        "gird: unknown key (valid keys: name, base, set, variants, grid, zip, seeds, "
+        "target_accuracy)"
+    )
