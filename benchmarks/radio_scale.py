@@ -1,16 +1,19 @@
 """Scale of the event-driven radio: timing-only FedAvg on a faded 5G carrier with CUEs.
 
 Target (issue): 100 PUEs and about 1,000 concurrent CUE sessions on a faded
-5G NR carrier, 100 rounds, in at most 10 s of wall time. Also prints events/s
-and the wall time per round at 10, 100 and 1,000 PUEs (growth should be close
-to linear in the number of PUEs).
+5G NR carrier, 100 rounds, in at most 10 s of wall time; and >= 100k SimPy
+events per second of simulation. Also prints the event rate of the same FL
+processes with less radio work (OFDMA without CUEs; a fixed-rate shared link,
+where only the FL processes and SimPy remain), and the wall time per round at
+10, 100 and 1,000 PUEs (growth should be close to linear in the number of PUEs).
 
-    .venv/bin/python benchmarks/radio_scale.py [--rounds 100] [--scale-rounds 5]
+    .venv/bin/python benchmarks/radio_scale.py [--rounds 100] [--scale-rounds 5] [--ref-rounds 30]
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import time
 
 import simpy
@@ -55,14 +58,24 @@ def scenario(num_pues: int, rounds: int, seed: int = 1) -> dict:
     }
 
 
-def measure(num_pues: int, rounds: int, seed: int = 1) -> dict:
+def without_carrier(data: dict, link: dict | None) -> dict:
+    """The same cell without CUEs, on ``link`` (None: the OFDMA carriers kept)."""
+    data = copy.deepcopy(data)
+    data["cell"].pop("cues")
+    if link is not None:
+        data["cell"]["link"] = link
+    return data
+
+
+def measure(num_pues: int, rounds: int, seed: int = 1, variant=None) -> dict:
     CountingEnvironment.events = 0
-    s = parse_scenario(scenario(num_pues, rounds, seed))
+    data = scenario(num_pues, rounds, seed)
+    s = parse_scenario(variant(data) if variant else data)
     t0 = time.perf_counter()
     result = run(s)
     wall = time.perf_counter() - t0
-    occ = result.tables["occupancy"]
-    sessions_ul = occ[occ.carrier == "uplink"]
+    occ = result.tables.get("occupancy")
+    sessions_ul = occ[occ.carrier == "uplink"] if occ is not None else None
     return {
         "pues": num_pues,
         "rounds": len(result.rounds),
@@ -71,7 +84,9 @@ def measure(num_pues: int, rounds: int, seed: int = 1) -> dict:
         "sim_wall_s": wall - result.info["setup_wall_s"],
         "events": CountingEnvironment.events,
         "sim_time_s": float(result.rounds["sim_time_s"].iloc[-1]),
-        "mean_session_rbs_ul": float(sessions_ul["session_rbs"].mean()),
+        "mean_session_rbs_ul": (
+            float(sessions_ul["session_rbs"].mean()) if sessions_ul is not None else 0.0
+        ),
     }
 
 
@@ -79,6 +94,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=100)
     ap.add_argument("--scale-rounds", type=int, default=5)
+    ap.add_argument("--ref-rounds", type=int, default=30, help="rounds of the reference runs")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
     netfl.world.simpy.Environment = CountingEnvironment  # count events of every run below
@@ -92,6 +108,19 @@ def main() -> None:
     )
     report("100 PUEs, 100 rounds, wall", m["wall_s"], 10.0, "s")
     report("timing events per second", m["events"] / m["sim_wall_s"], 1e5, "/s", True)
+    # where the ceiling is: the same FL processes with cheaper (or no) radio work
+    for label, link in (
+        ("OFDMA carriers, no CUEs", None),
+        (
+            "fixed-rate shared BS link, no CUEs (FL processes + SimPy only)",
+            {"mode": "fixed_rate", "shared": True},
+        ),
+    ):
+        r = measure(100, args.ref_rounds, args.seed, lambda d, link=link: without_carrier(d, link))
+        print(
+            f"  reference, {label}: {r['events']} events in {r['sim_wall_s']:.2f} s, "
+            f"{r['events'] / r['sim_wall_s']:.0f} events/s"
+        )
     print(f"\nscaling ({args.scale_rounds} rounds each; wall of the simulation, setup excluded):")
     print(
         f"{'PUEs':>6} {'sim wall s':>10} {'wall s/round':>13} {'events':>9} {'events/s':>9} "
