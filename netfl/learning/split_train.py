@@ -28,7 +28,8 @@ from netfl.learning.train import (
     State,
     TrainConfig,
     TrainResult,
-    batch_bounds,
+    cpu_state,
+    minibatches,
     sgd,
     train_local,
 )
@@ -127,38 +128,28 @@ def train_local_loss(
 
     opt_dev = sgd([*device_part.parameters(), *aux.parameters()], config)
     opt_srv = sgd(server_part.parameters(), config)
-    gen = torch.Generator().manual_seed(seed)
     x, y = x.to(device), y.to(device)
-    n = len(y)
     local_sum = torch.zeros((), device=device)
     server_sum = torch.zeros((), device=device)
     steps = 0
-    for _ in range(config.epochs):
-        perm = torch.randperm(n, generator=gen).to(device)
-        for start, end in batch_bounds(n, config.batch_size):
-            idx = perm[start:end]
-            xb, yb = x[idx], y[idx]
-            opt_dev.zero_grad(set_to_none=True)
-            a = device_part(xb)
-            local = loss_fn(aux(a), yb)
-            local.backward()
-            opt_dev.step()
-            opt_srv.zero_grad(set_to_none=True)
-            remote = loss_fn(server_part(a.detach()), yb)
-            remote.backward()
-            opt_srv.step()
-            local_sum += local.detach()
-            server_sum += remote.detach()
-            steps += 1
-
-    def cpu(m: nn.Module) -> State:
-        return {k: v.detach().to("cpu", copy=True) for k, v in m.state_dict().items()}
-
+    for xb, yb in minibatches(x, y, config, seed):
+        opt_dev.zero_grad(set_to_none=True)
+        a = device_part(xb)
+        local = loss_fn(aux(a), yb)
+        local.backward()
+        opt_dev.step()
+        opt_srv.zero_grad(set_to_none=True)
+        remote = loss_fn(server_part(a.detach()), yb)
+        remote.backward()
+        opt_srv.step()
+        local_sum += local.detach()
+        server_sum += remote.detach()
+        steps += 1
     return LocalLossResult(
-        cpu(device_part),
-        cpu(aux),
-        cpu(server_part),
-        n,
+        cpu_state(device_part),
+        cpu_state(aux),
+        cpu_state(server_part),
+        len(y),
         steps,
         float(local_sum) / max(steps, 1),
         float(server_sum) / max(steps, 1),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import torch
@@ -17,6 +17,8 @@ __all__ = [
     "combine_scores",
     "resolve_device",
     "batch_bounds",
+    "minibatches",
+    "cpu_state",
     "sgd",
 ]
 
@@ -97,27 +99,40 @@ def train_local(
     model.to(device)
     model.train()
     opt = sgd(model.parameters(), config)
-    gen = torch.Generator().manual_seed(seed)
     x, y = x.to(device), y.to(device)
-    n = len(y)
     total_loss = torch.zeros((), device=device)
     steps = 0
+    for xb, yb in minibatches(x, y, config, seed):
+        opt.zero_grad(set_to_none=True)
+        logits = model(xb)
+        loss = loss_fn(logits, yb)
+        if extra_loss is not None:
+            loss = loss + extra_loss(model, xb, yb, logits)
+        loss.backward()
+        opt.step()
+        total_loss += loss.detach()
+        steps += 1
+    return TrainResult(cpu_state(model), len(y), steps, float(total_loss) / max(steps, 1))
+
+
+def minibatches(
+    x: torch.Tensor, y: torch.Tensor, config: TrainConfig, seed: int
+) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """The mini-batches of ``config.epochs`` epochs over ``(x, y)``: each epoch in the
+    order of a permutation from ``torch.Generator().manual_seed(seed)``, cut by
+    :func:`batch_bounds` (a job's batches depend only on its inputs)."""
+    gen = torch.Generator().manual_seed(seed)
+    n = len(y)
     for _ in range(config.epochs):
-        perm = torch.randperm(n, generator=gen).to(device)
+        perm = torch.randperm(n, generator=gen).to(x.device)
         for start, end in batch_bounds(n, config.batch_size):
             idx = perm[start:end]
-            xb, yb = x[idx], y[idx]
-            opt.zero_grad(set_to_none=True)
-            logits = model(xb)
-            loss = loss_fn(logits, yb)
-            if extra_loss is not None:
-                loss = loss + extra_loss(model, xb, yb, logits)
-            loss.backward()
-            opt.step()
-            total_loss += loss.detach()
-            steps += 1
-    new_state = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
-    return TrainResult(new_state, n, steps, float(total_loss) / max(steps, 1))
+            yield x[idx], y[idx]
+
+
+def cpu_state(model: nn.Module) -> State:
+    """A copy of ``model``'s state on the CPU (detached: a job's result)."""
+    return {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
 
 
 @torch.no_grad()

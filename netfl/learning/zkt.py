@@ -34,7 +34,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from netfl.learning.train import CPU, State
+from netfl.learning.train import CPU, State, cpu_state
 
 __all__ = [
     "Generator",
@@ -276,17 +276,13 @@ def server_update(
             sched.step()
             t_loss += loss.detach()
     return ZKTServerResult(
-        global_state=_cpu(global_model.state_dict()),
-        generator_state=_cpu(generator.state_dict()),
-        device_states=[_cpu(m.state_dict()) for m in devices],
+        global_state=cpu_state(global_model),
+        generator_state=cpu_state(generator),
+        device_states=[cpu_state(m) for m in devices],
         generator_loss=float(g_loss) / max(n, 1),
         global_loss=float(f_loss) / max(n, 1),
         transfer_loss=float(t_loss) / max(n * len(devices), 1),
     )
-
-
-def _cpu(state: State) -> State:
-    return {k: v.detach().to("cpu", copy=True) for k, v in state.items()}
 
 
 @dataclass(frozen=True)
