@@ -6,8 +6,10 @@ run through netfl with the process-pool executor (2 workers × 1 torch thread on
 SGD steps (``overhead.bare_loop``, torch's default threads). Both are timed in
 this process after one untimed warm-up of each (interpreter start and imports,
 the same for both, are not counted; netfl's time includes building the world and
-starting its pool). Also printed: netfl with the serial executor, and the same
-comparison at ``--heavy-epochs`` local epochs (more torch work per job).
+starting its pool). Also printed: netfl with the serial executor, the floor two
+workers can reach on this machine (the serial run on one thread per job, divided by
+the throughput two single-threaded processes get together, measured with two copies
+of the bare loop), and the same comparison at ``--heavy-epochs`` local epochs.
 
     .venv/bin/python benchmarks/client_executor.py [--repeats 2]
 """
@@ -18,10 +20,12 @@ import argparse
 import time
 
 import numpy as np
+import torch
 from _result import report  # (benchmarks/ is on sys.path when run as a script)
 from overhead import bare_loop
 
 from netfl import parse_scenario, run
+from netfl.learning.parallel import mp_context
 
 TARGET = 0.65
 
@@ -60,6 +64,27 @@ def best_wall(fn, repeats: int) -> tuple[float, object, float]:
     return best, out, cpu
 
 
+def _bare_one_thread(epochs: int) -> float:
+    """Wall time of the bare loop on one torch thread (after one untimed warm-up)."""
+    torch.set_num_threads(1)
+    bare_loop(scenario("serial", epochs))
+    t0 = time.perf_counter()
+    bare_loop(scenario("serial", epochs))
+    return time.perf_counter() - t0
+
+
+def two_process_throughput(epochs: int) -> tuple[float, float, float]:
+    """The bare loop on one thread in one forked process alone, then in two at once:
+    ``(alone s, slower of the two s, throughput of two relative to one)`` — 2 where two
+    cores each run one process as fast as one runs alone."""
+    ctx = mp_context()
+    with ctx.Pool(1) as pool:
+        alone = pool.apply(_bare_one_thread, (epochs,))
+    with ctx.Pool(2) as pool:
+        both = max(pool.map(_bare_one_thread, [epochs, epochs]))
+    return alone, both, 2 * alone / both
+
+
 def compare(epochs: int, repeats: int) -> float:
     bare, acc_bare, _ = best_wall(lambda: bare_loop(scenario("serial", epochs)), repeats)
     serial, res_s, _ = best_wall(lambda: run(scenario("serial", epochs)), repeats)
@@ -75,11 +100,16 @@ def compare(epochs: int, repeats: int) -> float:
         f"(acc {acc_p:.4f}): pool / bare = {pool / bare:.2f}"
     )
     # the floor two single-threaded workers could reach: the serial run with one thread
-    # per job, split perfectly in two, with no pool, no barriers and an idle simulator
+    # per job, split in two with no pool, no barriers and an idle simulator, at the
+    # throughput two processes really get on this machine's two cores
+    alone, both, gain = two_process_throughput(epochs)
     print(
         f"  serial with 1 thread per job {one_thread:.2f} s: half of it is {one_thread / 2 / bare:.2f}x "
         f"the bare loop; the simulator's own CPU in the pool run {pool_cpu:.2f} s "
-        f"({pool_cpu / pool:.0%} of a core while 2 workers share 2 cores)"
+        f"({pool_cpu / pool:.0%} of a core while 2 workers share 2 cores)\n"
+        f"  the bare loop on 1 thread: {alone:.2f} s alone, {both:.2f} s with a second copy "
+        f"running: two processes give {gain:.2f}x the throughput of one here (2 on ideal "
+        f"cores), so two workers cannot beat {one_thread / gain / bare:.2f}x the bare loop"
     )
     return pool / bare
 
