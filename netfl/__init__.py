@@ -9,7 +9,7 @@ Public API::
 """
 
 from netfl.algorithms import ALGORITHMS, Algorithm, FedAvg, RoundSummary, register  # noqa: E402
-from netfl.errors import ScenarioError, UserError  # noqa: E402
+from netfl.errors import ScenarioError, UserError, WorkerLost  # noqa: E402
 from netfl.report import write_run  # noqa: E402
 from netfl.results import read_run  # noqa: E402
 from netfl.run_result import RunResult  # noqa: E402
@@ -28,6 +28,7 @@ __all__ = [
     "register",
     "ScenarioError",
     "UserError",
+    "WorkerLost",
     "read_run",
     "write_run",
     "RunResult",

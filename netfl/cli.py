@@ -13,7 +13,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from netfl.errors import ScenarioError, UserError
+from netfl.errors import ScenarioError, UserError, WorkerLost
 
 EXIT_USER_ERROR = 2
 
@@ -24,7 +24,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     from netfl.checkpoint import CHECKPOINT_DIR, checkpoint_path
     from netfl.report import write_run
-    from netfl.results import is_complete, release_run_dir, reserve_run_dir
+    from netfl.results import INCOMPLETE, is_complete, release_run_dir, reserve_run_dir
     from netfl.runner import run
     from netfl.scenario_io import load_scenario, resolved
 
@@ -96,18 +96,21 @@ def _cmd_run(args: argparse.Namespace) -> int:
         bar.close()
         if not (out / CHECKPOINT_DIR).is_dir():
             release_run_dir(out)  # only if still empty: the run failed or was interrupted
-    if signal_seen:
-        what = "terminated" if isinstance(signal_seen[0], Terminated) else "interrupted"
+    if result.stop_reason in INCOMPLETE:
         hint = (
             f"; resume with: netfl run --resume {run_dir}"
             if checkpoint_path(run_dir).is_file()
             else ""
         )
-        print(
-            f"{what}: {len(result.rounds)} finished rounds written to {run_dir}, marked "
-            f"incomplete in manifest.json{hint}",
-            file=sys.stderr,
+        written = (
+            f"{len(result.rounds)} finished rounds written to {run_dir}, marked "
+            f"incomplete in manifest.json{hint}"
         )
+        if not signal_seen:  # a parallel executor's worker died
+            print(f"error: {result.info['error']}; {written}", file=sys.stderr)
+            return 1
+        what = "terminated" if isinstance(signal_seen[0], Terminated) else "interrupted"
+        print(f"{what}: {written}", file=sys.stderr)
         return 143 if isinstance(signal_seen[0], Terminated) else 130
     last = result.rounds.iloc[-1]
     print(
@@ -423,6 +426,11 @@ def main(argv: list[str] | None = None) -> int:
         hint = f"; {err.args[0]}" if err.args else ""
         print(f"{what}: no run directory was written{hint}", file=sys.stderr)
         return 143 if isinstance(err, Terminated) else 130
+    except WorkerLost as err:  # before a round finished (the environment, not the input)
+        if args.debug:
+            raise
+        print(f"error: {err}; no round had finished", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

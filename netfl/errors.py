@@ -57,3 +57,9 @@ class NumericalFault(UserError):
 
 class LinkBudgetError(UserError):
     """A transfer can never be delivered: its SNR gives no rate even at a fading peak."""
+
+
+class WorkerLost(RuntimeError):
+    """A parallel executor's worker process or Ray actor died while it held jobs (killed,
+    e.g. by the out-of-memory killer, or crashed): neither the user's input nor a bug in
+    the run. The CLI writes the finished rounds marked incomplete and prints one line."""

@@ -41,7 +41,12 @@ __all__ = [
     "is_complete",
     "release_run_dir",
     "manifest",
+    "INCOMPLETE",
 ]
+
+#: stop reasons of a run that did not finish: written marked ``"complete": false``,
+#: checkpoint kept, run again by sweeps (Ctrl-C/SIGTERM; a parallel executor's worker died)
+INCOMPLETE = ("interrupted", "worker_lost")
 
 
 def _git_commit() -> str | None:
@@ -69,8 +74,9 @@ def manifest(result: RunResult) -> dict[str, Any]:
         "algorithm": result.scenario.algorithm.name,
         "mode": result.scenario.learning.mode,
         "stop_reason": result.stop_reason,
-        # false: stopped by Ctrl-C/SIGTERM; `netfl run --resume` continues from a checkpoint
-        "complete": result.stop_reason != "interrupted",
+        # false: stopped by Ctrl-C/SIGTERM or a lost worker; `netfl run --resume`
+        # continues from a checkpoint
+        "complete": result.stop_reason not in INCOMPLETE,
         "num_rounds": len(result.rounds),
         "sim_time_s": float(result.rounds["sim_time_s"].iloc[-1]) if len(result.rounds) else 0.0,
         "wall_time_s": result.wall_time_s,
@@ -189,7 +195,7 @@ def write_run_dir(
             draw(result, tmp)
         (tmp / "manifest.json").write_text(json.dumps(manifest(result), indent=2))
         if (target / CHECKPOINT_DIR).is_dir():
-            if result.stop_reason == "interrupted":  # keep it: the run can be resumed
+            if result.stop_reason in INCOMPLETE:  # keep it: the run can be resumed
                 os.rename(target / CHECKPOINT_DIR, tmp / CHECKPOINT_DIR)
             else:
                 shutil.rmtree(target / CHECKPOINT_DIR)

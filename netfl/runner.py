@@ -19,6 +19,7 @@ import pandas as pd
 from netfl.accounting import devices_frame, round_row, snapshot
 from netfl.algorithms import Algorithm, get_algorithm
 from netfl.checkpoint import checkpoint_path, load_checkpoint, save_checkpoint
+from netfl.errors import WorkerLost
 from netfl.invariants import check_records, check_round
 from netfl.run_result import RunResult
 from netfl.scenario import Scenario
@@ -45,7 +46,9 @@ def run(
     ``resume``: continue from its last checkpoint (:mod:`netfl.checkpoint`).
     ``partial_on_interrupt``: on Ctrl-C/SIGTERM return the finished rounds with
     ``stop_reason`` ``"interrupted"`` (the CLI writes them marked incomplete)
-    instead of raising ``KeyboardInterrupt``.
+    instead of raising ``KeyboardInterrupt``; likewise ``"worker_lost"`` (and
+    ``info["error"]``) when a parallel executor's worker dies
+    (:class:`~netfl.errors.WorkerLost`).
     """
     wall0 = time.perf_counter()
     world = World(scenario, source=source)
@@ -82,6 +85,7 @@ def _run_world(
         log.info("resumed %s at round %d", run_dir, start)
     every = scenario.outputs.checkpoint_every
     n_tr, n_co = len(rec.transfers), len(rec.computes)
+    error = None
     try:
         for r in range(start, tr.rounds):
             rec.round = r
@@ -128,11 +132,12 @@ def _run_world(
             if over_budget:
                 stop_reason = "time_budget"
                 break
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, WorkerLost) as err:
         if not partial_on_interrupt or not rows:
             raise
         del rec.transfers[n_tr:], rec.computes[n_co:]  # the round in progress is dropped
-        stop_reason = "interrupted"
+        stop_reason = "interrupted" if isinstance(err, KeyboardInterrupt) else "worker_lost"
+        error = str(err) if isinstance(err, WorkerLost) else None
     rounds = pd.DataFrame(rows)
     if "nonfinite_updates" in rounds:
         rounds["nonfinite_updates"] = rounds["nonfinite_updates"].astype(int)
@@ -160,6 +165,7 @@ def _run_world(
             "num_train_samples": len(world.dataset.train_y),
             "num_test_samples": len(world.dataset.test_y),
             **algorithm.info(),
+            **({"error": error} if error else {}),
         },
     )
 

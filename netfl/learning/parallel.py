@@ -29,12 +29,14 @@ import threading
 import weakref
 from collections import deque
 from concurrent.futures import CancelledError, Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from multiprocessing import get_context
 from typing import Any
 
 import torch
 
+from netfl.errors import WorkerLost
 from netfl.learning.executor import LearningContext, SerialExecutor, Task
 from netfl.learning.transport import (
     SharedState,
@@ -206,6 +208,14 @@ class ProcessExecutor:
             err = CancelledError() if inner.cancelled() else inner.exception()
         if job.done():  # cancelled by close()
             return
+        if isinstance(err, BrokenProcessPool):
+            lost = WorkerLost(
+                "a worker process of the process executor ended abruptly: killed (e.g. by "
+                "the out-of-memory killer) or crashed; lower learning.workers or the "
+                "model/batch size, or use learning.executor: serial"
+            )
+            lost.__cause__ = err
+            err = lost
         if err is not None:
             job.set_exception(err)
         else:
@@ -305,14 +315,27 @@ class RayExecutor:
             i = min(range(len(self._actors)), key=self._busy.__getitem__)
             self._busy[i] += 1
             task = self._store(task)
-        future = self._actors[i].run.remote(task).future()
+        inner = self._actors[i].run.remote(task).future()
+        outer: Future = Future()
 
-        def done(_f: Future, i: int = i) -> None:
+        def done(f: Future, i: int = i) -> None:
             with self._lock:
                 self._busy[i] -= 1
+            err = f.exception()
+            if isinstance(err, self._ray.exceptions.RayActorError):
+                lost = WorkerLost(
+                    f"a Ray actor of the ray executor died ({type(err).__name__}): its "
+                    "process was killed (e.g. out of memory) or its node left the cluster"
+                )
+                lost.__cause__ = err
+                outer.set_exception(lost)
+            elif err is not None:
+                outer.set_exception(err)
+            else:
+                outer.set_result(f.result())
 
-        future.add_done_callback(done)
-        return future
+        inner.add_done_callback(done)
+        return outer
 
     def close(self) -> None:
         for a in self._actors:

@@ -404,3 +404,102 @@ def test_a_state_that_does_not_fit_in_shared_memory_travels_with_its_job(monkeyp
         torch.set_num_threads(threads)
         pool.close()
         world.close()
+
+
+def _kill_worker_at_train_job(monkeypatch, counter, nth: int) -> None:
+    """Workers (forked after this patch) SIGKILL themselves on the ``nth`` training job
+    of the run, as the out-of-memory killer would."""
+    import os
+    import signal
+
+    from netfl.learning import executor as ex
+
+    run_job = ex.LearningContext.run
+
+    def killing(self, task):
+        if isinstance(task, ex.TrainTask):
+            with open(counter, "a") as f:  # one byte per job, appended atomically
+                f.write("x")
+            if os.path.getsize(counter) >= nth:
+                os.kill(os.getpid(), signal.SIGKILL)
+        return run_job(self, task)
+
+    monkeypatch.setattr(ex.LearningContext, "run", killing)
+
+
+def _pool_scenario_file(tmp_path, **outputs):
+    import yaml
+
+    data = tiny_scenario(
+        devices={"count": 4},
+        data={"dataset": "digits", "partition": {"scheme": "iid"}},
+        training={"rounds": 3, "batch_size": 16},
+        learning={"mode": "learn", "executor": "process", "workers": 2, "num_threads": 1},
+        outputs={"figures": False, "progress": False, **outputs},
+    )
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_a_killed_worker_leaves_the_finished_rounds_marked_incomplete(
+    tmp_path, monkeypatch, capsys
+):
+    """A worker killed in round 1 (4 jobs a round): one line naming the lost worker, exit
+    1, round 0 written marked incomplete with the error, and the run resumes from its
+    checkpoint to the uninterrupted run's rounds."""
+    import json
+
+    from netfl.cli import main
+
+    path = _pool_scenario_file(tmp_path, checkpoint_every=1)
+    _kill_worker_at_train_job(monkeypatch, tmp_path / "jobs", nth=5)
+    out = tmp_path / "run"
+    assert main(["run", str(path), "--out", str(out), "--no-progress"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert err.startswith("error: a worker process of the process executor ended abruptly")
+    assert f"1 finished rounds written to {out}" in err
+    assert f"resume with: netfl run --resume {out}" in err
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["complete"] is False and manifest["stop_reason"] == "worker_lost"
+    assert "ended abruptly" in manifest["error"]
+    assert len(pd.read_csv(out / "rounds.csv")) == 1
+    monkeypatch.undo()  # workers live again
+    assert main(["run", "--resume", str(out), "--no-progress"]) == 0
+    whole = tmp_path / "whole"
+    assert main(["run", str(path), "--out", str(whole), "--no-progress"]) == 0
+    resumed, want = pd.read_csv(out / "rounds.csv"), pd.read_csv(whole / "rounds.csv")
+    assert len(resumed) == 3
+    pd.testing.assert_series_equal(resumed["accuracy"], want["accuracy"], check_exact=True)
+
+
+def test_a_worker_killed_before_any_round_finished_is_one_line(tmp_path, monkeypatch, capsys):
+    from netfl.cli import main
+
+    path = _pool_scenario_file(tmp_path)
+    _kill_worker_at_train_job(monkeypatch, tmp_path / "jobs", nth=1)
+    out = tmp_path / "run"
+    assert main(["run", str(path), "--out", str(out), "--no-progress"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert "ended abruptly" in err and err.endswith("no round had finished")
+    assert not out.exists()
+
+
+def test_a_dead_ray_actor_fails_its_jobs_with_worker_lost(ray_local):
+    from netfl.errors import WorkerLost
+    from netfl.learning.executor import TrainTask
+    from netfl.learning.parallel import RayExecutor
+
+    world, context, name, state = _job_world()
+    executor = RayExecutor(context, workers=1, threads=1)
+    try:
+        task = TrainTask(name, state, world.partitions[0], world.train_config, seed=1)
+        assert executor.submit(task).result(timeout=120).num_samples == len(world.partitions[0])
+        ray_local.kill(executor._actors[0])
+        with pytest.raises(WorkerLost, match="Ray actor of the ray executor died"):
+            executor.submit(task).result(timeout=120)
+    finally:
+        executor.close()
+        world.close()
