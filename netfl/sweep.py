@@ -34,7 +34,8 @@ import re
 import shutil
 import traceback
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,7 +43,7 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from netfl.errors import ScenarioError
+from netfl.errors import ScenarioError, WorkerLost
 from netfl.results import is_complete
 from netfl.run_result import RunResult
 from netfl.scenario import Scenario
@@ -281,14 +282,32 @@ def _run_local(todo: list[SweepRun], out: Path, workers: int, done) -> None:
     from netfl.learning.parallel import default_threads, mp_context, start_workers
 
     threads = default_threads(workers)
-    with ProcessPoolExecutor(workers, mp_context=mp_context()) as pool:
-        start_workers(pool, workers)
-        futures = {
-            pool.submit(_run_one, r.scenario, r.source, str(out / r.name), threads): r for r in todo
-        }
-        for fut in as_completed(futures):
-            err = fut.exception()
-            done(futures[fut].name, _error(err) if err else "")
+    queue = list(todo)
+    while queue:  # a fresh pool after a worker died (the pool breaks with it)
+        with ProcessPoolExecutor(workers, mp_context=mp_context()) as pool:
+            start_workers(pool, workers)
+            running: dict[Future, SweepRun] = {}
+            broken = False
+            while running or (queue and not broken):
+                while queue and not broken and len(running) < workers:
+                    r = queue.pop(0)
+                    running[
+                        pool.submit(_run_one, r.scenario, r.source, str(out / r.name), threads)
+                    ] = r
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    r = running.pop(fut)
+                    err = fut.exception()
+                    if isinstance(err, BrokenProcessPool) and not is_complete(out / r.name):
+                        broken = True
+                        err = WorkerLost(
+                            "the sweep worker running this run (or one beside it) died: killed "
+                            "(e.g. by the out-of-memory killer) or crashed; the sweep went on "
+                            "on a fresh pool, and running it again retries this run"
+                        )
+                    elif isinstance(err, BrokenProcessPool):  # it had finished and written
+                        err = None
+                    done(r.name, _error(err) if err else "")
 
 
 def _run_ray_task(

@@ -272,3 +272,33 @@ def test_scenario_and_sweep_files_are_not_confused(tmp_path, capsys):
         "gird: unknown key (valid keys: name, base, set, variants, grid, zip, seeds, "
         "target_accuracy)"
     )
+
+
+def test_a_dead_sweep_worker_fails_only_the_runs_in_flight(tmp_path, monkeypatch):
+    """A run whose worker process is killed (as by the out-of-memory killer) breaks the
+    local pool: it, and at most the run beside it, are recorded as lost; the runs still
+    queued go on in a fresh pool, and the next invocation retries the lost ones."""
+    import os
+    import signal
+
+    import netfl.runner
+
+    run_scenario = netfl.runner.run
+
+    def killing(scenario, *args, **kwargs):  # forked into the sweep's workers
+        if scenario.devices.count == 3:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return run_scenario(scenario, *args, **kwargs)
+
+    monkeypatch.setattr(netfl.runner, "run", killing)
+    path = _write(tmp_path, {"grid": {"devices.count": [2, 3, 4, 5, 6]}})
+    runs = expand(*load_sweep(path))
+    out = tmp_path / "out"
+    index = run_sweep(runs, out, workers=2).set_index("run")
+    lost = index[index["status"] == "failed"]
+    assert "count=3" in lost.index and len(lost) <= 2  # the killed run, maybe its neighbour
+    assert lost["error"].str.startswith("WorkerLost: the sweep worker running this run").all()
+    assert (index.loc[["count=5", "count=6"], "status"] == "complete").all()  # fresh pool
+    monkeypatch.undo()
+    again = run_sweep(runs, out, workers=2)
+    assert (again["status"] == "complete").all()
