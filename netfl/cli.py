@@ -153,6 +153,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         )
     except ImportError as err:
         raise UserError(f"--backend {args.backend}: {err}") from None
+    except ConnectionError as err:  # Ray could not start, or --address is unreachable
+        raise UserError(f"{'--address' if args.address else '--backend ray'}: {err}") from None
     except KeyboardInterrupt as err:
         what = "terminated" if isinstance(err, Terminated) else "interrupted"
         print(

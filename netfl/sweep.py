@@ -326,13 +326,10 @@ def _run_ray(todo: list[SweepRun], out: Path, workers: int | None, address, done
     directory; one on another machine returns its result, written here by the driver
     (a cluster's machines need not share this file system). Ray reuses its worker
     processes, so their data caches serve later runs too."""
-    from netfl.learning.parallel import import_ray
+    from netfl.learning.parallel import start_ray
     from netfl.report import write_run
 
-    ray = import_ray()
-    own = not ray.is_initialized()
-    if own:
-        ray.init(address=address, include_dashboard=False, log_to_driver=False)
+    ray, own = start_ray(address)
     try:
         # the cluster's CPUs divided among the parallel runs, as the local backend does
         cpus = int(ray.cluster_resources().get("CPU", 1))

@@ -184,6 +184,8 @@ class World:
                 self.executor = make_executor(context, scenario.learning)
             except ImportError as err:
                 raise UserError(f"{source}: learning.executor: {err}") from None
+            except ConnectionError as err:  # (an unreachable learning.ray_address)
+                raise UserError(f"{source}: learning.ray_address: {err}") from None
             self.job_threads = getattr(self.executor, "threads", torch.get_num_threads())
 
     def close(self) -> None:

@@ -278,10 +278,7 @@ class RayExecutor:
         threads: int,
         address: str | None = None,
     ):
-        ray = import_ray()
-        self._own_ray = not ray.is_initialized()
-        if self._own_ray:
-            ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        ray, self._own_ray = start_ray(address)
         if workers is None:
             workers = max(1, int(ray.cluster_resources().get("CPU", 1)) // threads)
         self.workers, self.threads = workers, threads
@@ -351,6 +348,22 @@ def import_ray():
     except ImportError:
         raise ImportError("Ray is not installed: pip install 'netfl[ray]'") from None
     return ray
+
+
+def start_ray(address: str | None) -> tuple[Any, bool]:
+    """Ray, started on this machine (``address=None``) or connected to the cluster at
+    ``address`` unless this process already runs it: ``(ray, whether we started it)``.
+    A cluster that cannot be reached is a one-line ``ConnectionError``."""
+    ray = import_ray()
+    if ray.is_initialized():
+        return ray, False
+    try:
+        ray.init(address=address, include_dashboard=False, log_to_driver=False)
+    except (ConnectionError, TimeoutError, ValueError, RuntimeError) as err:
+        where = f"the Ray cluster at {address}" if address else "Ray on this machine"
+        first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+        raise ConnectionError(f"cannot reach {where} ({type(err).__name__}: {first})") from None
+    return ray, True
 
 
 def make_executor(

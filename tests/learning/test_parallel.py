@@ -503,3 +503,36 @@ def test_a_dead_ray_actor_fails_its_jobs_with_worker_lost(ray_local):
     finally:
         executor.close()
         world.close()
+
+
+def test_an_unreachable_ray_cluster_is_one_line(tmp_path, monkeypatch, capsys):
+    """``learning.ray_address`` (a run) and ``--address`` (a sweep) that Ray cannot reach:
+    one line naming the key and the address, exit 2 (Ray's own error: a traceback)."""
+    import ray
+    import yaml
+
+    from netfl.cli import main
+
+    def unreachable(address=None, **kwargs):
+        raise ConnectionError("ray client connection timeout")
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", unreachable)
+    address = "ray://10.0.0.1:10001"
+    data = tiny_scenario(learning={"mode": "learn", "executor": "ray", "ray_address": address})
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(data))
+    assert main(["run", str(path), "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        f"error: {path}: learning.ray_address: cannot reach the Ray cluster at {address} "
+        "(ConnectionError: ray client connection timeout)"
+    )
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump(tiny_scenario()))
+    sweep = tmp_path / "s.sweep.yaml"
+    sweep.write_text(yaml.safe_dump({"name": "s", "base": "base.yaml"}))
+    args = ["sweep", str(sweep), "--backend", "ray", "--address", address, "--no-progress"]
+    assert main([*args, "--out", str(tmp_path / "sweep")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: --address: cannot reach the Ray cluster at {address}")
+    assert len(err.splitlines()) == 1
