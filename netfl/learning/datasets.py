@@ -229,10 +229,12 @@ def _make_tv_loader(name: str) -> Callable[..., Dataset]:
         try:
             train = cls(str(root), train=True, download=False, **kwargs)
             test = cls(str(root), train=False, download=False, **kwargs)
-        except RuntimeError as err:
+        except Exception as err:  # noqa: BLE001 - missing (RuntimeError) or unreadable files
+            # (torchvision's readers assert on a bad IDX header, unpickle CIFAR batches, ...)
+            why = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             raise DataRootError(
                 f"data set {name!r} not found or corrupted under {root}: place "
-                f"{', '.join(files)} in {Path(root) / folder}/ ({err})"
+                f"{', '.join(files)} in {Path(root) / folder}/ ({why})"
             ) from err
         xtr, ytr = _tv_arrays(train)
         xte, yte = _tv_arrays(test)

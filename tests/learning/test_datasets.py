@@ -160,3 +160,21 @@ def test_a_broken_mnist5k_cache_is_rebuilt(content, tmp_path, monkeypatch):
     assert x.shape == (5000, 784) and y.shape == (5000,)
     with np.load(path) as z:  # rewritten whole
         assert z["x"].shape == (5000, 784)
+
+
+def test_unreadable_files_under_the_root_are_a_data_root_error(tmp_path):
+    """Files in place but not in the format (a truncated download, the wrong files):
+    the data-root error naming what to place where, not torchvision's assertion."""
+    raw = tmp_path / "MNIST" / "raw"
+    raw.mkdir(parents=True)
+    for name in ("train-images", "train-labels", "t10k-images", "t10k-labels"):
+        kind = "idx3" if "images" in name else "idx1"
+        (raw / f"{name}-{kind}-ubyte").write_bytes(bytes(range(100)))
+    with pytest.raises(DataRootError, match=r"not found or corrupted under .*MNIST/raw/ \("):
+        load_dataset("mnist", root=tmp_path)
+    folder = tmp_path / "cifar-10-batches-py"
+    folder.mkdir()
+    for name in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch", "batches.meta"]:
+        (folder / name).write_bytes(b"not a pickle")
+    with pytest.raises(DataRootError, match="'cifar10' not found or corrupted"):
+        load_dataset("cifar10", root=tmp_path)
