@@ -28,6 +28,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from netfl.errors import UserError
+
 __all__ = ["CHECKPOINT_DIR", "save_checkpoint", "load_checkpoint", "checkpoint_path"]
 
 CHECKPOINT_DIR = ".checkpoint"
@@ -113,5 +115,16 @@ def _save(run_dir: str | Path, state: dict[str, Any]) -> Path:
 
 
 def load_checkpoint(run_dir: str | Path) -> dict[str, Any]:
-    """The last checkpoint of ``run_dir`` (``FileNotFoundError`` if none)."""
-    return _restore(torch.load(checkpoint_path(run_dir), weights_only=True))
+    """The last checkpoint of ``run_dir`` (``FileNotFoundError`` if none); a file that
+    cannot be read back (damaged after it was written) is a one-line ``UserError``."""
+    path = checkpoint_path(run_dir)
+    if not path.is_file():
+        raise FileNotFoundError(path)
+    try:
+        return _restore(torch.load(path, weights_only=True))
+    except Exception as err:  # noqa: BLE001 - whatever a damaged file makes torch raise
+        raise UserError(
+            f"--resume: the checkpoint {path} cannot be read ({type(err).__name__}): it was "
+            f"damaged after it was written; run the scenario again "
+            f"({path.parent / 'scenario.yaml'} holds it)"
+        ) from None

@@ -196,3 +196,29 @@ def test_a_signal_that_reaches_another_thread_waits_for_the_checkpoint_write(tmp
     assert written == [True]
     assert torch.equal(load_checkpoint(tmp_path)["x"], torch.arange(5))
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_damaged_checkpoint_is_a_one_line_error_on_resume(tmp_path, capsys):
+    """A checkpoint file damaged after it was written (a disk error, a truncated copy):
+    ``--resume`` says which file and what to do, exit 2, no torch traceback."""
+    import yaml as _yaml
+
+    from netfl.cli import main
+
+    scenario = _scenario("fedavg", "timing", rounds=6, every=1)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / ".checkpoint").mkdir()
+    with pytest.raises(Killed):
+        run(scenario, on_round=_kill_after(2), run_dir=run_dir)
+    from netfl.scenario_io import resolved
+
+    (run_dir / ".checkpoint" / "scenario.yaml").write_text(_yaml.safe_dump(resolved(scenario)))
+    path = checkpoint_path(run_dir)
+    assert load_checkpoint(run_dir)["next_round"] == 3  # readable as written
+    path.write_bytes(path.read_bytes()[:200])  # truncated
+    assert main(["run", "--resume", str(run_dir), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert err.startswith(f"error: --resume: the checkpoint {path} cannot be read (")
+    assert "run the scenario again" in err
