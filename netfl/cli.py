@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -16,6 +17,20 @@ from pathlib import Path
 from netfl.errors import ScenarioError, UserError, WorkerLost
 
 EXIT_USER_ERROR = 2
+
+
+def _output_dir(path: Path, key: str) -> Path:
+    """``path`` as a writable directory (created with its parents), else a one-line
+    ``UserError`` naming ``key`` (the option or what the directory is for)."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise UserError(f"{key}: {path} exists and is not a directory") from None
+    except OSError as err:
+        raise UserError(f"{key}: cannot create {path} ({err.strerror or err})") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise UserError(f"{key}: {path} is not writable")
+    return path
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -138,7 +153,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     workers = args.workers if args.workers is not None else (1 if args.backend == "local" else 0)
     spec, path = load_sweep(args.sweep)
     runs = expand(spec, path, parse_overrides(args.set or []))
-    out = Path(args.out) if args.out else Path("runs") / "sweeps" / spec.name
+    out = _output_dir(Path(args.out) if args.out else Path("runs") / "sweeps" / spec.name, "--out")
     bar = tqdm(
         total=len(runs), desc=spec.name, unit="run", disable=args.no_progress, file=sys.stderr
     )
@@ -236,6 +251,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from netfl.results import read_run
     from netfl.sweep_report import is_sweep_dir, sweep_report
 
+    if args.out:
+        _output_dir(Path(args.out), "--out")
     if len(args.run_dirs) == 1 and is_sweep_dir(args.run_dirs[0]):
         try:
             paths = sweep_report(args.run_dirs[0], args.out)
@@ -252,7 +269,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
             raise UserError(str(err)) from None
     if len(runs) == 1:
         d, r = next(iter(runs.items()))
-        paths = result_figures(r, Path(args.out) if args.out else Path(d) / "figures")
+        figures = Path(args.out) if args.out else _output_dir(Path(d) / "figures", "figures")
+        paths = result_figures(r, figures)
     else:
         if not args.out:
             raise UserError("--out: required when comparing several runs")

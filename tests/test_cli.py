@@ -160,3 +160,28 @@ def test_link_budget_error_exits_2_without_a_run_directory(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "can never be delivered" in err[0]
     assert not out.exists()
+
+
+def test_an_unusable_output_directory_is_one_line(scenario_file, tmp_path, capsys):
+    """``--out`` of ``report`` and ``sweep`` that is a file or cannot be created: one line
+    naming the option, exit 2, before anything is drawn or run."""
+    run_dir = tmp_path / "run"
+    assert main(["run", str(scenario_file), "--out", str(run_dir), "--no-progress"]) == 0
+    capsys.readouterr()
+    a_file = tmp_path / "a_file"
+    a_file.write_text("x")
+    assert main(["report", str(run_dir), "--out", str(a_file)]) == 2
+    assert (
+        capsys.readouterr().err.strip() == f"error: --out: {a_file} exists and is not a directory"
+    )
+    assert main(["report", str(run_dir), "--out", str(a_file / "figs")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"error: --out: cannot create {a_file / 'figs'} (Not a directory)"
+    )
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump(tiny_scenario()))
+    sweep = tmp_path / "s.sweep.yaml"
+    sweep.write_text(yaml.safe_dump({"name": "s", "base": "base.yaml"}))
+    assert main(["sweep", str(sweep), "--out", str(a_file), "--no-progress"]) == 2
+    assert (
+        capsys.readouterr().err.strip() == f"error: --out: {a_file} exists and is not a directory"
+    )
