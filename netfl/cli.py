@@ -19,17 +19,26 @@ from netfl.errors import ScenarioError, UserError, WorkerLost
 EXIT_USER_ERROR = 2
 
 
-def _output_dir(path: Path, key: str) -> Path:
-    """``path`` as a writable directory (created with its parents), else a one-line
-    ``UserError`` naming ``key`` (the option or what the directory is for)."""
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
-        raise UserError(f"{key}: {path} exists and is not a directory") from None
-    except OSError as err:
-        raise UserError(f"{key}: cannot create {path} ({err.strerror or err})") from None
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise UserError(f"{key}: {path} is not writable")
+def _output_dir(path: Path, key: str, create: bool = False) -> Path:
+    """``path`` if it is, or can be created as, a writable directory (created when
+    ``create``), else a one-line ``UserError`` naming ``key`` (the option, or what it
+    is for)."""
+    if create:
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:
+            pass  # a file in the way: said below
+        except OSError as err:
+            raise UserError(f"{key}: cannot create {path} ({err.strerror or err})") from None
+    if path.exists() and not path.is_dir():
+        raise UserError(f"{key}: {path} exists and is not a directory")
+    base = path
+    while not base.exists() and base != base.parent:
+        base = base.parent
+    if not base.is_dir():
+        raise UserError(f"{key}: cannot create {path} ({base} is not a directory)")
+    if not os.access(base, os.W_OK | os.X_OK):
+        raise UserError(f"{key}: {base} is not writable")
     return path
 
 
@@ -252,7 +261,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from netfl.sweep_report import is_sweep_dir, sweep_report
 
     if args.out:
-        _output_dir(Path(args.out), "--out")
+        _output_dir(Path(args.out), "--out", create=True)
     if len(args.run_dirs) == 1 and is_sweep_dir(args.run_dirs[0]):
         try:
             paths = sweep_report(args.run_dirs[0], args.out)
@@ -269,7 +278,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
             raise UserError(str(err)) from None
     if len(runs) == 1:
         d, r = next(iter(runs.items()))
-        figures = Path(args.out) if args.out else _output_dir(Path(d) / "figures", "figures")
+        figures = Path(args.out) if args.out else _output_dir(Path(d) / "figures", d, True)
         paths = result_figures(r, figures)
     else:
         if not args.out:

@@ -185,3 +185,8 @@ def test_an_unusable_output_directory_is_one_line(scenario_file, tmp_path, capsy
     assert (
         capsys.readouterr().err.strip() == f"error: --out: {a_file} exists and is not a directory"
     )
+    out = a_file / "sweep"  # checked, not created: a refused sweep leaves nothing behind
+    assert main(["sweep", str(sweep), "--out", str(out), "--no-progress"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"error: --out: cannot create {out} ({a_file} is not a directory)"
+    )
