@@ -318,6 +318,9 @@ class RayExecutor:
         def done(f: Future, i: int = i) -> None:
             with self._lock:
                 self._busy[i] -= 1
+            if f.cancelled():
+                outer.cancel()
+                return
             err = f.exception()
             if isinstance(err, self._ray.exceptions.RayActorError):
                 lost = WorkerLost(
