@@ -296,9 +296,11 @@ def test_a_dead_sweep_worker_fails_only_the_runs_in_flight(tmp_path, monkeypatch
     out = tmp_path / "out"
     index = run_sweep(runs, out, workers=2).set_index("run")
     lost = index[index["status"] == "failed"]
-    assert "count=3" in lost.index and len(lost) <= 2  # the killed run, maybe its neighbour
+    # the killed run and at most the one in flight beside it when the pool broke (which
+    # one depends on timing); every other run, queued behind them, completed in a fresh pool
+    assert "count=3" in lost.index and len(lost) <= 2
     assert lost["error"].str.startswith("WorkerLost: the sweep worker running this run").all()
-    assert (index.loc[["count=5", "count=6"], "status"] == "complete").all()  # fresh pool
+    assert (index.drop(lost.index)["status"] == "complete").all() and len(index) == 5
     monkeypatch.undo()
     again = run_sweep(runs, out, workers=2)
     assert (again["status"] == "complete").all()
