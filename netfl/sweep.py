@@ -43,6 +43,7 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from netfl.checkpoint import CHECKPOINT_DIR, checkpoint_path
 from netfl.errors import ScenarioError, WorkerLost
 from netfl.results import is_complete
 from netfl.run_result import RunResult
@@ -254,11 +255,29 @@ def _run_one(
 
         torch.set_num_threads(threads)
 
-    result = run(scenario, source=source)
+    checkpoints = run_dir is not None and bool(scenario.outputs.checkpoint_every)
+    resume = checkpoints and _prepare_checkpoint(Path(run_dir), scenario)
+    result = run(scenario, source=source, run_dir=run_dir if checkpoints else None, resume=resume)
     if run_dir is None:
         return result
     write_run(result, run_dir)
     return {"stop_reason": result.stop_reason, "wall_time_s": result.wall_time_s}
+
+
+def _prepare_checkpoint(run_dir: Path, scenario: Scenario) -> bool:
+    """A run of a sweep with ``outputs.checkpoint_every``: whether ``run_dir`` holds a
+    checkpoint of this very scenario (an earlier invocation stopped: Ctrl-C, a kill, a
+    lost worker) to resume from; otherwise its checkpoint folder is made afresh."""
+    import yaml
+
+    folder = run_dir / CHECKPOINT_DIR
+    saved = folder / "scenario.yaml"
+    if checkpoint_path(run_dir).is_file() and saved.is_file() and not _stale(folder, scenario):
+        return True
+    shutil.rmtree(folder, ignore_errors=True)  # none, or one of another scenario
+    folder.mkdir(parents=True)
+    saved.write_text(yaml.safe_dump(resolved(scenario), sort_keys=False))
+    return False
 
 
 def _error(err: BaseException) -> str:
@@ -412,7 +431,10 @@ def run_sweep(
     todo = []
     for r in runs:
         if (out / r.name / "manifest.json").is_file() and not is_complete(out / r.name):
-            shutil.rmtree(out / r.name)  # an interrupted run (marked incomplete): run it again
+            # an interrupted run (marked incomplete): run it again, from its checkpoint if any
+            for item in (out / r.name).iterdir():
+                if item.name != CHECKPOINT_DIR:
+                    shutil.rmtree(item) if item.is_dir() else item.unlink()
         if (out / r.name / "manifest.json").is_file():
             stale = _stale(out / r.name, r.scenario)
             status[r.name] = ("failed", stale) if stale else ("skipped", "")

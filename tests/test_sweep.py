@@ -304,3 +304,53 @@ def test_a_dead_sweep_worker_fails_only_the_runs_in_flight(tmp_path, monkeypatch
     monkeypatch.undo()
     again = run_sweep(runs, out, workers=2)
     assert (again["status"] == "complete").all()
+
+
+def test_runs_with_checkpoints_resume_where_an_interrupted_sweep_stopped(tmp_path, monkeypatch):
+    """With ``outputs.checkpoint_every`` a sweep's runs keep checkpoints in their run
+    directories: after Ctrl-C the next invocation resumes the interrupted run from its last
+    checkpoint (not from round 0) and gets the uninterrupted run's rows; a checkpoint of
+    another scenario (other --set values) is not resumed."""
+    import netfl.runner
+    from netfl.sweep import _prepare_checkpoint
+
+    base = tiny_scenario(training={"rounds": 5}, outputs={"checkpoint_every": 1})
+    path = _write(tmp_path, {"grid": {"devices.count": [2, 3]}}, base=base)
+    runs = expand(*load_sweep(path))
+    assert list(run_sweep(runs, tmp_path / "whole")["status"]) == ["complete", "complete"]
+
+    run_scenario, resumed, stop = netfl.runner.run, [], [True]
+
+    def spied(scenario, *args, on_round=None, **kwargs):
+        resumed.append(kwargs.get("resume"))
+
+        def ctrl_c_after_round_2(row):  # in the second run only, while `stop` holds
+            if stop[0] and row["round"] == 2 and scenario.devices.count == 3:
+                raise KeyboardInterrupt
+
+        return run_scenario(scenario, *args, on_round=ctrl_c_after_round_2, **kwargs)
+
+    monkeypatch.setattr(netfl.runner, "run", spied)
+    out = tmp_path / "out"
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(runs, out)
+    assert resumed == [False, False]
+    assert (out / "count=2" / "manifest.json").is_file()  # complete: its checkpoint gone
+    assert not (out / "count=2" / ".checkpoint").exists()
+    assert not (out / "count=3" / "manifest.json").exists()  # stopped after round 2
+    stop[0] = False
+    index = run_sweep(runs, out)
+    assert resumed[2:] == [True] and list(index["status"]) == ["complete", "complete"]
+    pd.testing.assert_frame_equal(
+        pd.read_csv(out / "count=3" / "rounds.csv"),
+        pd.read_csv(tmp_path / "whole" / "count=3" / "rounds.csv"),
+    )
+    assert not (out / "count=3" / ".checkpoint").exists()
+    # a checkpoint of another scenario in the way is not resumed: that run starts over
+    other = expand(*load_sweep(path), {"training.lr": 0.5})
+    (out / "other").mkdir()
+    assert _prepare_checkpoint(out / "other", runs[1].scenario) is False  # none yet
+    (out / "other" / ".checkpoint" / "state.pt").write_bytes(b"")
+    assert _prepare_checkpoint(out / "other", runs[1].scenario) is True
+    assert _prepare_checkpoint(out / "other", other[1].scenario) is False
+    assert not (out / "other" / ".checkpoint" / "state.pt").exists()
