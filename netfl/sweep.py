@@ -286,6 +286,13 @@ def _error(err: BaseException) -> str:
     return f"{type(err).__name__}: {err}".splitlines()[0]
 
 
+def _failed(out: Path, name: str, err: BaseException, done) -> None:
+    """Record a failed run: its one-line error in the index, its whole traceback (the
+    worker's or the Ray task's own, where it ran elsewhere) in ``NAME.error.txt``."""
+    done(name, _error(err))
+    (out / f"{name}.error.txt").write_text("".join(traceback.format_exception(err)))
+
+
 def _run_local(todo: list[SweepRun], out: Path, workers: int, done) -> None:
     """Runs on this machine: inline (one worker) or on a pool of forked processes
     (:func:`~netfl.learning.parallel.mp_context`); a worker keeps the data sets and partitions it built for the runs that follow."""
@@ -295,8 +302,7 @@ def _run_local(todo: list[SweepRun], out: Path, workers: int, done) -> None:
                 _run_one(r.scenario, r.source, str(out / r.name))
                 done(r.name, "")
             except Exception as err:  # noqa: BLE001 - a failing run must not stop the sweep
-                done(r.name, _error(err))
-                (out / f"{r.name}.error.txt").write_text(traceback.format_exc())
+                _failed(out, r.name, err, done)
         return
     from netfl.learning.parallel import default_threads, mp_context, start_workers
 
@@ -326,7 +332,10 @@ def _run_local(todo: list[SweepRun], out: Path, workers: int, done) -> None:
                         )
                     elif isinstance(err, BrokenProcessPool):  # it had finished and written
                         err = None
-                    done(r.name, _error(err) if err else "")
+                    if err is None:
+                        done(r.name, "")
+                    else:
+                        _failed(out, r.name, err, done)
 
 
 def _run_ray_task(
@@ -368,8 +377,7 @@ def _run_ray(todo: list[SweepRun], out: Path, workers: int | None, address, done
                     write_run(result, out / r.name)
                 done(r.name, "")
             except Exception as err:  # noqa: BLE001 - a failing run must not stop the sweep
-                done(r.name, _error(err))
-                (out / f"{r.name}.error.txt").write_text(str(err))
+                _failed(out, r.name, err, done)
     finally:
         if own:
             ray.shutdown()

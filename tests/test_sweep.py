@@ -354,3 +354,22 @@ def test_runs_with_checkpoints_resume_where_an_interrupted_sweep_stopped(tmp_pat
     assert _prepare_checkpoint(out / "other", runs[1].scenario) is True
     assert _prepare_checkpoint(out / "other", other[1].scenario) is False
     assert not (out / "other" / ".checkpoint" / "state.pt").exists()
+
+
+def test_a_run_failing_in_a_pool_worker_leaves_its_traceback(tmp_path):
+    """The index holds the one-line error; ``NAME.error.txt`` the worker's traceback."""
+    path = _write(
+        tmp_path,
+        {
+            "variants": {
+                "ok": {},
+                "broken": {"data": {"dataset": "mnist", "root": str(tmp_path / "none")}},
+            },
+        },
+    )
+    out = tmp_path / "out"
+    index = run_sweep(expand(*load_sweep(path)), out, workers=2).set_index("run")
+    assert index.loc["ok", "status"] == "complete" and index.loc["broken", "status"] == "failed"
+    assert index.loc["broken", "error"].startswith("UserError: ")
+    text = (out / "broken.error.txt").read_text()
+    assert "Traceback" in text and "_run_one" in text and "data.root" in text
