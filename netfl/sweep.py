@@ -449,6 +449,7 @@ def run_sweep(
             if on_done:
                 on_done(r.name, status[r.name][0])
         else:
+            (out / f"{r.name}.error.txt").unlink(missing_ok=True)  # an earlier failure's
             todo.append(r)
 
     def done(name: str, error: str) -> None:

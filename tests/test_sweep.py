@@ -301,9 +301,11 @@ def test_a_dead_sweep_worker_fails_only_the_runs_in_flight(tmp_path, monkeypatch
     assert "count=3" in lost.index and len(lost) <= 2
     assert lost["error"].str.startswith("WorkerLost: the sweep worker running this run").all()
     assert (index.drop(lost.index)["status"] == "complete").all() and len(index) == 5
+    assert (out / "count=3.error.txt").read_text().count("WorkerLost") >= 1
     monkeypatch.undo()
     again = run_sweep(runs, out, workers=2)
     assert (again["status"] == "complete").all()
+    assert not list(out.glob("*.error.txt"))  # the retried runs' old errors are gone
 
 
 def test_runs_with_checkpoints_resume_where_an_interrupted_sweep_stopped(tmp_path, monkeypatch):
