@@ -182,7 +182,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     except KeyboardInterrupt as err:
         what = "terminated" if isinstance(err, Terminated) else "interrupted"
         print(
-            f"{what}: the runs that finished are kept under {out}; the same command "
+            f"{what}: the runs that finished are kept under {out} (index so far: "
+            f"{out / 'sweep.csv'}; `netfl report {out}` shows them); the same command "
             "skips them and runs the rest",
             file=sys.stderr,
         )

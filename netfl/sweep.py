@@ -457,20 +457,37 @@ def run_sweep(
         if on_done:
             on_done(name, status[name][0])
 
-    if backend == "ray":
-        _run_ray(todo, out, workers if workers > 0 else None, address, done)
-    elif backend == "local":
-        _run_local(todo, out, workers, done)
-    else:
-        raise ValueError(f"unknown backend {backend!r} (local, ray)")
+    try:
+        if backend == "ray":
+            _run_ray(todo, out, workers if workers > 0 else None, address, done)
+        elif backend == "local":
+            _run_local(todo, out, workers, done)
+        else:
+            raise ValueError(f"unknown backend {backend!r} (local, ray)")
+    except KeyboardInterrupt:  # the index of what finished, for a report of the sweep so far
+        why = "the sweep was interrupted before this run finished; the same command runs it"
+        for r in runs:
+            status.setdefault(r.name, ("interrupted", why))
+        _write_index(runs, status, out, target_accuracy)
+        raise
+    return _write_index(runs, status, out, target_accuracy)
 
+
+def _write_index(
+    runs: list[SweepRun],
+    status: dict[str, tuple[str, str]],
+    out: Path,
+    target_accuracy: float | None,
+) -> pd.DataFrame:
+    """``sweep.csv`` and ``sweep.parquet``: each run's parameters, status, error and
+    summary metrics (:func:`summarize_rounds`)."""
     rows = []
     for r in runs:
         st, error = status[r.name]
         row: dict[str, Any] = {"run": r.name, **r.params, "status": st, "error": error}
         rounds_csv = out / r.name / "rounds.csv"
         if st != "failed" and rounds_csv.is_file():
-            row["status"] = "complete"
+            row["status"], row["error"] = "complete", ""
             row.update(summarize_rounds(pd.read_csv(rounds_csv), target_accuracy))
             man = json.loads((out / r.name / "manifest.json").read_text())
             row["stop_reason"] = man.get("stop_reason", "")

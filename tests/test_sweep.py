@@ -340,6 +340,14 @@ def test_runs_with_checkpoints_resume_where_an_interrupted_sweep_stopped(tmp_pat
     assert (out / "count=2" / "manifest.json").is_file()  # complete: its checkpoint gone
     assert not (out / "count=2" / ".checkpoint").exists()
     assert not (out / "count=3" / "manifest.json").exists()  # stopped after round 2
+    # the index of the sweep so far, which `netfl report` reads
+    partial = pd.read_csv(out / "sweep.csv")
+    assert list(partial["status"]) == ["complete", "interrupted"]
+    assert partial.loc[1, "error"].startswith("the sweep was interrupted")
+    assert partial.loc[0, "sim_time_s"] > 0
+    from netfl.sweep_report import sweep_report
+
+    assert (out / "report" / "index.html") in sweep_report(out)
     stop[0] = False
     index = run_sweep(runs, out)
     assert resumed[2:] == [True] and list(index["status"]) == ["complete", "complete"]
