@@ -245,7 +245,9 @@ def _run_one(
     a short summary; otherwise returns the :class:`RunResult` for the caller to
     write (a Ray task, whose machine may not share the sweep's file system).
     ``threads``: torch's intra-op threads (the cores divided among the parallel
-    runs: oversubscribed OpenMP threads slow every run many-fold).
+    runs: oversubscribed OpenMP threads slow every run many-fold). With
+    ``outputs.checkpoint_every`` and a ``run_dir`` it checkpoints there and resumes an
+    earlier invocation's checkpoint of the same scenario (:func:`_prepare_checkpoint`).
     """
     from netfl.report import write_run
     from netfl.runner import run
