@@ -35,7 +35,14 @@ LAYERS: list[list[str]] = [
         "netfl.runner",
         "netfl.results",
     ],
-    ["netfl.report", "netfl.sweep", "netfl.cli", "netfl"],
+    [
+        "netfl.report",
+        "netfl.sweep_spec",
+        "netfl.sweep",
+        "netfl.cli_commands",
+        "netfl.cli",
+        "netfl",
+    ],
 ]
 
 

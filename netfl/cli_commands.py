@@ -1,0 +1,264 @@
+"""The verbs that simulate and write: ``netfl run``, ``netfl sweep``, ``netfl report``.
+
+Each takes the parsed arguments and returns the exit code; user errors are raised as
+:class:`~netfl.errors.UserError` for :func:`netfl.cli.main` to print. Ctrl-C and
+SIGTERM (:class:`Terminated`) end a run or a sweep with what finished written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from netfl.errors import UserError
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, handled like Ctrl-C (nothing half-written is left as complete)."""
+
+
+#: the last Ctrl-C/SIGTERM seen (the runner turns it into a partial result)
+_last_interrupt: list[KeyboardInterrupt] = []
+
+
+def on_sigterm(signum, frame) -> None:
+    _last_interrupt[:] = [Terminated()]
+    raise _last_interrupt[0]
+
+
+def _output_dir(path: Path, key: str, create: bool = False) -> Path:
+    """``path`` if it is, or can be created as, a writable directory (created when
+    ``create``), else a one-line ``UserError`` naming ``key`` (the option, or what it
+    is for)."""
+    if create:
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:
+            pass  # a file in the way: said below
+        except OSError as err:
+            raise UserError(f"{key}: cannot create {path} ({err.strerror or err})") from None
+    if path.exists() and not path.is_dir():
+        raise UserError(f"{key}: {path} exists and is not a directory")
+    base = path
+    while not base.exists() and base != base.parent:
+        base = base.parent
+    if not base.is_dir():
+        raise UserError(f"{key}: cannot create {path} ({base} is not a directory)")
+    if not os.access(base, os.W_OK | os.X_OK):
+        raise UserError(f"{key}: {base} is not writable")
+    return path
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import yaml
+    from tqdm import tqdm
+
+    from netfl.checkpoint import CHECKPOINT_DIR, checkpoint_path
+    from netfl.report import write_run
+    from netfl.results import INCOMPLETE, is_complete, release_run_dir, reserve_run_dir
+    from netfl.runner import run
+    from netfl.scenario_io import load_scenario, resolved
+
+    _last_interrupt.clear()
+    resume = False
+    if args.resume:
+        if args.scenario or args.set or args.out:
+            raise UserError("--resume RUN_DIR takes no scenario, --set or --out")
+        out = Path(args.resume)
+        saved = out / CHECKPOINT_DIR / "scenario.yaml"
+        if is_complete(out):
+            raise UserError(f"--resume: {out} is a complete run; nothing to resume")
+        if not saved.is_file():
+            raise UserError(f"--resume: {out} holds no checkpoint (outputs.checkpoint_every)")
+        for item in out.iterdir():  # the interrupted run's partial tables go; the checkpoint stays
+            if item.name != CHECKPOINT_DIR:
+                shutil.rmtree(item) if item.is_dir() else item.unlink()
+        source = str(saved)
+        scenario = load_scenario(saved)
+        resume = checkpoint_path(out).is_file()  # else killed before the first checkpoint
+    else:
+        if not args.scenario:
+            raise UserError("run: give a scenario file, or --resume RUN_DIR")
+        source = args.scenario
+        scenario = load_scenario(args.scenario, args.set)
+        out = reserve_run_dir(scenario, args.out)
+        if scenario.outputs.checkpoint_every:
+            (out / CHECKPOINT_DIR).mkdir()
+            (out / CHECKPOINT_DIR / "scenario.yaml").write_text(
+                yaml.safe_dump(resolved(scenario), sort_keys=False)
+            )
+    show = scenario.outputs.progress and not args.no_progress
+    bar = tqdm(
+        total=scenario.training.rounds,
+        desc=scenario.name,
+        unit="round",
+        disable=not show,
+        file=sys.stderr,
+    )
+
+    def on_round(row: dict) -> None:
+        acc = row["accuracy"]
+        bar.set_postfix_str(
+            f"acc={acc:.3f} t_sim={row['sim_time_s']:.1f}s"
+            if acc == acc
+            else f"t_sim={row['sim_time_s']:.1f}s"
+        )
+        bar.update(1)
+
+    signal_seen: list[KeyboardInterrupt] = []
+    try:
+        try:
+            result = run(
+                scenario,
+                source=source,
+                on_round=on_round,
+                run_dir=out,
+                resume=resume,
+                partial_on_interrupt=True,
+            )
+        except KeyboardInterrupt as err:  # before a round finished: nothing to write
+            if checkpoint_path(out).is_file():
+                err.args = (f"resume with: netfl run --resume {out}",)
+            raise
+        if result.stop_reason == "interrupted":
+            signal_seen.append(_last_interrupt[0] if _last_interrupt else KeyboardInterrupt())
+        run_dir = write_run(result, out)
+    finally:
+        bar.close()
+        if not (out / CHECKPOINT_DIR).is_dir():
+            release_run_dir(out)  # only if still empty: the run failed or was interrupted
+    if result.stop_reason in INCOMPLETE:
+        hint = (
+            f"; resume with: netfl run --resume {run_dir}"
+            if checkpoint_path(run_dir).is_file()
+            else ""
+        )
+        written = (
+            f"{len(result.rounds)} finished rounds written to {run_dir}, marked "
+            f"incomplete in manifest.json{hint}"
+        )
+        if not signal_seen:  # a parallel executor's worker died
+            print(f"error: {result.info['error']}; {written}", file=sys.stderr)
+            return 1
+        what = "terminated" if isinstance(signal_seen[0], Terminated) else "interrupted"
+        print(f"{what}: {written}", file=sys.stderr)
+        return 143 if isinstance(signal_seen[0], Terminated) else 130
+    last = result.rounds.iloc[-1]
+    print(
+        f"{scenario.name}: {len(result.rounds)} rounds ({result.stop_reason}), "
+        f"accuracy {last['accuracy']:.4f}, simulated {last['sim_time_s']:.2f} s, "
+        f"device energy {result.rounds['device_energy_j'].sum():.1f} J, "
+        f"wall {result.wall_time_s:.1f} s"
+    )
+    print(f"results: {run_dir}")
+    return 0
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from netfl.scenario_io import parse_overrides
+    from netfl.sweep import expand, load_sweep, run_sweep
+
+    if args.out is not None and not args.out.strip():
+        raise UserError("--out: empty path; name a sweep directory")
+    if args.workers is not None and args.workers < (1 if args.backend == "local" else 0):
+        raise UserError(f"--workers: {args.workers} is not a number of parallel runs")
+    if args.address and args.backend != "ray":
+        raise UserError("--address: only with --backend ray")
+    workers = args.workers if args.workers is not None else (1 if args.backend == "local" else 0)
+    spec, path = load_sweep(args.sweep)
+    runs = expand(spec, path, parse_overrides(args.set or []))
+    out = _output_dir(Path(args.out) if args.out else Path("runs") / "sweeps" / spec.name, "--out")
+    bar = tqdm(
+        total=len(runs), desc=spec.name, unit="run", disable=args.no_progress, file=sys.stderr
+    )
+
+    def on_done(name: str, status: str) -> None:
+        bar.set_postfix_str(f"{name}: {status}")
+        bar.update(1)
+
+    try:
+        index = run_sweep(
+            runs, out, workers, spec.target_accuracy, on_done, args.backend, args.address
+        )
+    except ImportError as err:
+        raise UserError(f"--backend {args.backend}: {err}") from None
+    except ConnectionError as err:  # Ray could not start, or --address is unreachable
+        raise UserError(f"{'--address' if args.address else '--backend ray'}: {err}") from None
+    except KeyboardInterrupt as err:
+        what = "terminated" if isinstance(err, Terminated) else "interrupted"
+        print(
+            f"{what}: the runs that finished are kept under {out} (index so far: "
+            f"{out / 'sweep.csv'}; `netfl report {out}` shows them); the same command "
+            "skips them and runs the rest",
+            file=sys.stderr,
+        )
+        return 143 if isinstance(err, Terminated) else 130
+    finally:
+        bar.close()
+    counts = index["status"].value_counts().to_dict()
+    print(f"{spec.name}: {len(index)} runs ({', '.join(f'{v} {k}' for k, v in counts.items())})")
+    print(f"index: {out / 'sweep.csv'}")
+    print(f"report (mean ± std over seeds, index.html): netfl report {out}")
+    return 0 if counts.get("failed", 0) == 0 else 1
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from netfl.report import compare_figures, cost_to_target, result_figures
+    from netfl.results import read_run
+    from netfl.sweep_report import is_sweep_dir, sweep_report
+
+    if args.out:
+        _output_dir(Path(args.out), "--out", create=True)
+    if len(args.run_dirs) == 1 and is_sweep_dir(args.run_dirs[0]):
+        try:
+            paths = sweep_report(args.run_dirs[0], args.out)
+        except (OSError, KeyError, ValueError) as err:
+            raise UserError(f"{args.run_dirs[0]}: not a readable sweep directory ({err})") from None
+        for p in paths:
+            print(p)
+        return 0
+    runs = {}
+    for d in args.run_dirs:
+        try:
+            runs[d] = read_run(d)
+        except FileNotFoundError as err:
+            raise UserError(str(err)) from None
+    if len(runs) == 1:
+        d, r = next(iter(runs.items()))
+        figures = Path(args.out) if args.out else _output_dir(Path(d) / "figures", d, True)
+        paths = result_figures(r, figures)
+    else:
+        if not args.out:
+            raise UserError("--out: required when comparing several runs")
+        labels, names = {}, {}
+        for d, r in runs.items():
+            label = f"{r.scenario.name} ({r.scenario.algorithm.name})"
+            label = label if label not in labels else Path(d).name
+            labels[label], names[d] = r.rounds, label
+        baseline = names.get(args.baseline) if args.baseline else None
+        if args.baseline and baseline is None:
+            raise UserError(f"--baseline: {args.baseline} is not one of the run directories")
+        costs = cost_to_target(labels, baseline=baseline)
+        print(
+            f"cost to reach {costs['target_accuracy'].iloc[0]:.4f} accuracy "
+            f"(peak of {baseline or next(iter(labels))}):"
+        )
+        show = [
+            "run",
+            "round",
+            "sim_time_s",
+            "subframes",
+            "models_sent",
+            "models_d2d",
+            "device_energy_j",
+        ]
+        print(costs[[c for c in show if c in costs]].to_string(index=False))
+        paths = compare_figures(labels, Path(args.out), baseline=baseline)
+    for p in paths:
+        print(p)
+    return 0

@@ -1,0 +1,180 @@
+"""Sweep files: one base scenario, named variants, a grid and zipped lists of overrides, seeds.
+
+A sweep file (``*.sweep.yaml``)::
+
+    name: feddif_alpha
+    base: feddif.yaml              # the base scenario, relative to this file
+    set:                           # overrides applied to every run
+      training.rounds: 30
+    variants:                      # named override sets, crossed with the grid
+      fedavg: {algorithm: {name: fedavg}}
+      feddif: {algorithm: {name: feddif}}
+    grid:                          # Cartesian product of the lists
+      data.partition.alpha: [0.1, 0.2, 0.5, 1.0, 100]
+    zip:                           # lists of one length, taken together
+      model.name: [logreg, fcn]
+      training.lr: [0.01, 0.05]
+    seeds: [1, 2, 3]               # replicates (default: the base scenario's seed)
+    target_accuracy: 0.8           # optional: costs to reach it in the index
+
+Runs are expanded as variants × grid × zip × seeds; each gets a readable name
+(``feddif-alpha=0.1-seed1``) and its own run directory under the sweep
+directory (:func:`netfl.sweep.run_sweep` runs them). Overrides may use any key
+path of the scenario (a mapping value replaces the whole section).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from netfl.errors import ScenarioError
+from netfl.scenario import Scenario
+from netfl.scenario_io import _problems, apply_values, parse_scenario, read_yaml
+
+__all__ = ["SweepSpec", "SweepRun", "is_sweep_file", "load_sweep", "expand"]
+
+#: top-level keys of a scenario that a sweep file never has
+SCENARIO_SECTIONS = frozenset(Scenario.model_fields) - {"name"}
+
+
+class SweepSpec(BaseModel):
+    """A sweep file, validated (unknown keys are errors)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    base: str = Field(description="base scenario file, relative to the sweep file")
+    set: dict[str, Any] = Field(default_factory=dict, description="overrides for every run")
+    variants: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="named override sets, crossed with the grid"
+    )
+    grid: dict[str, list[Any]] = Field(default_factory=dict, description="Cartesian product")
+    zip: dict[str, list[Any]] = Field(
+        default_factory=dict, description="lists of one length, taken together"
+    )
+    seeds: list[int] | None = Field(None, min_length=1, description="replicate seeds")
+    target_accuracy: float | None = Field(None, gt=0.0, le=1.0)
+
+    @field_validator("zip")
+    @classmethod
+    def _zip_lengths(cls, value: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        lengths = {len(v) for v in value.values()}
+        if len(lengths) > 1:
+            raise ValueError(f"the lists must have one length (got {sorted(lengths)})")
+        return value
+
+    @field_validator("grid")
+    @classmethod
+    def _grid_lists(cls, value: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        empty = [k for k, v in value.items() if not v]
+        if empty:
+            raise ValueError(f"empty list for {', '.join(empty)}")
+        return value
+
+
+@dataclass
+class SweepRun:
+    """One expanded run: its name, the parameters that define it, and its scenario."""
+
+    name: str
+    params: dict[str, Any]
+    scenario: Scenario
+    source: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def is_sweep_file(path: str | Path) -> bool:
+    """Whether ``path`` holds a sweep (a mapping naming a ``base`` scenario), not a scenario."""
+    data = read_yaml(Path(path))
+    return isinstance(data, dict) and "base" in data
+
+
+def load_sweep(path: str | Path) -> tuple[SweepSpec, Path]:
+    """Read and validate a sweep file; errors name the file and key path."""
+    path = Path(path)
+    data = read_yaml(path)
+    if not isinstance(data, dict):
+        raise ScenarioError(str(path), [("", "a sweep must be a mapping")])
+    if "base" not in data and SCENARIO_SECTIONS & data.keys():
+        raise ScenarioError(
+            str(path),
+            [
+                (
+                    "",
+                    "a scenario, not a sweep (no `base:`): run it with `netfl run`, or name it "
+                    "as `base:` in a sweep file",
+                )
+            ],
+        )
+    try:
+        spec = SweepSpec.model_validate(data)
+    except ValidationError as err:
+        raise ScenarioError(str(path), _problems(err, root=SweepSpec)) from None
+    return spec, path
+
+
+def _short(key: str) -> str:
+    """The last key of a path (``data.partition.alpha`` → ``alpha``; ``model.name`` → ``model``)."""
+    parts = key.split(".")
+    return parts[-2] if parts[-1] == "name" and len(parts) > 1 else parts[-1]
+
+
+def _label(value: Any) -> str:
+    """A value as part of a run name; a section reads ``NAME_key1value1_key2value2``
+    (``{scheme: dirichlet, alpha: 0.5}`` → ``dirichlet_alpha0.5``)."""
+    if isinstance(value, dict):
+        key = next((k for k in ("name", "scheme") if k in value), None)
+        parts = [_label(value[key])] if key else []
+        parts += [f"{k}{_label(v)}" for k, v in value.items() if k != key]
+        return "_".join(parts)
+    text = f"{value:g}" if isinstance(value, float) else str(value)
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", text)
+
+
+def expand(
+    spec: SweepSpec, path: str | Path, overrides: dict[str, Any] | None = None
+) -> list[SweepRun]:
+    """Every run of the sweep, validated, in order variants × grid × zip × seeds.
+
+    ``overrides`` (``{key.path: value}``) apply to every run after the sweep's own.
+    """
+    path = Path(path)
+    base_path = path.parent / spec.base
+    base = read_yaml(base_path)
+    if not isinstance(base, dict):
+        raise ScenarioError(str(base_path), [("", "a scenario must be a mapping of sections")])
+    base_seed = base.get("seed", 0)
+    variants = list(spec.variants.items()) or [("", {})]
+    grid_keys = list(spec.grid)
+    grid = list(itertools.product(*spec.grid.values())) if grid_keys else [()]
+    zip_keys = list(spec.zip)
+    zipped = list(zip(*spec.zip.values(), strict=True)) if zip_keys else [()]
+    seeds = spec.seeds or [base_seed]
+    runs: list[SweepRun] = []
+    names: set[str] = set()
+    for (vname, vset), gvals, zvals, seed in itertools.product(variants, grid, zipped, seeds):
+        params = {
+            **dict(zip(grid_keys, gvals, strict=True)),
+            **dict(zip(zip_keys, zvals, strict=True)),
+        }
+        parts = [vname] if vname else []
+        parts += [f"{_short(k)}={_label(v)}" for k, v in params.items()]
+        if spec.seeds:
+            parts.append(f"seed{seed}")
+        name = "-".join(parts) or "run"
+        if name in names:
+            raise ScenarioError(str(path), [("", f"two runs would be named {name!r}")])
+        names.add(name)
+        values = {**spec.set, **vset, **params, "seed": seed, **(overrides or {})}
+        data = apply_values(base, values, str(path))
+        data["name"] = f"{spec.name}-{name}".replace("=", "_")
+        source = f"{path} (run {name})"
+        scenario = parse_scenario(data, source)
+        runs.append(SweepRun(name, {"variant": vname, **params, "seed": seed}, scenario, source))
+    return runs
