@@ -7,7 +7,7 @@ directories:
 - accuracy vs communication round per α, FedAvg / FedDif / FedSwap;
 - diffusion rounds per communication round per α;
 - sub-frames and transmitted models (by link type) to reach FedAvg's peak
-  accuracy, per α (``netfl.report.cost_to_target``);
+  accuracy, per α (``netfl.output.figures.cost_to_target``);
 - IID distance of every model over the diffusion rounds of one round;
 - final accuracy, diffusion rounds and D2D models vs ε and vs γ_min;
 - final accuracy per ML task, FedAvg vs FedDif.
@@ -29,8 +29,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from netfl.report import cost_to_target  # noqa: E402
-from netfl.results import read_run  # noqa: E402
+from netfl import cost_to_target, read_run  # noqa: E402
 from netfl.sweep import expand, load_sweep, run_sweep  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -17,8 +17,8 @@ import time
 
 from _result import report  # (benchmarks/ is on sys.path when run as a script)
 
-from netfl.runner import run
-from netfl.scenario_io import parse_scenario
+from netfl.scenario.files import parse_scenario
+from netfl.sim.runner import run
 
 TARGET_SCHEDULE_S = 0.050
 

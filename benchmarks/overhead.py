@@ -20,10 +20,10 @@ import numpy as np
 import torch
 from _result import report  # (benchmarks/ is on sys.path when run as a script)
 
+from netfl.core.rng import Streams
 from netfl.learning import evaluate, get_model_spec, load_dataset, partition
-from netfl.rng import Streams
-from netfl.runner import run
-from netfl.scenario_io import load_scenario
+from netfl.scenario.files import load_scenario
+from netfl.sim.runner import run
 
 SCENARIO = Path(__file__).resolve().parent.parent / "scenarios" / "quickstart.yaml"
 

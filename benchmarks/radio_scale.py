@@ -19,9 +19,9 @@ import time
 import simpy
 from _result import report  # (benchmarks/ is on sys.path when run as a script)
 
-import netfl.world
-from netfl.runner import run
-from netfl.scenario_io import parse_scenario
+import netfl.sim.world
+from netfl.scenario.files import parse_scenario
+from netfl.sim.runner import run
 
 
 class CountingEnvironment(simpy.Environment):
@@ -97,7 +97,7 @@ def main() -> None:
     ap.add_argument("--ref-rounds", type=int, default=30, help="rounds of the reference runs")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
-    netfl.world.simpy.Environment = CountingEnvironment  # count events of every run below
+    netfl.sim.world.simpy.Environment = CountingEnvironment  # count events of every run below
 
     m = measure(100, args.rounds, args.seed)
     print(

@@ -23,7 +23,7 @@ import yaml
 from _result import report  # (benchmarks/ is on sys.path when run as a script)
 from radio_scale import scenario
 
-from netfl.sweep import expand, load_sweep, run_sweep
+from netfl.sweep.run import expand, load_sweep, run_sweep
 
 TARGET = 1.7
 

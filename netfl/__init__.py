@@ -6,35 +6,48 @@ Public API::
     scenario = load_scenario("scenarios/quickstart.yaml", ["training.rounds=3"])
     result = run(scenario)          # RunResult with pandas tables
     write_run(result, "runs/demo")  # the run directory
+
+The names below are imported on first use: ``import netfl`` itself is light (no
+torch), so the command line's light verbs start fast.
 """
 
-from netfl.algorithms import ALGORITHMS, Algorithm, FedAvg, RoundSummary, register  # noqa: E402
-from netfl.errors import ScenarioError, UserError, WorkerLost  # noqa: E402
-from netfl.report import write_run  # noqa: E402
-from netfl.results import read_run  # noqa: E402
-from netfl.run_result import RunResult  # noqa: E402
-from netfl.runner import run  # noqa: E402
-from netfl.scenario import Scenario  # noqa: E402
-from netfl.scenario_io import load_scenario, parse_scenario  # noqa: E402
-from netfl.version import __version__  # noqa: E402
-from netfl.world import World  # noqa: E402
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "__version__",
-    "ALGORITHMS",
-    "Algorithm",
-    "FedAvg",
-    "RoundSummary",
-    "register",
-    "ScenarioError",
-    "UserError",
-    "WorkerLost",
-    "read_run",
-    "write_run",
-    "RunResult",
-    "run",
-    "Scenario",
-    "load_scenario",
-    "parse_scenario",
-    "World",
-]
+from netfl._lazy import lazy_exports
+from netfl.version import __version__
+
+_EXPORTS = {
+    "ALGORITHMS": "netfl.algorithms",
+    "Algorithm": "netfl.algorithms",
+    "FedAvg": "netfl.algorithms",
+    "RoundSummary": "netfl.algorithms",
+    "RoundContext": "netfl.algorithms",
+    "register": "netfl.algorithms",
+    "ScenarioError": "netfl.errors",
+    "UserError": "netfl.errors",
+    "WorkerLost": "netfl.errors",
+    "write_run": "netfl.output.figures",
+    "cost_to_target": "netfl.output.figures",
+    "read_run": "netfl.output.rundir",
+    "RunResult": "netfl.sim.result",
+    "run": "netfl.sim.runner",
+    "Scenario": "netfl.scenario.schema",
+    "load_scenario": "netfl.scenario.files",
+    "parse_scenario": "netfl.scenario.files",
+    "World": "netfl.sim.world",
+}
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+if TYPE_CHECKING:  # what type checkers and editors see
+    from netfl.algorithms import ALGORITHMS, Algorithm, FedAvg, RoundContext, RoundSummary, register  # noqa: F401
+    from netfl.errors import ScenarioError, UserError, WorkerLost  # noqa: F401
+    from netfl.output.figures import cost_to_target, write_run  # noqa: F401
+    from netfl.output.rundir import read_run  # noqa: F401
+    from netfl.scenario.files import load_scenario, parse_scenario  # noqa: F401
+    from netfl.scenario.schema import Scenario  # noqa: F401
+    from netfl.sim.result import RunResult  # noqa: F401
+    from netfl.sim.runner import run  # noqa: F401
+    from netfl.sim.world import World  # noqa: F401
+
+__all__ = ["__version__", *_EXPORTS]

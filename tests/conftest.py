@@ -8,8 +8,8 @@ import simpy
 
 from channel_models import get_link_profile
 from netfl.compute import get_compute_profile
-from netfl.nodes import Node
-from netfl.records import Recorder
+from netfl.core.nodes import Node
+from netfl.core.records import Recorder
 
 
 def make_node(

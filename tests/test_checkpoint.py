@@ -16,11 +16,11 @@ import pytest
 import torch
 import yaml
 
-from netfl.checkpoint import checkpoint_path, load_checkpoint, save_checkpoint
 from netfl.errors import UserError
-from netfl.report import write_run
-from netfl.runner import run
-from netfl.scenario_io import parse_scenario
+from netfl.output.figures import write_run
+from netfl.scenario.files import parse_scenario
+from netfl.sim.checkpoint import checkpoint_path, load_checkpoint, save_checkpoint
+from netfl.sim.runner import run
 from tests.conftest import tiny_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -184,7 +184,7 @@ def test_a_signal_that_reaches_another_thread_waits_for_the_checkpoint_write(tmp
     too) is held until the checkpoint is written, then raised; the file is whole."""
     import threading
 
-    from netfl.checkpoint import _signals_deferred
+    from netfl.sim.checkpoint import _signals_deferred
 
     written = []
     with pytest.raises(KeyboardInterrupt):
@@ -205,7 +205,7 @@ def test_a_damaged_checkpoint_is_a_one_line_error_on_resume(tmp_path, capsys):
     ``--resume`` says which file and what to do, exit 2, no torch traceback."""
     import yaml as _yaml
 
-    from netfl.cli import main
+    from netfl.cli.app import main
 
     scenario = _scenario("fedavg", "timing", rounds=6, every=1)
     run_dir = tmp_path / "run"
@@ -213,7 +213,7 @@ def test_a_damaged_checkpoint_is_a_one_line_error_on_resume(tmp_path, capsys):
     (run_dir / ".checkpoint").mkdir()
     with pytest.raises(Killed):
         run(scenario, on_round=_kill_after(2), run_dir=run_dir)
-    from netfl.scenario_io import resolved
+    from netfl.scenario.files import resolved
 
     (run_dir / ".checkpoint" / "scenario.yaml").write_text(_yaml.safe_dump(resolved(scenario)))
     path = checkpoint_path(run_dir)

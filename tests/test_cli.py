@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from netfl.cli import main
+from netfl.cli.app import main
 from netfl.errors import ScenarioError
 from tests.conftest import tiny_scenario
 
@@ -120,12 +120,12 @@ def test_list_and_schema(capsys):
 
 
 def test_interrupted_write_leaves_nothing(scenario_file, tmp_path, monkeypatch):
-    import netfl.report
+    import netfl.output.figures
 
     def boom(*a, **k):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(netfl.report, "run_figures", boom)
+    monkeypatch.setattr(netfl.output.figures, "run_figures", boom)
     out = tmp_path / "runs" / "x"
     with pytest.raises(RuntimeError):
         main(

@@ -8,11 +8,11 @@ import pytest
 import simpy
 
 from netfl.algorithms.fedavg import FedAvg
-from netfl.invariants import InvariantError, check_records, check_round
+from netfl.core.invariants import InvariantError, check_records, check_round
+from netfl.core.records import ComputeRecord, TransferRecord
 from netfl.radio.sharing import Flow, ProcessorSharing
-from netfl.records import ComputeRecord, TransferRecord
-from netfl.runner import run
-from netfl.scenario_io import parse_scenario
+from netfl.scenario.files import parse_scenario
+from netfl.sim.runner import run
 from tests.conftest import tiny_scenario
 
 

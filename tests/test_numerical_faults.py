@@ -8,8 +8,8 @@ import torch
 from netfl.errors import NumericalFault
 from netfl.learning.executor import SerialExecutor
 from netfl.learning.params import all_finite
-from netfl.runner import run
-from netfl.scenario_io import parse_scenario
+from netfl.scenario.files import parse_scenario
+from netfl.sim.runner import run
 from tests.conftest import tiny_scenario
 
 ALGOS = {
@@ -59,7 +59,7 @@ def _scenario(algo: str, model: str = "logreg", **training):
 
 @pytest.mark.parametrize("algo", sorted(ALGOS))
 def test_a_nan_update_is_dropped_and_counted(algo, monkeypatch):
-    import netfl.runner
+    import netfl.sim.runner
 
     state = {"round": -1}
     original_submit = SerialExecutor.submit
@@ -76,7 +76,7 @@ def test_a_nan_update_is_dropped_and_counted(algo, monkeypatch):
         return fut
 
     worlds = []
-    original_world = netfl.runner.World
+    original_world = netfl.sim.runner.World
 
     def world(*a, **k):
         w = original_world(*a, **k)
@@ -87,7 +87,7 @@ def test_a_nan_update_is_dropped_and_counted(algo, monkeypatch):
         return worlds[-1].recorder.round
 
     monkeypatch.setattr(SerialExecutor, "submit", submit)
-    monkeypatch.setattr(netfl.runner, "World", world)
+    monkeypatch.setattr(netfl.sim.runner, "World", world)
     result = run(_scenario(algo))
     assert list(result.rounds["nonfinite_updates"]) == [1, 1]
     assert result.rounds["accuracy"].between(0, 1).all()

@@ -7,8 +7,8 @@ import math
 import pandas as pd
 import yaml
 
-from netfl.cli import main
-from netfl.report import cost_to_target
+from netfl.cli.app import main
+from netfl.output.figures import cost_to_target
 from tests.conftest import tiny_scenario
 
 

@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 from netfl import read_run, write_run
-from netfl.runner import run
-from netfl.scenario_io import parse_scenario
+from netfl.scenario.files import parse_scenario
+from netfl.sim.runner import run
 from tests.conftest import tiny_scenario
 
 LEARNING_ONLY = ["accuracy", "loss", "train_loss"]
@@ -141,9 +141,9 @@ def test_manifest_records_the_torch_thread_count(tmp_path):
 
     import torch
 
-    from netfl.report import write_run
-    from netfl.runner import run
-    from netfl.scenario_io import parse_scenario
+    from netfl.output.figures import write_run
+    from netfl.scenario.files import parse_scenario
+    from netfl.sim.runner import run
     from tests.conftest import tiny_scenario
 
     result = run(parse_scenario(tiny_scenario(training={"rounds": 1})))
@@ -159,8 +159,8 @@ def test_a_runs_thread_count_does_not_outlive_it():
     thread count is back (a notebook's next cell, a benchmark's next loop)."""
     import torch
 
-    from netfl.runner import run
-    from netfl.scenario_io import parse_scenario
+    from netfl.scenario.files import parse_scenario
+    from netfl.sim.runner import run
     from tests.conftest import tiny_scenario
 
     before = torch.get_num_threads()

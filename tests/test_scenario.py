@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from netfl.errors import ScenarioError
-from netfl.scenario_io import (
+from netfl.scenario.files import (
     apply_overrides,
     load_scenario,
     parse_scenario,

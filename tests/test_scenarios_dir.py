@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from netfl.runner import run
-from netfl.scenario_io import load_scenario, resolved
+from netfl.scenario.files import load_scenario, resolved
+from netfl.sim.runner import run
 
 ROOT = Path(__file__).resolve().parent.parent / "scenarios"
 SCENARIOS = sorted(p for p in ROOT.rglob("*.yaml") if not p.name.endswith(".sweep.yaml"))
@@ -27,7 +27,7 @@ def test_there_are_scenarios():
 
 @pytest.mark.parametrize("path", SWEEPS, ids=lambda p: p.stem)
 def test_sweep_expands_to_valid_scenarios(path):
-    from netfl.sweep import expand, load_sweep
+    from netfl.sweep.run import expand, load_sweep
 
     spec, p = load_sweep(path)
     runs = expand(spec, p)
@@ -37,7 +37,7 @@ def test_sweep_expands_to_valid_scenarios(path):
     want *= len(next(iter(spec.zip.values()))) if spec.zip else 1
     assert len(runs) == want and len({r.name for r in runs}) == want
     # and every run's data root and partition check out, as `netfl validate` finds them
-    from netfl.cli import main
+    from netfl.cli.app import main
 
     assert main(["validate", str(path)]) == 0
 
@@ -56,7 +56,7 @@ def test_scenario_runs(path):
 def test_resolved_scenario_reloads_identically(path, tmp_path):
     import yaml
 
-    from netfl.scenario_io import parse_scenario
+    from netfl.scenario.files import parse_scenario
 
     want = resolved(load_scenario(path))
     again = parse_scenario(yaml.safe_load(yaml.safe_dump(want)), "resolved")

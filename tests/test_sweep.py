@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from netfl.cli import main
+from netfl.cli.app import main
 from netfl.errors import ScenarioError
-from netfl.sweep import expand, load_sweep, run_sweep
+from netfl.sweep.run import expand, load_sweep, run_sweep
 from tests.conftest import tiny_scenario
 
 
@@ -166,7 +166,7 @@ def test_ray_backend_gives_the_local_index(tmp_path, ray_local):
 
 
 def test_a_worker_builds_the_data_of_identical_variants_once(tmp_path, monkeypatch):
-    import netfl.world as world_mod
+    import netfl.sim.world as world_mod
 
     calls = []
     real = world_mod.load_dataset
@@ -214,9 +214,9 @@ def test_ray_backend_from_the_command_line(tmp_path, ray_local, capsys):
 
 
 def test_the_data_cache_keeps_two_data_sets_and_keys_partitions_by_their_section(monkeypatch):
-    import netfl.world as world_mod
+    import netfl.sim.world as world_mod
     from netfl import parse_scenario
-    from netfl.rng import Streams
+    from netfl.core.rng import Streams
 
     monkeypatch.setattr(world_mod, "_DATA_CACHE", type(world_mod._DATA_CACHE)())
     monkeypatch.setattr(world_mod, "_PARTITION_CACHE", type(world_mod._DATA_CACHE)())
@@ -281,16 +281,16 @@ def test_a_dead_sweep_worker_fails_only_the_runs_in_flight(tmp_path, monkeypatch
     import os
     import signal
 
-    import netfl.runner
+    import netfl.sim.runner
 
-    run_scenario = netfl.runner.run
+    run_scenario = netfl.sim.runner.run
 
     def killing(scenario, *args, **kwargs):  # forked into the sweep's workers
         if scenario.devices.count == 3:
             os.kill(os.getpid(), signal.SIGKILL)
         return run_scenario(scenario, *args, **kwargs)
 
-    monkeypatch.setattr(netfl.runner, "run", killing)
+    monkeypatch.setattr(netfl.sim.runner, "run", killing)
     path = _write(tmp_path, {"grid": {"devices.count": [2, 3, 4, 5, 6]}})
     runs = expand(*load_sweep(path))
     out = tmp_path / "out"
@@ -313,15 +313,15 @@ def test_runs_with_checkpoints_resume_where_an_interrupted_sweep_stopped(tmp_pat
     directories: after Ctrl-C the next invocation resumes the interrupted run from its last
     checkpoint (not from round 0) and gets the uninterrupted run's rows; a checkpoint of
     another scenario (other --set values) is not resumed."""
-    import netfl.runner
-    from netfl.sweep import _prepare_checkpoint
+    import netfl.sim.runner
+    from netfl.sweep.run import _prepare_checkpoint
 
     base = tiny_scenario(training={"rounds": 5}, outputs={"checkpoint_every": 1})
     path = _write(tmp_path, {"grid": {"devices.count": [2, 3]}}, base=base)
     runs = expand(*load_sweep(path))
     assert list(run_sweep(runs, tmp_path / "whole")["status"]) == ["complete", "complete"]
 
-    run_scenario, resumed, stop = netfl.runner.run, [], [True]
+    run_scenario, resumed, stop = netfl.sim.runner.run, [], [True]
 
     def spied(scenario, *args, on_round=None, **kwargs):
         resumed.append(kwargs.get("resume"))
@@ -332,7 +332,7 @@ def test_runs_with_checkpoints_resume_where_an_interrupted_sweep_stopped(tmp_pat
 
         return run_scenario(scenario, *args, on_round=ctrl_c_after_round_2, **kwargs)
 
-    monkeypatch.setattr(netfl.runner, "run", spied)
+    monkeypatch.setattr(netfl.sim.runner, "run", spied)
     out = tmp_path / "out"
     with pytest.raises(KeyboardInterrupt):
         run_sweep(runs, out)
@@ -345,7 +345,7 @@ def test_runs_with_checkpoints_resume_where_an_interrupted_sweep_stopped(tmp_pat
     assert list(partial["status"]) == ["complete", "interrupted"]
     assert partial.loc[1, "error"].startswith("the sweep was interrupted")
     assert partial.loc[0, "sim_time_s"] > 0
-    from netfl.sweep_report import sweep_report
+    from netfl.sweep.report import sweep_report
 
     assert (out / "report" / "index.html") in sweep_report(out)
     stop[0] = False

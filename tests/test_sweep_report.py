@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from netfl.cli import main
-from netfl.sweep import expand, load_sweep, run_sweep
-from netfl.sweep_report import group_runs
+from netfl.cli.app import main
+from netfl.sweep.report import group_runs
+from netfl.sweep.run import expand, load_sweep, run_sweep
 from tests.conftest import tiny_scenario
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -15,10 +15,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from netfl.cli import main
+from netfl.cli.app import main
 from netfl.errors import ScenarioError, UserError
-from netfl.results import release_run_dir, reserve_run_dir
-from netfl.scenario_io import load_scenario, parse_scenario, read_yaml, resolved
+from netfl.output.rundir import release_run_dir, reserve_run_dir
+from netfl.scenario.files import load_scenario, parse_scenario, read_yaml, resolved
 from tests.conftest import tiny_scenario
 
 MAX_LINE = 700  # characters of one error line, whatever the input (valid-key lists included)
@@ -211,10 +211,10 @@ def _scenario_file(tmp_path: Path, **sections) -> Path:
 
 
 def test_unusable_out_fails_before_simulating(tmp_path, capsys, monkeypatch):
-    import netfl.runner
+    import netfl.sim.runner
 
     called = []
-    monkeypatch.setattr(netfl.runner, "run", lambda *a, **k: called.append(1))
+    monkeypatch.setattr(netfl.sim.runner, "run", lambda *a, **k: called.append(1))
     path = _scenario_file(tmp_path)
     (tmp_path / "afile").write_text("x")
     for out, msg in [
@@ -238,12 +238,12 @@ def test_default_run_dirs_are_unique_and_released_when_a_run_fails(tmp_path, mon
     with pytest.raises(UserError, match="already exists"):
         reserve_run_dir(scenario, b)
 
-    import netfl.runner
+    import netfl.sim.runner
 
     def boom(*a, **k):
         raise UserError("simulated failure")
 
-    monkeypatch.setattr(netfl.runner, "run", boom)
+    monkeypatch.setattr(netfl.sim.runner, "run", boom)
     out = tmp_path / "failing"
     assert main(["run", str(_scenario_file(tmp_path)), "--out", str(out)]) == 2
     assert not out.exists()
@@ -255,7 +255,7 @@ def test_a_signal_writes_the_finished_rounds_marked_incomplete_and_resume_comple
 ):
     import json
 
-    from netfl.checkpoint import checkpoint_path
+    from netfl.sim.checkpoint import checkpoint_path
 
     path = _scenario_file(tmp_path, training={"rounds": 300, "batch_size": 16})
     data = yaml.safe_load(path.read_text())
@@ -294,8 +294,8 @@ def test_a_signal_writes_the_finished_rounds_marked_incomplete_and_resume_comple
 
 @pytest.mark.parametrize("damage", ["", "round,accuracy\n1,2,3,4\n\x00\x01", "garbage"])
 def test_report_on_a_damaged_run_directory_is_one_line(damage, tmp_path, capsys):
-    from netfl.report import write_run
-    from netfl.runner import run
+    from netfl.output.figures import write_run
+    from netfl.sim.runner import run
 
     d = write_run(run(parse_scenario(tiny_scenario())), tmp_path / "r", figures=False)
     (d / "rounds.csv").write_text(damage)
@@ -318,8 +318,8 @@ def test_validate_runs_the_data_checks_that_need_no_simulation(tmp_path, capsys)
 
 
 def test_a_half_written_run_directory_is_swept_away(tmp_path):
-    from netfl.report import write_run
-    from netfl.runner import run
+    from netfl.output.figures import write_run
+    from netfl.sim.runner import run
 
     stale = tmp_path / ".r.abc123.tmp"
     stale.mkdir()

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 from channel_models.registry import lookup
 
 if TYPE_CHECKING:
-    from netfl.world import World
+    from netfl.sim.world import World
 
 __all__ = [
     "Algorithm",
@@ -41,7 +41,7 @@ class AlgorithmConfig(BaseModel):
     @field_validator("*", mode="before")
     @classmethod
     def _no_bool(cls, value: Any, info: ValidationInfo) -> Any:
-        from netfl.scenario import no_bool_for_numbers
+        from netfl.scenario.schema import no_bool_for_numbers
 
         return no_bool_for_numbers(cls, value, info)
 

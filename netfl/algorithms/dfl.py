@@ -33,9 +33,9 @@ from pydantic import Field
 
 from netfl.algorithms.base import RoundSummary, register
 from netfl.algorithms.fedavg import FedAvg, FedAvgConfig
+from netfl.core.nodes import Node
 from netfl.learning import DistillTask, clone_state, weighted_average
 from netfl.learning.distill import aggregate_soft_targets, dynamic_ratio, uniform_soft_targets
-from netfl.nodes import Node
 
 __all__ = ["DFL", "DFLConfig", "FD", "FDConfig"]
 

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from netfl.algorithms.base import RoundSummary, register
 from netfl.algorithms.split import SplitConfig, SplitFL
+from netfl.core.nodes import Node
 from netfl.errors import UserError
 from netfl.learning import DataRootError, SplitTask, load_dataset, weighted_average
 from netfl.learning.pretrain import load_weights, pretrain
@@ -36,7 +37,6 @@ from netfl.learning.split import (
     quantize_activations,
     quantized_bits,
 )
-from netfl.nodes import Node
 
 __all__ = ["EcoFed", "EcoFedConfig", "PretrainConfig"]
 

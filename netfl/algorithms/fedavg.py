@@ -24,9 +24,9 @@ import simpy
 from pydantic import Field
 
 from netfl.algorithms.base import Algorithm, AlgorithmConfig, RoundSummary, register
+from netfl.core.nodes import Node
 from netfl.learning import TrainResult, TrainTask, clone_state, weighted_average
 from netfl.learning.params import OrderedAverage
-from netfl.nodes import Node
 
 __all__ = ["FedAvg", "FedAvgConfig"]
 

@@ -79,8 +79,8 @@ from netfl.algorithms.feddif_state import (
     select_winners,
     valuation_matrix,
 )
+from netfl.core.nodes import Node
 from netfl.learning import TrainResult, weighted_average
-from netfl.nodes import Node
 
 __all__ = ["FedDif", "FedDifConfig", "DIFFUSION_STOP"]
 

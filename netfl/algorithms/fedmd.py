@@ -37,12 +37,12 @@ from pydantic import Field, field_validator
 from netfl.algorithms.base import RoundSummary, register
 from netfl.algorithms.fedavg import FedAvgConfig
 from netfl.algorithms.hetero import HeterogeneousFL
+from netfl.core.nodes import Node
 from netfl.errors import UserError
 from netfl.learning import DataRootError, load_dataset
 from netfl.learning.consensus import adapt_images
 from netfl.learning.datasets import DATASETS
 from netfl.learning.executor import FedMDTask
-from netfl.nodes import Node
 
 __all__ = ["FedMD", "FedMDConfig"]
 

@@ -7,7 +7,7 @@ import numpy as np
 from netfl.algorithms.base import register
 from netfl.algorithms.feddif import FedDif
 from netfl.algorithms.feddif_state import Chain
-from netfl.nodes import Node
+from netfl.core.nodes import Node
 
 __all__ = ["FedSwap"]
 

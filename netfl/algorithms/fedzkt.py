@@ -38,10 +38,10 @@ from pydantic import Field
 from netfl.algorithms.base import AlgorithmConfig, RoundSummary, register
 from netfl.algorithms.hetero import HeterogeneousFL
 from netfl.compute.flops import measure_flops, measure_input_grad_flops
+from netfl.core.nodes import Node
 from netfl.learning import clone_state
 from netfl.learning.executor import ZKTServerTask
 from netfl.learning.zkt import Generator, PassFlops, ZKTServerConfig, server_update_flops
-from netfl.nodes import Node
 
 __all__ = ["FedZKT", "FedZKTConfig"]
 

@@ -16,8 +16,8 @@ import pandas as pd
 import torch
 
 from netfl.algorithms.fedavg import FedAvg
+from netfl.core.nodes import Node
 from netfl.learning import clone_state
-from netfl.nodes import Node
 
 __all__ = ["HeterogeneousFL"]
 

@@ -35,6 +35,7 @@ from pydantic import Field
 from netfl.algorithms.base import register
 from netfl.algorithms.fedavg import FedAvg, FedAvgConfig
 from netfl.compute.flops import measure_flops
+from netfl.core.nodes import Node
 from netfl.learning import SplitTask, TrainResult, weighted_average
 from netfl.learning.split import (
     PARTITION_POINTS,
@@ -42,7 +43,6 @@ from netfl.learning.split import (
 )
 from netfl.learning.split_train import aux_head
 from netfl.learning.train import batch_bounds
-from netfl.nodes import Node
 
 __all__ = ["SplitConfig", "SplitFL", "VanillaConfig", "VanillaDPFL", "LocalLossDPFL"]
 

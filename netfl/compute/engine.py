@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING, Any
 
 import simpy
 
-from netfl.records import ComputeRecord, Recorder
+from netfl.core.records import ComputeRecord, Recorder
 
 if TYPE_CHECKING:
-    from netfl.nodes import Node
+    from netfl.core.nodes import Node
 
 __all__ = ["ComputeEngine"]
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import simpy
 
-from netfl.nodes import Node
+from netfl.core.nodes import Node
 
 __all__ = ["BsPowerModel", "BsRadioMeter", "UeRadioStates"]
 

@@ -16,10 +16,10 @@ from typing import Any
 import pandas as pd
 import simpy
 
-from netfl.nodes import Node
+from netfl.core.nodes import Node
+from netfl.core.records import Recorder, TransferRecord
 from netfl.radio.energy import BsPowerModel, BsRadioMeter, UeRadioStates
 from netfl.radio.sharing import ProcessorSharing
-from netfl.records import Recorder, TransferRecord
 
 __all__ = ["Radio", "FixedRateRadio", "direction_of"]
 
@@ -74,7 +74,7 @@ class Radio(ABC):
         """Send ``size_bits`` from ``src`` to ``dst``.
 
         Returns a process that ends when the last bit is delivered; its value is
-        the :class:`~netfl.records.TransferRecord` it appended. ``kind`` labels
+        the :class:`~netfl.core.records.TransferRecord` it appended. ``kind`` labels
         the payload (``"model_down"``, ``"model_up"``, ...); ``num_models`` is
         the number of model copies carried.
         """
@@ -94,7 +94,7 @@ class Radio(ABC):
 
         One transmission at the rate of the weakest receiver (fixed rate: the
         smallest downlink rate; OFDMA: the smallest SNR in every fading block).
-        The process's value is one :class:`~netfl.records.TransferRecord` per
+        The process's value is one :class:`~netfl.core.records.TransferRecord` per
         receiver (same interval, same ``multicast_group``); each counts
         ``num_models`` model copies, the bits on air count once.
         """

@@ -34,11 +34,11 @@ from scipy.special import ndtri
 from channel_models.channel_profiles import ChannelProfile
 from channel_models.numerology import SUBFRAME_S
 from channel_models.units import dbm_to_w, linear_to_db
-from netfl.nodes import Node
+from netfl.core.nodes import Node
+from netfl.core.records import Recorder
 from netfl.radio.energy import BsPowerModel
 from netfl.radio.network import Radio, direction_of
 from netfl.radio.ofdma import OfdmaCarrier, OfdmaFlow
-from netfl.records import Recorder
 
 __all__ = ["OfdmaRadio"]
 

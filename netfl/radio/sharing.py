@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import simpy
 
-from netfl.invariants import check_capacity, check_delivery
+from netfl.core.invariants import check_capacity, check_delivery
 from netfl.radio.schedulers import equal_share, first_come_first_served, max_min_fair
 
 __all__ = ["Flow", "SharedMedium", "ProcessorSharing", "max_min_fair"]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from netfl.algorithms import ALGORITHMS
-from netfl.runner import run
-from netfl.scenario_io import algorithm_config, parse_scenario
-from netfl.world import World
+from netfl.scenario.files import algorithm_config, parse_scenario
+from netfl.sim.runner import run
+from netfl.sim.world import World
 from tests.conftest import tiny_scenario
 
 NON_IID = {"dataset": "digits", "partition": {"scheme": "dominant_label", "fraction": 0.8}}

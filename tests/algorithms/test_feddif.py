@@ -9,9 +9,9 @@ import pytest
 from netfl.algorithms import FedDif
 from netfl.algorithms.feddif import DIFFUSION_STOP
 from netfl.errors import ScenarioError
-from netfl.runner import run
-from netfl.scenario_io import algorithm_config, parse_scenario
-from netfl.world import World
+from netfl.scenario.files import algorithm_config, parse_scenario
+from netfl.sim.runner import run
+from netfl.sim.world import World
 from tests.conftest import tiny_scenario
 
 CELL = {"radius_m": 80, "link": {"mode": "ofdma", "channel_profile": "feddif"}}

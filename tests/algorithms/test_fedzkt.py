@@ -8,9 +8,9 @@ import torch
 from netfl.algorithms import ALGORITHMS
 from netfl.errors import ScenarioError
 from netfl.learning.consensus import adapt_images
-from netfl.runner import run
-from netfl.scenario_io import algorithm_config, parse_scenario
-from netfl.world import World
+from netfl.scenario.files import algorithm_config, parse_scenario
+from netfl.sim.runner import run
+from netfl.sim.world import World
 from tests.conftest import tiny_scenario
 
 MODELS = ["logreg", "fcn", "lenet"]

@@ -11,9 +11,9 @@ import torch
 from netfl.algorithms import ALGORITHMS
 from netfl.errors import ScenarioError, UserError
 from netfl.learning.split import round_bytes
-from netfl.runner import run
-from netfl.scenario_io import algorithm_config, parse_scenario
-from netfl.world import World
+from netfl.scenario.files import algorithm_config, parse_scenario
+from netfl.sim.runner import run
+from netfl.sim.world import World
 from tests.conftest import tiny_scenario
 
 SPLIT = ("vanilla_dpfl", "local_loss_dpfl", "ecofed")

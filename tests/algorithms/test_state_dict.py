@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from netfl.algorithms import ALGORITHMS
-from netfl.scenario_io import algorithm_config, parse_scenario
-from netfl.world import World
+from netfl.scenario.files import algorithm_config, parse_scenario
+from netfl.sim.world import World
 from tests.conftest import tiny_scenario
 
 #: algorithms that split a model need a splittable one (small inputs keep it fast)

@@ -36,7 +36,7 @@ def _rounds(algorithm: dict, executor: str, **learning) -> pd.DataFrame:
 def _job_world(devices: int = 3):
     """A learning world on the digits (IID) with one thread per job: the world, its
     learning context, the device model's name and a copy of its initial state."""
-    from netfl.world import World
+    from netfl.sim.world import World
 
     world = World(
         parse_scenario(
@@ -142,7 +142,7 @@ def test_ctrl_c_on_the_process_group_stops_the_pool_and_writes_the_finished_roun
 
     import yaml
 
-    from netfl.checkpoint import checkpoint_path
+    from netfl.sim.checkpoint import checkpoint_path
 
     data = tiny_scenario(
         data={"dataset": "digits", "partition": {"scheme": "iid"}},
@@ -181,7 +181,7 @@ def test_ctrl_c_on_the_process_group_stops_the_pool_and_writes_the_finished_roun
 def test_ray_actors_get_a_rounds_global_state_once(ray_local):
     """FedAvg's devices all start from the global state: it is put into Ray's object store
     once per round, not once per device."""
-    from netfl.world import World
+    from netfl.sim.world import World
 
     scenario = parse_scenario(
         tiny_scenario(
@@ -192,7 +192,7 @@ def test_ray_actors_get_a_rounds_global_state_once(ray_local):
         )
     )
     from netfl.algorithms import get_algorithm
-    from netfl.scenario_io import algorithm_config
+    from netfl.scenario.files import algorithm_config
 
     world = World(scenario)
     try:
@@ -336,7 +336,7 @@ def test_an_evaluation_is_split_into_whole_test_batches_over_the_workers():
     serial evaluation's exactly."""
     from netfl.learning.executor import SerialExecutor
     from netfl.learning.train import evaluate
-    from netfl.world import World
+    from netfl.sim.world import World
 
     world = World(
         parse_scenario(
@@ -450,7 +450,7 @@ def test_a_killed_worker_leaves_the_finished_rounds_marked_incomplete(
     checkpoint to the uninterrupted run's rounds."""
     import json
 
-    from netfl.cli import main
+    from netfl.cli.app import main
 
     path = _pool_scenario_file(tmp_path, checkpoint_every=1)
     _kill_worker_at_train_job(monkeypatch, tmp_path / "jobs", nth=5)
@@ -475,7 +475,7 @@ def test_a_killed_worker_leaves_the_finished_rounds_marked_incomplete(
 
 
 def test_a_worker_killed_before_any_round_finished_is_one_line(tmp_path, monkeypatch, capsys):
-    from netfl.cli import main
+    from netfl.cli.app import main
 
     path = _pool_scenario_file(tmp_path)
     _kill_worker_at_train_job(monkeypatch, tmp_path / "jobs", nth=1)
@@ -511,7 +511,7 @@ def test_an_unreachable_ray_cluster_is_one_line(tmp_path, monkeypatch, capsys):
     import ray
     import yaml
 
-    from netfl.cli import main
+    from netfl.cli.app import main
 
     def unreachable(address=None, **kwargs):
         raise ConnectionError("ray client connection timeout")

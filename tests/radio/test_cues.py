@@ -98,8 +98,8 @@ def test_size_based_sessions_are_background_transfers():
     """Sized sessions are CUE transfers: capped at their RB demand, counted as CUE
     occupancy, delivered completely, and they slow FL transfers."""
     from channel_models.channel_profiles import get_channel_profile
+    from netfl.core.records import Recorder
     from netfl.radio.ofdma_radio import OfdmaRadio
-    from netfl.records import Recorder
 
     def setup(density):
         env = simpy.Environment()

@@ -13,10 +13,10 @@ import pytest
 import simpy
 
 from channel_models.channel_profiles import get_channel_profile
+from netfl.core.records import Recorder
 from netfl.radio.energy import BsPowerModel
 from netfl.radio.network import FixedRateRadio
 from netfl.radio.ofdma_radio import OfdmaRadio
-from netfl.records import Recorder
 from tests.conftest import make_node
 
 SIZE_BITS = 4e6

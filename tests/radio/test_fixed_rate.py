@@ -10,8 +10,8 @@ import simpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from netfl.core.records import Recorder
 from netfl.radio import FixedRateRadio, ProcessorSharing, max_min_fair
-from netfl.records import Recorder
 from tests.conftest import make_node
 
 REL = 1e-12  # float rounding of rate × time accumulations

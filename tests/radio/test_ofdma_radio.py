@@ -8,11 +8,11 @@ import pytest
 import simpy
 
 from channel_models.channel_profiles import get_channel_profile
+from netfl.core.records import Recorder
 from netfl.errors import ScenarioError
 from netfl.radio.ofdma_radio import OfdmaRadio
-from netfl.records import Recorder
-from netfl.runner import run
-from netfl.scenario_io import parse_scenario
+from netfl.scenario.files import parse_scenario
+from netfl.sim.runner import run
 from tests.conftest import make_node, tiny_scenario
 
 OFDMA = {"radius_m": 200, "link": {"mode": "ofdma", "channel_profile": "feddif"}}
@@ -129,7 +129,7 @@ def test_redrop_every_round_is_seeded():
 
 
 def test_ofdma_run_directory_and_report(tmp_path):
-    from netfl.cli import main
+    from netfl.cli.app import main
 
     f = tmp_path / "cell.yaml"
     import yaml

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from netfl.report import _save, plt
+from netfl.output.figures import _save, plt
 
 __all__ = ["is_sweep_dir", "sweep_report", "group_runs", "summary_table"]
 

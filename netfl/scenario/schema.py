@@ -8,7 +8,7 @@ validated by the algorithm's ``Config``.
 
 This module is the schema only: reading files, ``--set`` overrides, checking
 the algorithm's options against the registry and the resolved form live in
-:mod:`netfl.scenario_io`, which imports this module (never the reverse).
+:mod:`netfl.scenario.files`, which imports this module (never the reverse).
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from channel_models import link_profiles
 from netfl.compute.profiles import compute_profiles
 from netfl.learning.datasets import DATASETS
 from netfl.learning.models import MODELS
-from netfl.scenario_base import STRICT_CONFIG, _check_name, _Strict, no_bool_for_numbers
-from netfl.scenario_cell import LINK_MODE_KEYS, CellSection
+from netfl.scenario.base import STRICT_CONFIG, _check_name, _Strict, no_bool_for_numbers
+from netfl.scenario.cell import LINK_MODE_KEYS, CellSection
 
 __all__ = ["Scenario", "LINK_MODE_KEYS", "STRICT_CONFIG", "no_bool_for_numbers"]
 

@@ -3,7 +3,7 @@
 A run directory holds ``scenario.yaml`` (fully resolved), ``manifest.json``,
 ``rounds.csv``, ``devices.csv``, ``transfers.parquet``, ``computes.parquet``,
 the radio's and the algorithm's tables and ``figures/`` (drawn by a callback:
-:func:`netfl.report.write_run` passes the figure writer, so this module
+:func:`netfl.output.figures.write_run` passes the figure writer, so this module
 imports neither the runner nor the report). Everything is written into a hidden temporary directory
 next to the target and renamed into place at the end, so a run directory
 that exists is complete; an interrupted run leaves nothing behind.
@@ -28,10 +28,10 @@ import pandas as pd
 import torch
 import yaml
 
-from netfl.checkpoint import CHECKPOINT_DIR
 from netfl.errors import UserError
-from netfl.run_result import RunResult
-from netfl.scenario_io import parse_scenario, resolved
+from netfl.scenario.files import parse_scenario, resolved
+from netfl.sim.checkpoint import CHECKPOINT_DIR
+from netfl.sim.result import RunResult
 
 __all__ = [
     "write_run_dir",
@@ -207,7 +207,7 @@ def write_run_dir(
 
 
 def read_run(run_dir: str | Path) -> RunResult:
-    """Load a complete run directory as a :class:`~netfl.run_result.RunResult`.
+    """Load a complete run directory as a :class:`~netfl.sim.result.RunResult`.
 
     Further tables (radio: ``occupancy``, ``cues``; FedDif: ``diffusion``) land in
     ``tables``; ``manifest`` holds the provenance.

@@ -11,17 +11,17 @@ import json
 import logging
 import sys
 
-from netfl.cli_commands import Terminated, cmd_report, cmd_run, cmd_sweep, on_sigterm
+from netfl.cli.commands import Terminated, cmd_report, cmd_run, cmd_sweep, on_sigterm
 from netfl.errors import ScenarioError, UserError, WorkerLost
 
 EXIT_USER_ERROR = 2
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    from netfl.rng import Streams
-    from netfl.scenario_io import load_scenario, parse_overrides
-    from netfl.sweep_spec import expand, is_sweep_file, load_sweep
-    from netfl.world import build_data
+    from netfl.core.rng import Streams
+    from netfl.scenario.files import load_scenario, parse_overrides
+    from netfl.sim.world import build_data
+    from netfl.sweep.spec import expand, is_sweep_file, load_sweep
 
     if is_sweep_file(args.scenario):
         spec, path = load_sweep(args.scenario)
@@ -77,7 +77,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_schema(args: argparse.Namespace) -> int:
-    from netfl.scenario_io import scenario_schema
+    from netfl.scenario.files import scenario_schema
 
     print(json.dumps(scenario_schema(), indent=2))
     return 0

@@ -19,7 +19,7 @@ A sweep file (``*.sweep.yaml``)::
 
 Runs are expanded as variants × grid × zip × seeds; each gets a readable name
 (``feddif-alpha=0.1-seed1``) and its own run directory under the sweep
-directory (:func:`netfl.sweep.run_sweep` runs them). Overrides may use any key
+directory (:func:`netfl.sweep.run.run_sweep` runs them). Overrides may use any key
 path of the scenario (a mapping value replaces the whole section).
 """
 
@@ -34,8 +34,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from netfl.errors import ScenarioError
-from netfl.scenario import Scenario
-from netfl.scenario_io import _problems, apply_values, parse_scenario, read_yaml
+from netfl.scenario.files import _problems, apply_values, parse_scenario, read_yaml
+from netfl.scenario.schema import Scenario
 
 __all__ = ["SweepSpec", "SweepRun", "is_sweep_file", "load_sweep", "expand"]
 

@@ -17,13 +17,13 @@ import pandas as pd
 
 from channel_models.numerology import SUBFRAME_S
 from netfl.compute.energy import METER_FIELDS
-from netfl.nodes import Node
-from netfl.records import ComputeRecord, TransferRecord
-from netfl.timeline import split_time, union_length_s
+from netfl.core.nodes import Node
+from netfl.core.records import ComputeRecord, TransferRecord
+from netfl.core.timeline import split_time, union_length_s
 
 if TYPE_CHECKING:
     from netfl.algorithms.base import RoundSummary
-    from netfl.world import World
+    from netfl.sim.world import World
 
 __all__ = ["MeterSnapshot", "snapshot", "round_row", "devices_frame", "bits_on_air"]
 

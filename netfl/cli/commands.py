@@ -1,7 +1,7 @@
 """The verbs that simulate and write: ``netfl run``, ``netfl sweep``, ``netfl report``.
 
 Each takes the parsed arguments and returns the exit code; user errors are raised as
-:class:`~netfl.errors.UserError` for :func:`netfl.cli.main` to print. Ctrl-C and
+:class:`~netfl.errors.UserError` for :func:`netfl.cli.app.main` to print. Ctrl-C and
 SIGTERM (:class:`Terminated`) end a run or a sweep with what finished written.
 """
 
@@ -56,11 +56,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     import yaml
     from tqdm import tqdm
 
-    from netfl.checkpoint import CHECKPOINT_DIR, checkpoint_path
-    from netfl.report import write_run
-    from netfl.results import INCOMPLETE, is_complete, release_run_dir, reserve_run_dir
-    from netfl.runner import run
-    from netfl.scenario_io import load_scenario, resolved
+    from netfl.output.figures import write_run
+    from netfl.output.rundir import INCOMPLETE, is_complete, release_run_dir, reserve_run_dir
+    from netfl.scenario.files import load_scenario, resolved
+    from netfl.sim.checkpoint import CHECKPOINT_DIR, checkpoint_path
+    from netfl.sim.runner import run
 
     _last_interrupt.clear()
     resume = False
@@ -160,8 +160,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_sweep(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from netfl.scenario_io import parse_overrides
-    from netfl.sweep import expand, load_sweep, run_sweep
+    from netfl.scenario.files import parse_overrides
+    from netfl.sweep.run import expand, load_sweep, run_sweep
 
     if args.out is not None and not args.out.strip():
         raise UserError("--out: empty path; name a sweep directory")
@@ -208,9 +208,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from netfl.report import compare_figures, cost_to_target, result_figures
-    from netfl.results import read_run
-    from netfl.sweep_report import is_sweep_dir, sweep_report
+    from netfl.output.figures import compare_figures, cost_to_target, result_figures
+    from netfl.output.rundir import read_run
+    from netfl.sweep.report import is_sweep_dir, sweep_report
 
     if args.out:
         _output_dir(Path(args.out), "--out", create=True)

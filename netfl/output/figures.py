@@ -10,8 +10,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from netfl.results import write_run_dir  # noqa: E402
-from netfl.run_result import RunResult  # noqa: E402
+from netfl.output.rundir import write_run_dir  # noqa: E402
+from netfl.sim.result import RunResult  # noqa: E402
 
 __all__ = [
     "run_figures",

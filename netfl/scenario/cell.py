@@ -17,7 +17,7 @@ from pydantic import (
 from channel_models import link_profiles
 from channel_models.channel_profiles import ChannelProfile, channel_profiles, get_channel_profile
 from channel_models.numerology import num_resource_blocks
-from netfl.scenario_base import _check_name, _Strict
+from netfl.scenario.base import _check_name, _Strict
 
 __all__ = ["CellSection", "LinkSection", "LINK_MODE_KEYS", "MAX_CUES", "MAX_SESSION_RATE_PER_S"]
 

@@ -1,7 +1,7 @@
 """Running sweeps: every run of a sweep file on a local pool or on Ray, and the index.
 
-:func:`run_sweep` runs the runs :func:`~netfl.sweep_spec.expand` made from a sweep
-file (:mod:`netfl.sweep_spec`), skips runs whose directory is complete, records a
+:func:`run_sweep` runs the runs :func:`~netfl.sweep.spec.expand` made from a sweep
+file (:mod:`netfl.sweep.spec`), skips runs whose directory is complete, records a
 failing run's error without stopping the others, and writes the index
 ``sweep.csv`` / ``sweep.parquet``: each run's parameters and summary metrics.
 """
@@ -19,13 +19,13 @@ from typing import Any
 
 import pandas as pd
 
-from netfl.checkpoint import CHECKPOINT_DIR, checkpoint_path
 from netfl.errors import ScenarioError, WorkerLost
-from netfl.results import is_complete
-from netfl.run_result import RunResult
-from netfl.scenario import Scenario
-from netfl.scenario_io import parse_scenario, resolved
-from netfl.sweep_spec import SweepRun, SweepSpec, expand, is_sweep_file, load_sweep
+from netfl.output.rundir import is_complete
+from netfl.scenario.files import parse_scenario, resolved
+from netfl.scenario.schema import Scenario
+from netfl.sim.checkpoint import CHECKPOINT_DIR, checkpoint_path
+from netfl.sim.result import RunResult
+from netfl.sweep.spec import SweepRun, SweepSpec, expand, is_sweep_file, load_sweep
 
 __all__ = [
     "SweepSpec",
@@ -86,8 +86,8 @@ def _run_one(
     ``outputs.checkpoint_every`` and a ``run_dir`` it checkpoints there and resumes an
     earlier invocation's checkpoint of the same scenario (:func:`_prepare_checkpoint`).
     """
-    from netfl.report import write_run
-    from netfl.runner import run
+    from netfl.output.figures import write_run
+    from netfl.sim.runner import run
 
     if threads is not None and not scenario.learning.num_threads:
         import torch
@@ -194,7 +194,7 @@ def _run_ray(todo: list[SweepRun], out: Path, workers: int | None, address, done
     (a cluster's machines need not share this file system). Ray reuses its worker
     processes, so their data caches serve later runs too."""
     from netfl.learning.parallel import start_ray
-    from netfl.report import write_run
+    from netfl.output.figures import write_run
 
     ray, own = start_ray(address)
     try:

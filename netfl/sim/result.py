@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-from netfl.scenario import Scenario
+from netfl.scenario.schema import Scenario
 
 __all__ = ["RunResult"]
 

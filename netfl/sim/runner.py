@@ -16,15 +16,15 @@ from typing import Any
 
 import pandas as pd
 
-from netfl.accounting import devices_frame, round_row, snapshot
 from netfl.algorithms import Algorithm, get_algorithm
-from netfl.checkpoint import checkpoint_path, load_checkpoint, save_checkpoint
+from netfl.core.invariants import check_records, check_round
 from netfl.errors import WorkerLost
-from netfl.invariants import check_records, check_round
-from netfl.run_result import RunResult
-from netfl.scenario import Scenario
-from netfl.scenario_io import algorithm_config
-from netfl.world import World
+from netfl.scenario.files import algorithm_config
+from netfl.scenario.schema import Scenario
+from netfl.sim.accounting import devices_frame, round_row, snapshot
+from netfl.sim.checkpoint import checkpoint_path, load_checkpoint, save_checkpoint
+from netfl.sim.result import RunResult
+from netfl.sim.world import World
 
 __all__ = ["run"]
 
@@ -43,7 +43,7 @@ def run(
 
     ``on_round`` is called with each finished row (the CLI's progress bar).
     ``run_dir``: where checkpoints go (every ``outputs.checkpoint_every`` rounds);
-    ``resume``: continue from its last checkpoint (:mod:`netfl.checkpoint`).
+    ``resume``: continue from its last checkpoint (:mod:`netfl.sim.checkpoint`).
     ``partial_on_interrupt``: on Ctrl-C/SIGTERM return the finished rounds with
     ``stop_reason`` ``"interrupted"`` (the CLI writes them marked incomplete)
     instead of raising ``KeyboardInterrupt``; likewise ``"worker_lost"`` (and

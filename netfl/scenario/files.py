@@ -15,7 +15,7 @@ from pydantic import BaseModel, ValidationError
 
 from netfl.algorithms import ALGORITHMS, get_algorithm
 from netfl.errors import ScenarioError
-from netfl.scenario import LINK_MODE_KEYS, Scenario
+from netfl.scenario.schema import LINK_MODE_KEYS, Scenario
 
 __all__ = [
     "parse_scenario",

@@ -1,4 +1,4 @@
-"""Build a :class:`World` from a validated :class:`~netfl.scenario.Scenario`.
+"""Build a :class:`World` from a validated :class:`~netfl.scenario.schema.Scenario`.
 
 The world holds the simulation clock, the random streams, the cell and its
 nodes, the federated data, the model's size and FLOPs, the radio, the compute
@@ -21,6 +21,9 @@ from channel_models import get_link_profile
 from channel_models.channel_profiles import ChannelProfile
 from netfl.compute import ComputeEngine, get_compute_profile
 from netfl.compute.flops import ModelFlops, measure_flops
+from netfl.core.nodes import Node
+from netfl.core.records import Recorder
+from netfl.core.rng import Streams
 from netfl.errors import UserError
 from netfl.learning import (
     DataRootError,
@@ -38,14 +41,11 @@ from netfl.learning import (
     resolve_device,
 )
 from netfl.learning.parallel import ProcessExecutor, RayExecutor, make_executor
-from netfl.nodes import Node
 from netfl.radio import FixedRateRadio, drop_uniform_disc
 from netfl.radio.cues import CueTraffic, CueTrafficConfig
 from netfl.radio.energy import BsPowerModel
 from netfl.radio.ofdma_radio import OfdmaRadio
-from netfl.records import Recorder
-from netfl.rng import Streams
-from netfl.scenario import Scenario
+from netfl.scenario.schema import Scenario
 
 __all__ = ["World", "ModelInfo", "build_data"]
 
