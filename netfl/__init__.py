@@ -1,3 +1,4 @@
+# ruff: noqa: F401  (the TYPE_CHECKING imports name the lazy exports for type checkers)
 """netfl: a discrete-event simulator of federated learning over wireless networks.
 
 Public API::
@@ -40,14 +41,14 @@ _EXPORTS = {
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:  # what type checkers and editors see
-    from netfl.algorithms import ALGORITHMS, Algorithm, FedAvg, RoundContext, RoundSummary, register  # noqa: F401
-    from netfl.errors import ScenarioError, UserError, WorkerLost  # noqa: F401
-    from netfl.output.figures import cost_to_target, write_run  # noqa: F401
-    from netfl.output.rundir import read_run  # noqa: F401
-    from netfl.scenario.files import load_scenario, parse_scenario  # noqa: F401
-    from netfl.scenario.schema import Scenario  # noqa: F401
-    from netfl.sim.result import RunResult  # noqa: F401
-    from netfl.sim.runner import run  # noqa: F401
-    from netfl.sim.world import World  # noqa: F401
+    from netfl.algorithms import ALGORITHMS, Algorithm, FedAvg, RoundContext, RoundSummary, register
+    from netfl.errors import ScenarioError, UserError, WorkerLost
+    from netfl.output.figures import cost_to_target, write_run
+    from netfl.output.rundir import read_run
+    from netfl.scenario.files import load_scenario, parse_scenario
+    from netfl.scenario.schema import Scenario
+    from netfl.sim.result import RunResult
+    from netfl.sim.runner import run
+    from netfl.sim.world import World
 
 __all__ = ["__version__", *_EXPORTS]

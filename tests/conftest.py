@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+
 import numpy as np
 import pytest
 import simpy
@@ -37,6 +39,21 @@ def env() -> simpy.Environment:
 @pytest.fixture
 def recorder() -> Recorder:
     return Recorder()
+
+
+def default_sigint() -> None:
+    """``preexec_fn`` of a child process that a test interrupts: SIGINT's default
+    disposition, whatever this process inherited (a suite started in the background,
+    ``nohup make test &``, ignores SIGINT, and a Python child would ignore it too)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.fixture
+def sigint_handler():
+    """Python's own Ctrl-C handler in this process for the test (restored after)."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
 
 
 def tiny_scenario(**sections) -> dict:

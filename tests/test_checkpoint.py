@@ -21,7 +21,7 @@ from netfl.output.figures import write_run
 from netfl.scenario.files import parse_scenario
 from netfl.sim.checkpoint import checkpoint_path, load_checkpoint, save_checkpoint
 from netfl.sim.runner import run
-from tests.conftest import tiny_scenario
+from tests.conftest import default_sigint, tiny_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -122,7 +122,12 @@ def test_checkpoints_load_safely_and_round_trip_numpy(tmp_path):
 def _netfl(*args, **kw):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.Popen(
-        [sys.executable, "-m", "netfl", *args], env=env, stderr=subprocess.PIPE, text=True, **kw
+        [sys.executable, "-m", "netfl", *args],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_sigint,
+        **kw,
     )
 
 
@@ -179,7 +184,9 @@ def test_ofdma_cell_with_background_users_resumes_byte_identically(tmp_path):
     )
 
 
-def test_a_signal_that_reaches_another_thread_waits_for_the_checkpoint_write(tmp_path):
+def test_a_signal_that_reaches_another_thread_waits_for_the_checkpoint_write(
+    tmp_path, sigint_handler
+):
     """Ctrl-C delivered to a thread other than the writer's (torch's threads get signals
     too) is held until the checkpoint is written, then raised; the file is whole."""
     import threading

@@ -56,6 +56,7 @@ LAYERS: list[list[str]] = [
         "netfl.learning.pretrain",
         "netfl.learning.split",
         "netfl.learning.split_train",
+        "netfl.learning.tasks",
         "netfl.learning.train",
         "netfl.learning.transport",
         "netfl.learning.zkt",
@@ -77,6 +78,7 @@ LAYERS: list[list[str]] = [
     [  # FL algorithms (against the round context) and the scenario schema and files
         "netfl.algorithms",
         "netfl.algorithms.base",
+        "netfl.algorithms.context",
         "netfl.algorithms.dfl",
         "netfl.algorithms.ecofed",
         "netfl.algorithms.fedavg",

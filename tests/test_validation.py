@@ -19,7 +19,7 @@ from netfl.cli.app import main
 from netfl.errors import ScenarioError, UserError
 from netfl.output.rundir import release_run_dir, reserve_run_dir
 from netfl.scenario.files import load_scenario, parse_scenario, read_yaml, resolved
-from tests.conftest import tiny_scenario
+from tests.conftest import default_sigint, tiny_scenario
 
 MAX_LINE = 700  # characters of one error line, whatever the input (valid-key lists included)
 
@@ -269,6 +269,7 @@ def test_a_signal_writes_the_finished_rounds_marked_incomplete_and_resume_comple
             stderr=subprocess.PIPE,
             text=True,
             env=env,
+            preexec_fn=default_sigint,
         )
 
     whole = netfl("run", str(path), "--out", str(tmp_path / "whole"))

@@ -11,6 +11,7 @@ from netfl.algorithms.base import (
     get_algorithm,
     register,
 )
+from netfl.algorithms.context import ModelInfo, RoundContext
 from netfl.algorithms.dfl import DFL, FD, DFLConfig, FDConfig
 from netfl.algorithms.ecofed import EcoFed, EcoFedConfig
 from netfl.algorithms.fedavg import FedAvg, FedAvgConfig
@@ -27,6 +28,8 @@ __all__ = [
     "RoundSummary",
     "get_algorithm",
     "register",
+    "RoundContext",
+    "ModelInfo",
     "FedAvg",
     "FedAvgConfig",
     "DFL",

@@ -1,7 +1,9 @@
 """The algorithm protocol, the round summary and the name registry.
 
 An algorithm is a class with a validated ``Config`` and a ``round`` process
-(DESIGN.md, "The algorithm protocol"). Inside ``round`` it yields
+(DESIGN.md, "The algorithm protocol"), constructed with a
+:class:`~netfl.algorithms.context.RoundContext` (all it may use of the
+simulation). Inside ``round`` it yields
 ``world.radio.transfer(...)``, ``world.compute.run(...)`` and
 ``simpy.AllOf(...)`` and calls :mod:`netfl.learning` for the real math; the
 runner owns evaluation, stop rules and recording.
@@ -20,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 from channel_models.registry import lookup
 
 if TYPE_CHECKING:
-    from netfl.sim.world import World
+    from netfl.algorithms.context import RoundContext
 
 __all__ = [
     "Algorithm",
@@ -66,7 +68,8 @@ class Algorithm(ABC):
     #: devices may run different architectures (``devices.models``, ``devices.groups[].model``)
     heterogeneous_models: ClassVar[bool] = False
 
-    def __init__(self, world: World, config: AlgorithmConfig):
+    def __init__(self, world: RoundContext, config: AlgorithmConfig):
+        #: the simulation as this algorithm may use it (a :class:`~netfl.sim.world.World`)
         self.world = world
         self.config = config
 

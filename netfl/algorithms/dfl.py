@@ -32,6 +32,7 @@ import simpy
 from pydantic import Field
 
 from netfl.algorithms.base import RoundSummary, register
+from netfl.algorithms.context import RoundContext
 from netfl.algorithms.fedavg import FedAvg, FedAvgConfig
 from netfl.core.nodes import Node
 from netfl.learning import DistillTask, clone_state, weighted_average
@@ -53,7 +54,7 @@ class DFLConfig(FedAvgConfig):
 class _SoftTargets(FedAvg):
     """What DFL and FD share: the global soft targets and their payload."""
 
-    def __init__(self, world, config):
+    def __init__(self, world: RoundContext, config):
         super().__init__(world, config)
         self.num_classes = world.dataset.num_classes
         self.soft = uniform_soft_targets(self.num_classes)
@@ -75,18 +76,15 @@ class _SoftTargets(FedAvg):
         future = None
         if world.learn:
             ce, kl = self.ce_kl_weights(r)
-            future = world.executor.submit(
-                DistillTask(
-                    world.model.spec.name,
-                    state,
-                    world.partitions[device.index],
-                    world.train_config,
-                    world.streams.torch_seed("torch", r, device.index),
-                    self.soft.clone(),
-                    ce,
-                    kl,
-                    self.config.temperature,
-                )
+            future = world.submit_device_job(
+                DistillTask,
+                r,
+                device,
+                state=state,
+                targets=self.soft.clone(),
+                ce_weight=ce,
+                kl_weight=kl,
+                temperature=self.config.temperature,
             )
         yield world.compute.run(device, self.train_flops(device), "train")
         return future.result() if future is not None else None
@@ -161,7 +159,7 @@ class FD(_SoftTargets):
     Config = FDConfig
     config: FDConfig
 
-    def __init__(self, world, config: FDConfig):
+    def __init__(self, world: RoundContext, config: FDConfig):
         super().__init__(world, config)
         self.device_states: dict[int, dict] = {}
 

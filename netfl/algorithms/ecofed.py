@@ -25,6 +25,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from netfl.algorithms.base import RoundSummary, register
+from netfl.algorithms.context import RoundContext
 from netfl.algorithms.split import SplitConfig, SplitFL
 from netfl.core.nodes import Node
 from netfl.errors import UserError
@@ -82,7 +83,7 @@ class EcoFed(SplitFL):
     Config = EcoFedConfig
     config: EcoFedConfig
 
-    def __init__(self, world, config: EcoFedConfig):
+    def __init__(self, world: RoundContext, config: EcoFedConfig):
         super().__init__(world, config)
         self.buffer = ReplayBuffer(config.replay_capacity)
         self.has_device_part: set[int] = set()
@@ -181,17 +182,15 @@ class EcoFed(SplitFL):
         n = world.num_samples(device)
         if activation_switch(r, self.config.rho):
             future = None
-            if world.learn:
-                future = world.executor.submit(
-                    SplitTask(
-                        "activations",
-                        world.model.spec.name,
-                        self.config.partition_point,
-                        {"device": self.part_state(self.device_keys)},
-                        world.partitions[device.index],
-                        world.train_config,
-                        0,
-                    )
+            if world.learn:  # (a frozen part's forward pass: no randomness, seed 0)
+                future = world.submit_device_job(
+                    SplitTask,
+                    r,
+                    device,
+                    seed=0,
+                    kind="activations",
+                    point=self.config.partition_point,
+                    states={"device": self.part_state(self.device_keys)},
                 )
             up: simpy.Process | None = None
             for b in self.epoch_batches(device):  # forward a batch, queue its upload
@@ -215,18 +214,15 @@ class EcoFed(SplitFL):
         future = None
         if world.learn:
             acts = dequantize_activations(stored) if self.config.quantize else stored
-            future = world.executor.submit(
-                SplitTask(
-                    "server",
-                    world.model.spec.name,
-                    self.config.partition_point,
-                    {"server": self.part_state(self.server_keys)},
-                    world.partitions[device.index],
-                    world.train_config,
-                    world.streams.torch_seed("torch", r, device.index),
-                    activations=acts,
-                    labels=labels,
-                )
+            future = world.submit_device_job(
+                SplitTask,
+                r,
+                device,
+                kind="server",
+                point=self.config.partition_point,
+                states={"server": self.part_state(self.server_keys)},
+                activations=acts,
+                labels=labels,
             )
         yield compute.run(bs, flops, "server_train")
         if future is None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from dataclasses import replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import simpy
@@ -25,8 +25,12 @@ from pydantic import Field
 
 from netfl.algorithms.base import Algorithm, AlgorithmConfig, RoundSummary, register
 from netfl.core.nodes import Node
-from netfl.learning import TrainResult, TrainTask, clone_state, weighted_average
-from netfl.learning.params import OrderedAverage
+from netfl.learning.tasks import TrainTask
+
+if TYPE_CHECKING:
+    from netfl.algorithms.context import RoundContext
+    from netfl.learning.params import OrderedAverage
+    from netfl.learning.train import TrainResult
 
 __all__ = ["FedAvg", "FedAvgConfig"]
 
@@ -49,7 +53,7 @@ class FedAvg(Algorithm):
     Config = FedAvgConfig
     config: FedAvgConfig
 
-    def __init__(self, world, config: FedAvgConfig):
+    def __init__(self, world: RoundContext, config: FedAvgConfig):
         super().__init__(world, config)
         self.global_state = world.init_model_state() if world.learn else None
         self._stream: OrderedAverage | None = None
@@ -114,26 +118,20 @@ class FedAvg(Algorithm):
         ends in simulated time (DESIGN.md, executor seam).
         """
         world = self.world
-        epochs = world.train_config.epochs if epochs is None else epochs
+        cfg = world.train_config
+        if epochs is not None and epochs != cfg.epochs:
+            cfg = replace(cfg, epochs=epochs)
         info = world.device_model(device)
-        flops = info.flops.train_per_sample * world.num_samples(device) * epochs
-        future = None
-        if world.learn:
-            cfg = world.train_config
-            if epochs != cfg.epochs:
-                from dataclasses import replace
-
-                cfg = replace(cfg, epochs=epochs)
-            future = world.executor.submit(
-                TrainTask(
-                    model=info.spec.name,
-                    state=state,
-                    indices=world.partitions[device.index],
-                    config=cfg,
-                    seed=world.streams.torch_seed("torch", r, device.index, *seed_key),
-                    proximal_weight=proximal_weight,
-                )
-            )
+        flops = info.flops.train_per_sample * world.num_samples(device) * cfg.epochs
+        future = world.submit_device_job(
+            TrainTask,
+            r,
+            device,
+            seed_key=seed_key,
+            config=cfg,
+            state=state,
+            proximal_weight=proximal_weight,
+        )
         yield world.compute.run(device, flops, "train")
         return future.result() if future is not None else None
 
@@ -154,6 +152,8 @@ class FedAvg(Algorithm):
             if state is not None:
                 self.global_state = state
         elif self.world.learn:
+            from netfl.learning.params import weighted_average
+
             results = self.world.keep_finite(results, [d.name for d in clients])
             if results:
                 self.global_state = weighted_average(
@@ -171,6 +171,8 @@ class FedAvg(Algorithm):
             and own.client_round is FedAvg.client_round
             and own.server_update is FedAvg.server_update
         ):  # plain FedAvg: aggregate as results arrive (memory: one state, not one per client)
+            from netfl.learning.params import OrderedAverage
+
             self._stream = OrderedAverage([self.world.num_samples(d) for d in clients])
             self._stream_index = {d.index: i for i, d in enumerate(clients)}
         multicast = self.config.downlink == "multicast"
@@ -192,6 +194,8 @@ class FedAvg(Algorithm):
         return self.world.evaluate(self.global_state)
 
     def state_dict(self) -> dict[str, Any]:
+        from netfl.learning.params import clone_state
+
         return {"global_state": clone_state(self.global_state) if self.global_state else None}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:

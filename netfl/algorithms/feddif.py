@@ -67,6 +67,7 @@ import simpy
 from pydantic import Field
 
 from netfl.algorithms.base import RoundSummary, register
+from netfl.algorithms.context import RoundContext
 from netfl.algorithms.fedavg import FedAvg, FedAvgConfig
 from netfl.algorithms.feddif_state import (
     Chain,
@@ -127,7 +128,7 @@ class FedDif(FedAvg):
     Config = FedDifConfig
     config: FedDifConfig
 
-    def __init__(self, world, config: FedDifConfig):
+    def __init__(self, world: RoundContext, config: FedDifConfig):
         super().__init__(world, config)
         labels = world.dataset.train_y.numpy()
         classes = world.dataset.num_classes

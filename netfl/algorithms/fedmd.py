@@ -35,6 +35,7 @@ import torch
 from pydantic import Field, field_validator
 
 from netfl.algorithms.base import RoundSummary, register
+from netfl.algorithms.context import RoundContext
 from netfl.algorithms.fedavg import FedAvgConfig
 from netfl.algorithms.hetero import HeterogeneousFL
 from netfl.core.nodes import Node
@@ -42,7 +43,7 @@ from netfl.errors import UserError
 from netfl.learning import DataRootError, load_dataset
 from netfl.learning.consensus import adapt_images
 from netfl.learning.datasets import DATASETS
-from netfl.learning.executor import FedMDTask
+from netfl.learning.tasks import FedMDTask
 
 __all__ = ["FedMD", "FedMDConfig"]
 
@@ -86,7 +87,7 @@ class FedMD(HeterogeneousFL):
     Config = FedMDConfig
     config: FedMDConfig
 
-    def __init__(self, world, config: FedMDConfig):
+    def __init__(self, world: RoundContext, config: FedMDConfig):
         super().__init__(world, config)
         try:
             public = load_dataset(
@@ -122,18 +123,17 @@ class FedMD(HeterogeneousFL):
         cfg = world.train_config
         if kind == "digest":
             cfg = replace(cfg, epochs=self.revisit)
-        return world.executor.submit(
-            FedMDTask(
-                kind,  # type: ignore[arg-type]
-                world.device_model(device).spec.name,
-                self.device_states[device.index],
-                world.partitions[device.index],
-                cfg,
-                world.streams.torch_seed("torch", r, device.index, _JOB_KEYS[kind]),
-                x,
-                y,
-                epochs,
-            )
+        return world.submit_device_job(
+            FedMDTask,
+            r,
+            device,
+            seed_key=(_JOB_KEYS[kind],),
+            config=cfg,
+            kind=kind,
+            state=self.device_states[device.index],
+            public_x=x,
+            public_y=y,
+            public_epochs=epochs,
         )
 
     def transfer_learning(self, device: Node) -> Generator[simpy.Event, Any, None]:

@@ -36,11 +36,12 @@ import torch
 from pydantic import Field
 
 from netfl.algorithms.base import AlgorithmConfig, RoundSummary, register
+from netfl.algorithms.context import RoundContext
 from netfl.algorithms.hetero import HeterogeneousFL
 from netfl.compute.flops import measure_flops, measure_input_grad_flops
 from netfl.core.nodes import Node
 from netfl.learning import clone_state
-from netfl.learning.executor import ZKTServerTask
+from netfl.learning.tasks import ZKTServerTask
 from netfl.learning.zkt import Generator, PassFlops, ZKTServerConfig, server_update_flops
 
 __all__ = ["FedZKT", "FedZKTConfig"]
@@ -71,7 +72,7 @@ class FedZKT(HeterogeneousFL):
     Config = FedZKTConfig  # type: ignore[assignment]
     config: FedZKTConfig  # type: ignore[assignment]
 
-    def __init__(self, world, config: FedZKTConfig):
+    def __init__(self, world: RoundContext, config: FedZKTConfig):
         super().__init__(world, config)  # type: ignore[arg-type]
         self.server_config = ZKTServerConfig(
             iterations=config.server_iterations,

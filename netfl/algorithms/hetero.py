@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from netfl.algorithms.context import RoundContext
 from netfl.algorithms.fedavg import FedAvg
 from netfl.core.nodes import Node
 from netfl.learning import clone_state
@@ -29,7 +30,7 @@ class HeterogeneousFL(FedAvg):
 
     heterogeneous_models = True
 
-    def __init__(self, world, config):
+    def __init__(self, world: RoundContext, config):
         super().__init__(world, config)
         self.device_states: dict[int, State] = {}
         if world.learn:

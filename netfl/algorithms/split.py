@@ -33,15 +33,17 @@ import torch
 from pydantic import Field
 
 from netfl.algorithms.base import register
+from netfl.algorithms.context import RoundContext
 from netfl.algorithms.fedavg import FedAvg, FedAvgConfig
 from netfl.compute.flops import measure_flops
 from netfl.core.nodes import Node
-from netfl.learning import SplitTask, TrainResult, weighted_average
+from netfl.learning import TrainResult, weighted_average
 from netfl.learning.split import (
     PARTITION_POINTS,
     split_model,
 )
 from netfl.learning.split_train import aux_head
+from netfl.learning.tasks import SplitTask, TrainTask
 from netfl.learning.train import batch_bounds
 
 __all__ = ["SplitConfig", "SplitFL", "VanillaConfig", "VanillaDPFL", "LocalLossDPFL"]
@@ -80,7 +82,7 @@ class SplitFL(FedAvg):
             ]
         return []
 
-    def __init__(self, world, config: SplitConfig):
+    def __init__(self, world: RoundContext, config: SplitConfig):
         super().__init__(world, config)
         spec = world.model.spec
         shape, classes = world.dataset.input_shape, world.dataset.num_classes
@@ -203,20 +205,7 @@ class VanillaDPFL(SplitFL):
         return future.result() if future is not None else None
 
     def _submit_whole(self, r: int, device: Node):
-        from netfl.learning import TrainTask
-
-        world = self.world
-        if not world.learn:
-            return None
-        return world.executor.submit(
-            TrainTask(
-                model=world.model.spec.name,
-                state=self.global_state,
-                indices=world.partitions[device.index],
-                config=world.train_config,
-                seed=world.streams.torch_seed("torch", r, device.index),
-            )
-        )
+        return self.world.submit_device_job(TrainTask, r, device, state=self.global_state)
 
     def aggregation_flops(self, num_models: int) -> float:
         """w_C and the per-device copies of w_S: the whole model's size per device."""
@@ -230,7 +219,7 @@ class LocalLossDPFL(SplitFL):
     name = "local_loss_dpfl"
     Config = SplitConfig
 
-    def __init__(self, world, config: SplitConfig):
+    def __init__(self, world: RoundContext, config: SplitConfig):
         super().__init__(world, config)
         classes = world.dataset.num_classes
         with torch.random.fork_rng():
@@ -262,20 +251,17 @@ class LocalLossDPFL(SplitFL):
             yield radio.transfer(bs, device, self.model_bits(), "device_model_down", num_models=1)
         future = None
         if world.learn:
-            future = world.executor.submit(
-                SplitTask(
-                    "local_loss",
-                    world.model.spec.name,
-                    self.config.partition_point,
-                    {
-                        "device": self.part_state(self.device_keys),
-                        "server": self.part_state(self.server_keys),
-                        "aux": self.aux_state,
-                    },
-                    world.partitions[device.index],
-                    world.train_config,
-                    world.streams.torch_seed("torch", r, device.index),
-                )
+            future = world.submit_device_job(
+                SplitTask,
+                r,
+                device,
+                kind="local_loss",
+                point=self.config.partition_point,
+                states={
+                    "device": self.part_state(self.device_keys),
+                    "server": self.part_state(self.server_keys),
+                    "aux": self.aux_state,
+                },
             )
         dev = self.device_flops.train_per_sample + self.aux_flops.train_per_sample
         srv = self.server_flops.train_per_sample

@@ -9,9 +9,10 @@ serially now, or on a process pool or Ray actors later, never changes results.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import torch
@@ -27,7 +28,16 @@ from netfl.learning.split_train import (
     train_local_loss,
     train_server_part,
 )
-from netfl.learning.train import TrainConfig, evaluate_batches, train_local
+from netfl.learning.tasks import (
+    DistillTask,
+    EvalTask,
+    FedMDTask,
+    SplitTask,
+    Task,
+    TrainTask,
+    ZKTServerTask,
+)
+from netfl.learning.train import evaluate_batches, train_local
 from netfl.learning.zkt import (
     Generator,
     ZKTServerConfig,
@@ -37,6 +47,8 @@ from netfl.learning.zkt import (
 )
 
 __all__ = [
+    "TASK_RUNNERS",
+    "runs",
     "TrainTask",
     "SplitTask",
     "DistillTask",
@@ -46,112 +58,6 @@ __all__ = [
     "LearningContext",
     "SerialExecutor",
 ]
-
-
-@dataclass
-class TrainTask:
-    """One device's local training job (picklable)."""
-
-    model: str
-    state: dict[str, torch.Tensor]
-    indices: np.ndarray
-    config: TrainConfig
-    seed: int
-    proximal_weight: float = 0.0  # λ of λ‖w − w_start‖² (FedZKT (9)); 0: plain SGD
-
-
-@dataclass
-class ZKTServerTask:
-    """FedZKT's server update (Algorithm 3; picklable; result: ``ZKTServerResult``).
-
-    ``devices`` lists ``(model name, state)`` of the participating device models;
-    ``value_range`` is the data's per-channel ``(lo, hi)`` for the generator.
-    """
-
-    model: str
-    state: dict[str, torch.Tensor]
-    generator_state: dict[str, torch.Tensor]
-    devices: list[tuple[str, dict[str, torch.Tensor]]]
-    config: ZKTServerConfig
-    seed: int
-    value_range: tuple[torch.Tensor, torch.Tensor]
-
-
-@dataclass
-class FedMDTask:
-    """One device's FedMD job (picklable).
-
-    ``kind``: ``"transfer"`` (``public_epochs`` on the labelled public set
-    ``public_x``/``public_y``, then ``config.epochs`` on the private data;
-    result: ``TrainResult``), ``"scores"`` (logits on ``public_x``; result: a
-    tensor) or ``"digest"`` (``public_epochs`` towards the consensus
-    ``public_y``, then revisit; result: ``TrainResult``).
-    """
-
-    kind: Literal["transfer", "scores", "digest"]
-    model: str
-    state: dict[str, torch.Tensor]
-    indices: np.ndarray
-    config: TrainConfig
-    seed: int
-    public_x: torch.Tensor
-    public_y: torch.Tensor | None = None
-    public_epochs: int = 1
-
-
-@dataclass
-class SplitTask:
-    """One device's job of a split scheme (picklable).
-
-    ``kind``: ``"activations"`` (a frozen device part's forward pass over the
-    device's data; result: a tensor), ``"server"`` (train the server part on
-    ``activations``/``labels``; result: :class:`TrainResult`) or
-    ``"local_loss"`` (local-loss DPFL; result: ``LocalLossResult``).
-    ``states`` holds the parts' states by name (``device``, ``server``, ``aux``).
-    """
-
-    kind: Literal["activations", "server", "local_loss"]
-    model: str
-    point: str
-    states: dict[str, dict[str, torch.Tensor]]
-    indices: np.ndarray
-    config: TrainConfig
-    seed: int
-    activations: torch.Tensor | None = None
-    labels: torch.Tensor | None = None
-
-
-@dataclass
-class DistillTask:
-    """One device's DFL/FD job: weighted CE + KL to the soft targets, then its own
-    soft targets (picklable; result: ``DistillResult``)."""
-
-    model: str
-    state: dict[str, torch.Tensor]
-    indices: np.ndarray
-    config: TrainConfig
-    seed: int
-    targets: torch.Tensor
-    ce_weight: float
-    kl_weight: float
-    temperature: float = 1.0
-
-
-@dataclass
-class EvalTask:
-    """Test rows ``[start, stop)`` of the context's test set scored with ``state`` of
-    ``model``, in batches of ``batch_size`` (picklable; result: one ``(correct, summed
-    loss)`` per batch). Evaluation is not simulated (not charged in time): it runs
-    wherever the executor runs jobs, the test set split over its workers."""
-
-    model: str
-    state: dict[str, torch.Tensor]
-    start: int
-    stop: int
-    batch_size: int
-
-
-Task = TrainTask | SplitTask | DistillTask | ZKTServerTask | FedMDTask | EvalTask
 
 
 @dataclass
@@ -190,26 +96,27 @@ class LearningContext:
         return Generator(config.noise_dim, self.input_shape, value_range, config.generator_width)
 
     def run(self, task: Task) -> Any:
-        if isinstance(task, SplitTask):
-            return self._run_split(task)
-        if isinstance(task, DistillTask):
-            return self._run_distill(task)
-        if isinstance(task, ZKTServerTask):
-            return self._run_zkt(task)
-        if isinstance(task, FedMDTask):
-            return self._run_fedmd(task)
-        if isinstance(task, EvalTask):
-            assert self.test_x is not None and self.test_y is not None, "no test set"
-            rows = slice(task.start, task.stop)
-            return evaluate_batches(
-                self.model(task.model),
-                task.state,
-                self.test_x[rows],
-                self.test_y[rows],
-                self.specs[task.model].loss_fn(),
-                task.batch_size,
-                self.device,
-            )
+        """Run ``task`` with the runner registered for its type (:data:`TASK_RUNNERS`)."""
+        runner = TASK_RUNNERS.get(type(task))
+        if runner is None:
+            known = ", ".join(sorted(t.__name__ for t in TASK_RUNNERS))
+            raise TypeError(f"no runner for {type(task).__name__} (registered: {known})")
+        return runner(self, task)
+
+    def _run_eval(self, task: EvalTask) -> list[tuple[int, float]]:
+        assert self.test_x is not None and self.test_y is not None, "no test set"
+        rows = slice(task.start, task.stop)
+        return evaluate_batches(
+            self.model(task.model),
+            task.state,
+            self.test_x[rows],
+            self.test_y[rows],
+            self.specs[task.model].loss_fn(),
+            task.batch_size,
+            self.device,
+        )
+
+    def _run_train(self, task: TrainTask) -> Any:
         idx = torch.from_numpy(np.asarray(task.indices, dtype=np.int64))
         spec = self.specs[task.model]
         extra = proximal_loss(task.proximal_weight, task.state) if task.proximal_weight else None
@@ -319,6 +226,26 @@ class LearningContext:
                 self.device,
             )
         raise ValueError(f"unknown split job {task.kind!r}")
+
+
+#: the runner of each task type: ``runner(context, task) -> result`` (a new job type is
+#: one dataclass in :mod:`netfl.learning.tasks` and one entry here)
+TASK_RUNNERS: dict[type, Callable[[LearningContext, Any], Any]] = {}
+
+
+def runs(task_type: type, runner: Callable[[LearningContext, Any], Any]) -> None:
+    """Register ``runner`` for ``task_type``; registering one type twice is an error."""
+    if task_type in TASK_RUNNERS:
+        raise ValueError(f"{task_type.__name__} has a runner already")
+    TASK_RUNNERS[task_type] = runner
+
+
+runs(TrainTask, LearningContext._run_train)
+runs(SplitTask, LearningContext._run_split)
+runs(DistillTask, LearningContext._run_distill)
+runs(ZKTServerTask, LearningContext._run_zkt)
+runs(FedMDTask, LearningContext._run_fedmd)
+runs(EvalTask, LearningContext._run_eval)
 
 
 class _DeferredFuture(Future):

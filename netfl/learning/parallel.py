@@ -37,7 +37,8 @@ from typing import Any
 import torch
 
 from netfl.errors import WorkerLost
-from netfl.learning.executor import LearningContext, SerialExecutor, Task
+from netfl.learning.executor import LearningContext, SerialExecutor
+from netfl.learning.tasks import Task
 from netfl.learning.transport import (
     SharedState,
     SharedStates,

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from netfl.learning.tasks import TrainConfig
+
 __all__ = [
     "TrainConfig",
     "TrainResult",
@@ -24,17 +26,6 @@ __all__ = [
 
 State = dict[str, torch.Tensor]
 CPU = torch.device("cpu")
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    """Local SGD hyper-parameters."""
-
-    lr: float = 0.01
-    momentum: float = 0.0
-    weight_decay: float = 0.0
-    batch_size: int = 32
-    epochs: int = 1
 
 
 @dataclass

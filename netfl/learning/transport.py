@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from netfl.learning.executor import Task
+from netfl.learning.tasks import Task
 
 __all__ = [
     "SharedState",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from concurrent.futures import Future
 from typing import Any
 
 import numpy as np
@@ -19,8 +19,9 @@ import torch
 
 from channel_models import get_link_profile
 from channel_models.channel_profiles import ChannelProfile
+from netfl.algorithms.context import ModelInfo
 from netfl.compute import ComputeEngine, get_compute_profile
-from netfl.compute.flops import ModelFlops, measure_flops
+from netfl.compute.flops import measure_flops
 from netfl.core.nodes import Node
 from netfl.core.records import Recorder
 from netfl.core.rng import Streams
@@ -29,7 +30,6 @@ from netfl.learning import (
     DataRootError,
     EvalTask,
     LearningContext,
-    ModelSpec,
     PartitionError,
     SerialExecutor,
     TrainConfig,
@@ -47,19 +47,9 @@ from netfl.radio.energy import BsPowerModel
 from netfl.radio.ofdma_radio import OfdmaRadio
 from netfl.scenario.schema import Scenario
 
-__all__ = ["World", "ModelInfo", "build_data"]
+__all__ = ["World", "ModelInfo", "build_data"]  # (ModelInfo: netfl.algorithms.context)
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class ModelInfo:
-    """What the simulator needs to know of the model: size and FLOPs."""
-
-    spec: ModelSpec
-    num_params: int
-    size_bits: float
-    flops: ModelFlops
 
 
 #: data sets and partitions built in this process, by what defines them: a sweep worker
@@ -130,7 +120,8 @@ def _partition(scenario: Scenario, dataset, streams: Streams, source: str) -> li
 
 
 class World:
-    """Everything a run needs, built from a scenario.
+    """Everything a run needs, built from a scenario; the
+    :class:`~netfl.algorithms.context.RoundContext` algorithms run against.
 
     ``env`` lets a caller run the world on its own SimPy environment (default:
     a new one); ``source`` names the scenario file in error messages.
@@ -162,6 +153,7 @@ class World:
             epochs=scenario.training.local_epochs,
         )
         self.executor: SerialExecutor | ProcessExecutor | RayExecutor | None = None
+        self.torch_device: torch.device | None = None
         self.job_threads = self._threads_before = torch.get_num_threads()
         if self.learn:
             if scenario.learning.num_threads:  # (until close(): the caller's count returns)
@@ -377,6 +369,38 @@ class World:
 
     def num_samples(self, device: Node) -> int:
         return len(self.partitions[device.index])
+
+    def submit_device_job(
+        self,
+        task_type: type,
+        r: int,
+        device: Node,
+        *,
+        seed_key: tuple[int, ...] = (),
+        seed: int | None = None,
+        config: TrainConfig | None = None,
+        **fields: Any,
+    ) -> Future | None:
+        """Submit ``device``'s job of round ``r`` (a task type of
+        :mod:`netfl.learning.tasks`) to the executor; ``None`` in timing mode.
+
+        Filled in unless given: ``model`` (the device's architecture), ``indices`` (its
+        partition), ``config`` (``training``'s local SGD) and ``seed`` (the ``torch``
+        stream of ``(r, device, *seed_key)``: a device with two jobs in one round passes
+        a distinct ``seed_key``). The job is submitted when the device's compute step
+        starts and its result collected when the step ends (DESIGN.md, executor seam).
+        """
+        if not self.learn:
+            return None
+        assert self.executor is not None
+        fields.setdefault("model", self.device_model(device).spec.name)
+        fields.setdefault("indices", self.partitions[device.index])
+        if seed is None:
+            seed = self.streams.torch_seed("torch", r, device.index, *seed_key)
+        task = task_type(
+            config=self.train_config if config is None else config, seed=seed, **fields
+        )
+        return self.executor.submit(task)
 
     def init_model_state(self, name: str | None = None, *keys: int) -> dict[str, torch.Tensor]:
         """Initial parameters of model ``name`` (default: the global model), seeded from

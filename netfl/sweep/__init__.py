@@ -1,3 +1,4 @@
+# ruff: noqa: F401  (the TYPE_CHECKING imports name the lazy exports for type checkers)
 """Sweeps: the sweep file (:mod:`~netfl.sweep.spec`: base scenario, variants, grid, zip,
 seeds, expanded into named runs), running them on a local process pool or on Ray
 (:mod:`~netfl.sweep.run`, which writes the index ``sweep.csv``) and the sweep report
@@ -25,8 +26,8 @@ _EXPORTS = {
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
-    from netfl.sweep.report import sweep_report  # noqa: F401
-    from netfl.sweep.run import run_sweep, summarize_rounds  # noqa: F401
-    from netfl.sweep.spec import SweepRun, SweepSpec, expand, is_sweep_file, load_sweep  # noqa: F401
+    from netfl.sweep.report import sweep_report
+    from netfl.sweep.run import run_sweep, summarize_rounds
+    from netfl.sweep.spec import SweepRun, SweepSpec, expand, is_sweep_file, load_sweep
 
 __all__ = list(_EXPORTS)

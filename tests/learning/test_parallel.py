@@ -7,7 +7,7 @@ import pytest
 
 from netfl import parse_scenario, run
 from netfl.errors import UserError
-from tests.conftest import tiny_scenario
+from tests.conftest import default_sigint, tiny_scenario
 
 
 def _rounds(algorithm: dict, executor: str, **learning) -> pd.DataFrame:
@@ -160,6 +160,7 @@ def test_ctrl_c_on_the_process_group_stops_the_pool_and_writes_the_finished_roun
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,  # its own process group, as a terminal gives it
+        preexec_fn=default_sigint,
     )
     deadline = time.time() + 120
     while not checkpoint_path(out).exists() and time.time() < deadline:
@@ -212,8 +213,8 @@ def test_the_pool_holds_a_bounded_number_of_jobs_and_serves_the_awaited_one_firs
     the job run in this process, and no more than ``in_flight`` were ever in the pool."""
     import torch
 
-    from netfl.learning.executor import TrainTask
     from netfl.learning.parallel import ProcessExecutor
+    from netfl.learning.tasks import TrainTask
 
     world, context, name, state = _job_world(10)
     tasks = [
@@ -238,8 +239,8 @@ def test_the_pool_holds_a_bounded_number_of_jobs_and_serves_the_awaited_one_firs
 
 
 def test_closing_the_pool_cancels_the_jobs_not_yet_sent():
-    from netfl.learning.executor import TrainTask
     from netfl.learning.parallel import ProcessExecutor
+    from netfl.learning.tasks import TrainTask
 
     world, context, name, state = _job_world(3)
     tasks = [TrainTask(name, state, world.partitions[0], world.train_config, s) for s in range(6)]
@@ -261,8 +262,8 @@ def test_jobs_read_their_start_state_from_one_shared_segment_per_state():
 
     import torch
 
-    from netfl.learning.executor import TrainTask
     from netfl.learning.parallel import ProcessExecutor
+    from netfl.learning.tasks import TrainTask
 
     world, context, name, state = _job_world(6)
     threads = torch.get_num_threads()
@@ -302,7 +303,7 @@ def test_shared_states_cover_dicts_of_states_and_leave_other_dtypes_inline():
     import numpy as np
     import torch
 
-    from netfl.learning.executor import SplitTask, TrainConfig
+    from netfl.learning.tasks import SplitTask, TrainConfig
     from netfl.learning.transport import SharedState, SharedStates, map_refs, read_shared
 
     parts = {
@@ -385,8 +386,8 @@ def test_a_state_that_does_not_fit_in_shared_memory_travels_with_its_job(monkeyp
     import torch
 
     import netfl.learning.transport as transport
-    from netfl.learning.executor import TrainTask
     from netfl.learning.parallel import ProcessExecutor
+    from netfl.learning.tasks import TrainTask
 
     world, context, name, state = _job_world(3)
     tasks = [TrainTask(name, state, world.partitions[i], world.train_config, i) for i in range(3)]
@@ -489,8 +490,8 @@ def test_a_worker_killed_before_any_round_finished_is_one_line(tmp_path, monkeyp
 
 def test_a_dead_ray_actor_fails_its_jobs_with_worker_lost(ray_local):
     from netfl.errors import WorkerLost
-    from netfl.learning.executor import TrainTask
     from netfl.learning.parallel import RayExecutor
+    from netfl.learning.tasks import TrainTask
 
     world, context, name, state = _job_world()
     executor = RayExecutor(context, workers=1, threads=1)

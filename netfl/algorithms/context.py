@@ -1,0 +1,139 @@
+"""The round context: exactly what an algorithm may use of the simulation.
+
+An algorithm is constructed with a :class:`RoundContext` and reaches the simulation
+only through it (DESIGN.md, "The algorithm protocol"). :class:`netfl.sim.world.World`
+implements it; a test checks that every attribute an algorithm module reads of its
+context is a member named here, so this class is the whole contract: a tool can
+follow a transfer from ``context.radio.transfer`` into the radio, and a new member
+is a deliberate change of this file.
+
+Members, by what they are for:
+
+========== ===================================================================
+clock      ``env`` (the SimPy environment: ``env.now``, ``env.process``)
+radio      ``radio`` (``transfer``, ``broadcast``; OFDMA link state for FedDif),
+           ``redrop`` (re-drop devices, FedDif's mobility between diffusion rounds)
+compute    ``compute`` (``run(node, flops, kind)``: charged time and energy)
+executor   ``executor`` (where torch jobs run), ``submit_device_job`` (one device's
+           job, seeded per round and device), ``learn`` (False in timing mode),
+           ``torch_device``
+data       ``dataset``, ``partitions``, ``num_samples``
+models     ``model``, ``models``, ``device_model``, ``init_model_state``,
+           ``train_config``, ``evaluate``, ``evaluate_many``
+nodes      ``bs``, ``devices``
+rng        ``streams`` (named child streams: ``generator``, ``torch_seed``)
+records    ``keep_finite`` (drops and records NaN/Inf updates)
+scenario   ``scenario`` (read-only) and ``source`` (the file, for error messages)
+========== ===================================================================
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+
+if TYPE_CHECKING:
+    import numpy as np
+    import simpy
+    import torch
+
+    from netfl.compute.engine import ComputeEngine
+    from netfl.compute.flops import ModelFlops
+    from netfl.core.nodes import Node
+    from netfl.core.rng import Streams
+    from netfl.learning.datasets import Dataset
+    from netfl.learning.models import ModelSpec
+    from netfl.learning.tasks import Executor, TrainConfig
+    from netfl.radio.network import Radio
+    from netfl.scenario.schema import Scenario
+
+__all__ = ["RoundContext", "ModelInfo", "JobT"]
+
+JobT = TypeVar("JobT")
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What the simulator needs to know of a model: its size and FLOPs.
+
+    ``size_bits`` is what one copy of the parameters costs on air [bit];
+    ``flops`` holds the per-sample forward, backward and training FLOPs.
+    """
+
+    spec: ModelSpec
+    num_params: int
+    size_bits: float
+    flops: ModelFlops
+
+
+@runtime_checkable
+class RoundContext(Protocol):
+    """What an algorithm may use (see the module docstring for the table)."""
+
+    # clock, nodes, radio, compute
+    env: simpy.Environment
+    bs: Node
+    devices: list[Node]
+    radio: Radio
+    compute: ComputeEngine
+    # scenario, learning switch, executor
+    scenario: Scenario
+    source: str
+    learn: bool
+    executor: Executor | None
+    torch_device: torch.device | None  # None in timing mode
+    # data and models
+    dataset: Dataset
+    partitions: list[np.ndarray]
+    model: ModelInfo
+    models: dict[str, ModelInfo]
+    train_config: TrainConfig
+    # randomness
+    streams: Streams
+
+    def num_samples(self, device: Node) -> int:
+        """How many training samples ``device`` holds."""
+        ...
+
+    def device_model(self, device: Node) -> ModelInfo:
+        """The architecture ``device`` runs (``model`` unless models are per device)."""
+        ...
+
+    def init_model_state(self, name: str | None = None, *keys: int) -> dict[str, torch.Tensor]:
+        """Seeded initial parameters of model ``name`` (default: the global model)."""
+        ...
+
+    def submit_device_job(
+        self,
+        task_type: type[JobT],
+        r: int,
+        device: Node,
+        *,
+        seed_key: tuple[int, ...] = (),
+        seed: int | None = None,
+        config: TrainConfig | None = None,
+        **fields: Any,
+    ) -> Future[Any] | None:
+        """Submit ``device``'s job of round ``r`` to the executor (``None`` in timing mode)."""
+        ...
+
+    def evaluate(
+        self, state: dict[str, torch.Tensor], name: str | None = None
+    ) -> tuple[float, float]:
+        """Accuracy and loss of ``state`` on the server's test set (not charged in time)."""
+        ...
+
+    def evaluate_many(
+        self, items: list[tuple[dict[str, torch.Tensor], str | None]]
+    ) -> list[tuple[float, float]]:
+        """:meth:`evaluate` of every ``(state, model name)``."""
+        ...
+
+    def keep_finite(self, items: list, names: list[str]) -> list:
+        """The items whose tensors are all finite; the others are recorded as faults."""
+        ...
+
+    def redrop(self, *keys: int) -> None:
+        """Re-drop every device over the cell from the ``placement`` stream of ``keys``."""
+        ...
