@@ -25,6 +25,7 @@ BENCHMARKS = [
     "memory_1000",
     "sweep_scaling",
     "client_executor",
+    "startup",
 ]
 
 #: benchmarks run more than once, with these arguments

@@ -27,7 +27,7 @@ _EXPORTS = {
     "ScenarioError": "netfl.errors",
     "UserError": "netfl.errors",
     "WorkerLost": "netfl.errors",
-    "write_run": "netfl.output.figures",
+    "write_run": "netfl.output.rundir",
     "cost_to_target": "netfl.output.figures",
     "read_run": "netfl.output.rundir",
     "RunResult": "netfl.sim.result",
@@ -43,8 +43,8 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 if TYPE_CHECKING:  # what type checkers and editors see
     from netfl.algorithms import ALGORITHMS, Algorithm, FedAvg, RoundContext, RoundSummary, register
     from netfl.errors import ScenarioError, UserError, WorkerLost
-    from netfl.output.figures import cost_to_target, write_run
-    from netfl.output.rundir import read_run
+    from netfl.output.figures import cost_to_target
+    from netfl.output.rundir import read_run, write_run
     from netfl.scenario.files import load_scenario, parse_scenario
     from netfl.scenario.schema import Scenario
     from netfl.sim.result import RunResult

@@ -137,21 +137,22 @@ def test_learning_improves_accuracy():
 
 
 def test_manifest_records_the_torch_thread_count(tmp_path):
+    """The threads a training job ran on; null for a timing run (no torch work)."""
     import json
 
     import torch
 
-    from netfl.output.figures import write_run
+    from netfl.output.rundir import write_run
     from netfl.scenario.files import parse_scenario
     from netfl.sim.runner import run
     from tests.conftest import tiny_scenario
 
-    result = run(parse_scenario(tiny_scenario(training={"rounds": 1})))
-    d = write_run(result, tmp_path / "r", figures=False)
-    assert (
-        json.loads((d / "manifest.json").read_text())["torch_num_threads"]
-        == torch.get_num_threads()
-    )
+    for mode, expected in [("learn", torch.get_num_threads()), ("timing", None)]:
+        scenario = tiny_scenario(training={"rounds": 1}, learning={"mode": mode})
+        d = write_run(run(parse_scenario(scenario)), tmp_path / mode, figures=False)
+        manifest = json.loads((d / "manifest.json").read_text())
+        assert manifest["torch_num_threads"] == expected
+        assert manifest["versions"]["torch"] == torch.__version__  # (read, not imported)
 
 
 def test_a_runs_thread_count_does_not_outlive_it():

@@ -166,18 +166,18 @@ def test_ray_backend_gives_the_local_index(tmp_path, ray_local):
 
 
 def test_a_worker_builds_the_data_of_identical_variants_once(tmp_path, monkeypatch):
-    import netfl.sim.world as world_mod
+    import netfl.sim.data as data_mod
 
     calls = []
-    real = world_mod.load_dataset
-    monkeypatch.setattr(world_mod, "_DATA_CACHE", type(world_mod._DATA_CACHE)())
-    monkeypatch.setattr(world_mod, "_PARTITION_CACHE", type(world_mod._DATA_CACHE)())
-    monkeypatch.setattr(world_mod, "load_dataset", lambda *a, **k: calls.append(a) or real(*a, **k))
+    real = data_mod.load_dataset
+    monkeypatch.setattr(data_mod, "_DATA_CACHE", type(data_mod._DATA_CACHE)())
+    monkeypatch.setattr(data_mod, "_PARTITION_CACHE", type(data_mod._DATA_CACHE)())
+    monkeypatch.setattr(data_mod, "load_dataset", lambda *a, **k: calls.append(a) or real(*a, **k))
     path = _write(tmp_path, {"grid": {"training.lr": [0.01, 0.1], "devices.count": [2, 3]}})
     index = run_sweep(expand(*load_sweep(path)), tmp_path / "out")
     assert list(index["status"]) == ["complete"] * 4
     assert len(calls) == 1  # one data set; partitions by device count: two
-    assert len(world_mod._DATA_CACHE) == 1 and len(world_mod._PARTITION_CACHE) == 2
+    assert len(data_mod._DATA_CACHE) == 1 and len(data_mod._PARTITION_CACHE) == 2
 
 
 def test_backend_arguments_are_checked(tmp_path, capsys):
@@ -214,16 +214,16 @@ def test_ray_backend_from_the_command_line(tmp_path, ray_local, capsys):
 
 
 def test_the_data_cache_keeps_two_data_sets_and_keys_partitions_by_their_section(monkeypatch):
-    import netfl.sim.world as world_mod
+    import netfl.sim.data as data_mod
     from netfl import parse_scenario
     from netfl.core.rng import Streams
 
-    monkeypatch.setattr(world_mod, "_DATA_CACHE", type(world_mod._DATA_CACHE)())
-    monkeypatch.setattr(world_mod, "_PARTITION_CACHE", type(world_mod._DATA_CACHE)())
+    monkeypatch.setattr(data_mod, "_DATA_CACHE", type(data_mod._DATA_CACHE)())
+    monkeypatch.setattr(data_mod, "_PARTITION_CACHE", type(data_mod._DATA_CACHE)())
 
     def build(seed, **data):
         s = parse_scenario(tiny_scenario(seed=seed, data={"dataset": "digits", **data}))
-        return world_mod.build_data(s, Streams(seed))
+        return data_mod.build_data(s, Streams(seed))
 
     a_data, a_parts = build(1, partition={"scheme": "dirichlet", "alpha": 0.5})
     b_data, b_parts = build(1, partition={"scheme": "dirichlet", "alpha": 5.0})
@@ -231,7 +231,7 @@ def test_the_data_cache_keeps_two_data_sets_and_keys_partitions_by_their_section
     assert build(1, partition={"scheme": "dirichlet", "alpha": 0.5})[1] is a_parts
     build(2, partition={"scheme": "iid"})
     build(3, partition={"scheme": "iid"})  # a third data set: the least recently used goes
-    assert len(world_mod._DATA_CACHE) == 2
+    assert len(data_mod._DATA_CACHE) == 2
     again, parts = build(1, partition={"scheme": "dirichlet", "alpha": 0.5})
     assert again is not a_data and all(
         (p == q).all() for p, q in zip(parts, a_parts, strict=True)

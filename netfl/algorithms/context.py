@@ -57,14 +57,22 @@ JobT = TypeVar("JobT")
 class ModelInfo:
     """What the simulator needs to know of a model: its size and FLOPs.
 
-    ``size_bits`` is what one copy of the parameters costs on air [bit];
-    ``flops`` holds the per-sample forward, backward and training FLOPs.
+    ``name`` is the model's catalogue name; ``size_bits`` what one copy of the
+    parameters costs on air [bit]; ``flops`` the per-sample forward and training
+    FLOPs. ``spec`` (the builder and loss) is looked up when first used, so a
+    timing-only run never imports torch.
     """
 
-    spec: ModelSpec
+    name: str
     num_params: int
     size_bits: float
     flops: ModelFlops
+
+    @property
+    def spec(self) -> ModelSpec:
+        from netfl.learning.models import get_model_spec
+
+        return get_model_spec(self.name)
 
 
 @runtime_checkable

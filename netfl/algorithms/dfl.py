@@ -35,8 +35,6 @@ from netfl.algorithms.base import RoundSummary, register
 from netfl.algorithms.context import RoundContext
 from netfl.algorithms.fedavg import FedAvg, FedAvgConfig
 from netfl.core.nodes import Node
-from netfl.learning import DistillTask, clone_state, weighted_average
-from netfl.learning.distill import aggregate_soft_targets, dynamic_ratio, uniform_soft_targets
 
 __all__ = ["DFL", "DFLConfig", "FD", "FDConfig"]
 
@@ -55,6 +53,8 @@ class _SoftTargets(FedAvg):
     """What DFL and FD share: the global soft targets and their payload."""
 
     def __init__(self, world: RoundContext, config):
+        from netfl.learning.distill import uniform_soft_targets
+
         super().__init__(world, config)
         self.num_classes = world.dataset.num_classes
         self.soft = uniform_soft_targets(self.num_classes)
@@ -72,6 +72,8 @@ class _SoftTargets(FedAvg):
     def distill_update(
         self, r: int, device: Node, state: dict | None
     ) -> Generator[simpy.Event, Any, Any]:
+        from netfl.learning import DistillTask
+
         world = self.world
         future = None
         if world.learn:
@@ -106,6 +108,8 @@ class DFL(_SoftTargets):
     config: DFLConfig
 
     def rho(self, r: int) -> float:
+        from netfl.learning.distill import dynamic_ratio
+
         if self.config.ratio == "fixed":
             return self.config.fixed_ratio
         return dynamic_ratio(r, self.world.scenario.training.rounds, self.config.threshold)
@@ -122,6 +126,9 @@ class DFL(_SoftTargets):
         return (yield from self.distill_update(r, device, state))
 
     def server_update(self, r, clients, results) -> Generator[simpy.Event, Any, None]:
+        from netfl.learning import weighted_average
+        from netfl.learning.distill import aggregate_soft_targets
+
         world = self.world
         flops = self.aggregation_flops(len(results)) + 2.0 * self.num_classes**2 * len(results)
         yield world.compute.run(world.bs, flops, "aggregate")
@@ -186,6 +193,8 @@ class FD(_SoftTargets):
         return self.soft_bits
 
     def server_update(self, r, clients, results) -> Generator[simpy.Event, Any, None]:
+        from netfl.learning.distill import aggregate_soft_targets
+
         world = self.world
         yield world.compute.run(world.bs, 2.0 * self.num_classes**2 * len(results), "aggregate")
         results = [res for res in results if res is not None]
@@ -208,6 +217,8 @@ class FD(_SoftTargets):
         return float(np.mean([a for a, _ in scores])), float(np.mean([loss for _, loss in scores]))
 
     def state_dict(self) -> dict[str, Any]:
+        from netfl.learning import clone_state
+
         return {
             **super().state_dict(),
             "device_states": {k: clone_state(v) for k, v in self.device_states.items()},

@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 import simpy
-import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from netfl.algorithms.base import RoundSummary, register
@@ -29,15 +28,6 @@ from netfl.algorithms.context import RoundContext
 from netfl.algorithms.split import SplitConfig, SplitFL
 from netfl.core.nodes import Node
 from netfl.errors import UserError
-from netfl.learning import DataRootError, SplitTask, load_dataset, weighted_average
-from netfl.learning.pretrain import load_weights, pretrain
-from netfl.learning.split import (
-    ReplayBuffer,
-    activation_switch,
-    dequantize_activations,
-    quantize_activations,
-    quantized_bits,
-)
 
 __all__ = ["EcoFed", "EcoFedConfig", "PretrainConfig"]
 
@@ -84,6 +74,8 @@ class EcoFed(SplitFL):
     config: EcoFedConfig
 
     def __init__(self, world: RoundContext, config: EcoFedConfig):
+        from netfl.learning.split import ReplayBuffer
+
         super().__init__(world, config)
         self.buffer = ReplayBuffer(config.replay_capacity)
         self.has_device_part: set[int] = set()
@@ -92,6 +84,11 @@ class EcoFed(SplitFL):
             self._pretrain()
 
     def _pretrain(self) -> None:
+        import torch
+
+        from netfl.learning import DataRootError, load_dataset
+        from netfl.learning.pretrain import load_weights, pretrain
+
         world, pc = self.world, self.config.pretrain
         where = f"{world.source}: algorithm.pretrain"
         if pc.weights_file:
@@ -167,6 +164,8 @@ class EcoFed(SplitFL):
 
     def upload_bits(self, num_samples: int) -> float:
         """One batch's activations: 8-bit values and a 32-bit scale, or full precision."""
+        from netfl.learning.split import quantized_bits
+
         if self.config.quantize:
             return quantized_bits(num_samples * self.act_values, 1)
         return self.activation_bits(num_samples)
@@ -174,6 +173,15 @@ class EcoFed(SplitFL):
     def client_round(
         self, r: int, device: Node, download: bool = True
     ) -> Generator[simpy.Event, Any, Any]:
+        import torch
+
+        from netfl.learning import SplitTask
+        from netfl.learning.split import (
+            activation_switch,
+            dequantize_activations,
+            quantize_activations,
+        )
+
         world = self.world
         radio, compute, bs = world.radio, world.compute, world.bs
         if device.index not in self.has_device_part:
@@ -231,6 +239,9 @@ class EcoFed(SplitFL):
         return _Trained(res.state, res.num_samples, res.mean_loss)
 
     def round(self, r: int) -> Generator[simpy.Event, Any, RoundSummary]:
+        from netfl.learning import weighted_average
+        from netfl.learning.split import activation_switch
+
         env = self.world.env
         clients = self.select_clients(r)
         jobs = [env.process(self.client_round(r, dev)) for dev in clients]

@@ -59,10 +59,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Generator
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-import pandas as pd
 import simpy
 from pydantic import Field
 
@@ -81,7 +80,11 @@ from netfl.algorithms.feddif_state import (
     valuation_matrix,
 )
 from netfl.core.nodes import Node
-from netfl.learning import TrainResult, weighted_average
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from netfl.learning.train import TrainResult
 
 __all__ = ["FedDif", "FedDifConfig", "DIFFUSION_STOP"]
 
@@ -130,7 +133,7 @@ class FedDif(FedAvg):
 
     def __init__(self, world: RoundContext, config: FedDifConfig):
         super().__init__(world, config)
-        labels = world.dataset.train_y.numpy()
+        labels = world.dataset.train_y_np
         classes = world.dataset.num_classes
         self.dsis = np.stack([dsi(labels[p], classes) for p in world.partitions])
         self.sizes = np.array([len(p) for p in world.partitions], dtype=float)
@@ -173,6 +176,8 @@ class FedDif(FedAvg):
 
     # -- protocol ------------------------------------------------------------------
     def round(self, r: int) -> Generator[simpy.Event, Any, RoundSummary]:
+        from netfl.learning import weighted_average
+
         world, env = self.world, self.world.env
         pues = self.select_clients(r)
         chains = [
@@ -428,6 +433,8 @@ class FedDif(FedAvg):
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """``diffusion``: one row per (round, diffusion round, model); see the module doc."""
+        import pandas as pd
+
         return {"diffusion": pd.DataFrame(self._rows)}
 
     def state_dict(self) -> dict[str, Any]:

@@ -24,8 +24,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.optimize import linear_sum_assignment
-from scipy.spatial.distance import jensenshannon
 
 from channel_models.link_budget import outage_probability
 from channel_models.registry import lookup
@@ -83,6 +81,8 @@ def _kld(psi: np.ndarray) -> np.ndarray:
 
 def _jsd(psi: np.ndarray) -> np.ndarray:
     c = psi.shape[-1]
+    from scipy.spatial.distance import jensenshannon
+
     return jensenshannon(psi, np.full(psi.shape, 1.0 / c), base=2, axis=-1) ** 2
 
 
@@ -177,6 +177,8 @@ def select_winners(weights: np.ndarray) -> list[tuple[int, int]]:
     w = np.asarray(weights, dtype=float)
     if w.size == 0:
         return []
+    from scipy.optimize import linear_sum_assignment
+
     rows, cols = linear_sum_assignment(w, maximize=True)
     return [(int(m), int(i)) for m, i in zip(rows, cols, strict=True) if w[m, i] > 0]
 

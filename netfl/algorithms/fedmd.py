@@ -31,7 +31,6 @@ from typing import Any
 
 import numpy as np
 import simpy
-import torch
 from pydantic import Field, field_validator
 
 from netfl.algorithms.base import RoundSummary, register
@@ -40,9 +39,6 @@ from netfl.algorithms.fedavg import FedAvgConfig
 from netfl.algorithms.hetero import HeterogeneousFL
 from netfl.core.nodes import Node
 from netfl.errors import UserError
-from netfl.learning import DataRootError, load_dataset
-from netfl.learning.consensus import adapt_images
-from netfl.learning.datasets import DATASETS
 from netfl.learning.tasks import FedMDTask
 
 __all__ = ["FedMD", "FedMDConfig"]
@@ -74,6 +70,8 @@ class FedMDConfig(FedAvgConfig):
     @field_validator("public_dataset")
     @classmethod
     def _known(cls, v: str) -> str:
+        from netfl.learning.datasets import DATASETS
+
         if v not in DATASETS:
             raise ValueError(f"unknown data set {v!r} (valid: {', '.join(sorted(DATASETS))})")
         return v
@@ -88,6 +86,9 @@ class FedMD(HeterogeneousFL):
     config: FedMDConfig
 
     def __init__(self, world: RoundContext, config: FedMDConfig):
+        from netfl.learning import DataRootError, load_dataset
+        from netfl.learning.consensus import adapt_images
+
         super().__init__(world, config)
         try:
             public = load_dataset(
@@ -183,6 +184,8 @@ class FedMD(HeterogeneousFL):
         return res
 
     def round(self, r: int) -> Generator[simpy.Event, Any, RoundSummary]:
+        import torch
+
         world, env = self.world, self.world.env
         self._round = r
         if r == 0:

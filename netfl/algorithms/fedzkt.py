@@ -28,21 +28,20 @@ table give every device model's test accuracy on evaluation rounds.
 from __future__ import annotations
 
 from collections.abc import Generator as Gen
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import simpy
-import torch
 from pydantic import Field
 
 from netfl.algorithms.base import AlgorithmConfig, RoundSummary, register
 from netfl.algorithms.context import RoundContext
 from netfl.algorithms.hetero import HeterogeneousFL
-from netfl.compute.flops import measure_flops, measure_input_grad_flops
 from netfl.core.nodes import Node
-from netfl.learning import clone_state
 from netfl.learning.tasks import ZKTServerTask
-from netfl.learning.zkt import Generator, PassFlops, ZKTServerConfig, server_update_flops
+
+if TYPE_CHECKING:
+    from netfl.learning.zkt import Generator, PassFlops
 
 __all__ = ["FedZKT", "FedZKTConfig"]
 
@@ -73,6 +72,11 @@ class FedZKT(HeterogeneousFL):
     config: FedZKTConfig  # type: ignore[assignment]
 
     def __init__(self, world: RoundContext, config: FedZKTConfig):
+        import torch
+
+        from netfl.learning import clone_state
+        from netfl.learning.zkt import ZKTServerConfig
+
         super().__init__(world, config)  # type: ignore[arg-type]
         self.server_config = ZKTServerConfig(
             iterations=config.server_iterations,
@@ -97,11 +101,16 @@ class FedZKT(HeterogeneousFL):
             self.generator_state = clone_state(gen.state_dict())
 
     def _generator(self) -> Generator:
+        from netfl.learning.zkt import Generator
+
         cfg, ds = self.server_config, self.world.dataset
         return Generator(cfg.noise_dim, ds.input_shape, self.value_range, cfg.generator_width)
 
     def _server_flops_per_device(self) -> tuple[PassFlops, PassFlops, dict[str, PassFlops]]:
         """Measured per-sample FLOPs of the generator, F and each device architecture."""
+        from netfl.compute.flops import measure_flops, measure_input_grad_flops
+        from netfl.learning.zkt import PassFlops
+
         world, cfg = self.world, self.server_config
         shape, classes = world.dataset.input_shape, world.dataset.num_classes
 
@@ -123,12 +132,14 @@ class FedZKT(HeterogeneousFL):
             1,
         )
         gen = PassFlops(g.inference_per_sample, float("nan"), g.train_per_sample)
-        return gen, passes(world.model.spec.name), {n: passes(n) for n in world.models}
+        return gen, passes(world.model.name), {n: passes(n) for n in world.models}
 
     def server_update_flops(self, clients: list[Node]) -> float:
         """FLOPs of Algorithm 3 over ``clients``' models (:func:`server_update_flops`)."""
+        from netfl.learning.zkt import server_update_flops
+
         gen, glob, per_name = self.server_flops
-        devs = [per_name[self.world.device_model(d).spec.name] for d in clients]
+        devs = [per_name[self.world.device_model(d).name] for d in clients]
         return server_update_flops(self.server_config, gen, glob, devs)
 
     # -- device side -----------------------------------------------------------
@@ -167,12 +178,11 @@ class FedZKT(HeterogeneousFL):
         if world.learn and clients:
             future = world.executor.submit(
                 ZKTServerTask(
-                    model=world.model.spec.name,
+                    model=world.model.name,
                     state=self.global_state,
                     generator_state=self.generator_state,
                     devices=[
-                        (world.device_model(d).spec.name, self.device_states[d.index])
-                        for d in clients
+                        (world.device_model(d).name, self.device_states[d.index]) for d in clients
                     ],
                     config=self.server_config,
                     seed=world.streams.torch_seed("zkt_noise", r),
@@ -219,6 +229,8 @@ class FedZKT(HeterogeneousFL):
         return self.world.evaluate(self.global_state)
 
     def state_dict(self) -> dict[str, Any]:
+        from netfl.learning import clone_state
+
         state = super().state_dict()
         state["generator_state"] = (
             clone_state(self.generator_state) if self.generator_state else None

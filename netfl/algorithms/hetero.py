@@ -9,20 +9,20 @@ the server's test set on evaluation rounds (``device_accuracy`` table,
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
-import torch
 
 from netfl.algorithms.context import RoundContext
 from netfl.algorithms.fedavg import FedAvg
 from netfl.core.nodes import Node
-from netfl.learning import clone_state
 
 __all__ = ["HeterogeneousFL"]
 
-State = dict[str, torch.Tensor]
+if TYPE_CHECKING:
+    import torch
+
+State = dict[str, "torch.Tensor"]
 
 
 class HeterogeneousFL(FedAvg):
@@ -35,7 +35,7 @@ class HeterogeneousFL(FedAvg):
         self.device_states: dict[int, State] = {}
         if world.learn:
             self.device_states = {
-                d.index: world.init_model_state(world.device_model(d).spec.name, d.index)
+                d.index: world.init_model_state(world.device_model(d).name, d.index)
                 for d in world.devices
             }
         self.device_scores: list[dict[str, Any]] = []
@@ -51,7 +51,7 @@ class HeterogeneousFL(FedAvg):
         """Test accuracy of every device model (recorded); returns the mean accuracy and loss."""
         world = self.world
         accs, losses = [], []
-        names = [world.device_model(d).spec.name for d in world.devices]
+        names = [world.device_model(d).name for d in world.devices]
         scores = world.evaluate_many(
             [
                 (self.device_states[d.index], name)
@@ -81,6 +81,8 @@ class HeterogeneousFL(FedAvg):
         return dict(self._last_scores)
 
     def tables(self) -> dict[str, Any]:
+        import pandas as pd
+
         return {"device_accuracy": pd.DataFrame(self.device_scores)} if self.device_scores else {}
 
     def info(self) -> dict[str, Any]:
@@ -91,6 +93,8 @@ class HeterogeneousFL(FedAvg):
         }
 
     def state_dict(self) -> dict[str, Any]:
+        from netfl.learning import clone_state
+
         return {
             **super().state_dict(),
             "device_states": {k: clone_state(v) for k, v in self.device_states.items()},

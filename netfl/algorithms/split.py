@@ -26,25 +26,21 @@ cut, ``value_bits`` per value):
 from __future__ import annotations
 
 from collections.abc import Generator
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import simpy
-import torch
 from pydantic import Field
 
 from netfl.algorithms.base import register
 from netfl.algorithms.context import RoundContext
 from netfl.algorithms.fedavg import FedAvg, FedAvgConfig
-from netfl.compute.flops import measure_flops
 from netfl.core.nodes import Node
-from netfl.learning import TrainResult, weighted_average
-from netfl.learning.split import (
-    PARTITION_POINTS,
-    split_model,
-)
-from netfl.learning.split_train import aux_head
 from netfl.learning.tasks import SplitTask, TrainTask
-from netfl.learning.train import batch_bounds
+
+if TYPE_CHECKING:
+    import torch
+
+    from netfl.learning.train import TrainResult
 
 __all__ = ["SplitConfig", "SplitFL", "VanillaConfig", "VanillaDPFL", "LocalLossDPFL"]
 
@@ -71,6 +67,8 @@ class SplitFL(FedAvg):
 
     @classmethod
     def check_scenario(cls, scenario: Any) -> list[tuple[str, str]]:
+        from netfl.learning.split import PARTITION_POINTS
+
         name = scenario.model.name
         if name not in PARTITION_POINTS:
             return [
@@ -83,6 +81,11 @@ class SplitFL(FedAvg):
         return []
 
     def __init__(self, world: RoundContext, config: SplitConfig):
+        import torch
+
+        from netfl.compute.flops import measure_flops
+        from netfl.learning.split import split_model
+
         super().__init__(world, config)
         spec = world.model.spec
         shape, classes = world.dataset.input_shape, world.dataset.num_classes
@@ -152,6 +155,8 @@ class SplitFL(FedAvg):
 
     def epoch_batches(self, device: Node) -> list[int]:
         """Batch sizes of one pass over a device's data."""
+        from netfl.learning.train import batch_bounds
+
         bounds = batch_bounds(self.world.num_samples(device), self.world.train_config.batch_size)
         return [end - start for start, end in bounds]
 
@@ -220,6 +225,11 @@ class LocalLossDPFL(SplitFL):
     Config = SplitConfig
 
     def __init__(self, world: RoundContext, config: SplitConfig):
+        import torch
+
+        from netfl.compute.flops import measure_flops
+        from netfl.learning.split_train import aux_head
+
         super().__init__(world, config)
         classes = world.dataset.num_classes
         with torch.random.fork_rng():
@@ -230,7 +240,7 @@ class LocalLossDPFL(SplitFL):
             sum(t.numel() for t in self.aux_state.values()) * world.scenario.model.bits_per_param
         )
         self.aux_flops = measure_flops(
-            (world.model.spec.name, self.split.activation_shape, classes, "aux"),
+            (world.model.name, self.split.activation_shape, classes, "aux"),
             lambda: head,
             self.split.activation_shape,
             world.model.spec.loss_fn(),
@@ -292,6 +302,8 @@ class LocalLossDPFL(SplitFL):
         )
 
     def server_update(self, r, clients, results) -> Generator[simpy.Event, Any, None]:
+        from netfl.learning import weighted_average
+
         yield self.world.compute.run(
             self.world.bs, self.aggregation_flops(len(results)), "aggregate"
         )

@@ -20,7 +20,7 @@ EXIT_USER_ERROR = 2
 def _cmd_validate(args: argparse.Namespace) -> int:
     from netfl.core.rng import Streams
     from netfl.scenario.files import load_scenario, parse_overrides
-    from netfl.sim.world import build_data
+    from netfl.sim.data import build_data
     from netfl.sweep.spec import expand, is_sweep_file, load_sweep
 
     if is_sweep_file(args.scenario):
@@ -45,13 +45,14 @@ def _cmd_list(args: argparse.Namespace) -> int:
     from channel_models.channel_profiles import channel_profiles
     from netfl.algorithms import ALGORITHMS
     from netfl.compute import compute_profiles
-    from netfl.learning import MODELS, PARTITIONERS
+    from netfl.learning.catalog import MODEL_CATALOG
     from netfl.learning.datasets import DATASET_INFO
+    from netfl.learning.partition import PARTITIONERS
 
     tables = {
         "algorithms": {n: (c.__doc__ or "").strip().splitlines()[0] for n, c in ALGORITHMS.items()},
         "datasets": dict(DATASET_INFO),
-        "models": {n: s.description for n, s in MODELS.items()},
+        "models": {n: description for n, (_, description) in MODEL_CATALOG.items()},
         "partitions": {n: (f.__doc__ or "").strip() for n, f in PARTITIONERS.items()},
         "link-profiles": {
             n: f"up {p.uplink_bps / 1e6:g} Mbit/s, down {p.downlink_bps / 1e6:g} "

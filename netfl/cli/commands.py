@@ -56,8 +56,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     import yaml
     from tqdm import tqdm
 
-    from netfl.output.figures import write_run
-    from netfl.output.rundir import INCOMPLETE, is_complete, release_run_dir, reserve_run_dir
+    from netfl.output.rundir import (
+        INCOMPLETE,
+        is_complete,
+        release_run_dir,
+        reserve_run_dir,
+        write_run,
+    )
     from netfl.scenario.files import load_scenario, resolved
     from netfl.sim.checkpoint import CHECKPOINT_DIR, checkpoint_path
     from netfl.sim.runner import run

@@ -5,7 +5,7 @@ convolutions (2 per multiply-accumulate), forward and backward; element-wise
 operations are not counted. Results are cached per model key.
 
 PyTorch's counter has no formula for the CPU LSTM kernel
-(``aten.mkldnn_rnn_layer``); :data:`CUSTOM_FORMULAS` adds the standard one:
+(``aten.mkldnn_rnn_layer``); :func:`custom_formulas` adds the standard one:
 a layer of hidden size H on inputs of size I does two matrix products per
 time step, ``2 · 4H · (I + H)`` FLOPs per sample and step forward, and twice
 that backward (input/hidden gradients plus weight gradients).
@@ -15,15 +15,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
-import torch
-from torch.utils.flop_counter import FlopCounterMode
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["ModelFlops", "measure_flops", "measure_input_grad_flops", "clear_flops_cache"]
 
 _CACHE: dict[Hashable, ModelFlops | float] = {}
-
-aten = torch.ops.aten
 
 
 def _lstm_layer_flops(input_shape, w_ih_shape, w_hh_shape, *args, **kwargs) -> int:
@@ -40,10 +40,17 @@ def _lstm_layer_backward_flops(input_shape, w_ih_shape, w_hh_shape, *args, **kwa
     return 2 * _lstm_layer_flops(input_shape, w_ih_shape, w_hh_shape)
 
 
-CUSTOM_FORMULAS = {
-    aten.mkldnn_rnn_layer: _lstm_layer_flops,
-    aten.mkldnn_rnn_layer_backward: _lstm_layer_backward_flops,
-}
+@cache
+def custom_formulas() -> dict[Any, Callable[..., int]]:
+    """The formulas torch's counter lacks, by ATen op (torch is imported here, on first
+    use: this module's types are needed by runs that count nothing)."""
+    import torch
+
+    aten = torch.ops.aten
+    return {
+        aten.mkldnn_rnn_layer: _lstm_layer_flops,
+        aten.mkldnn_rnn_layer_backward: _lstm_layer_backward_flops,
+    }
 
 
 @dataclass(frozen=True)
@@ -76,17 +83,20 @@ def measure_flops(
     """
     if key in _CACHE:
         return _CACHE[key]
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
     model = build()
     model.train()
     gen = torch.Generator().manual_seed(0)
     x = torch.randn((batch_size, *input_shape), generator=gen)
     y = torch.randint(0, num_classes, (batch_size,), generator=gen)
-    with FlopCounterMode(display=False, custom_mapping=CUSTOM_FORMULAS) as fwd_counter:
+    with FlopCounterMode(display=False, custom_mapping=custom_formulas()) as fwd_counter:
         with torch.no_grad():
             model(x)
     if input_grad:
         x.requires_grad_(True)
-    with FlopCounterMode(display=False, custom_mapping=CUSTOM_FORMULAS) as train_counter:
+    with FlopCounterMode(display=False, custom_mapping=custom_formulas()) as train_counter:
         loss = loss_fn(model(x), y)
         loss.backward()
     result = ModelFlops(
@@ -109,12 +119,15 @@ def measure_input_grad_flops(
     cache_key = ("input_grad", key)
     if cache_key in _CACHE:
         return float(_CACHE[cache_key])  # type: ignore[arg-type]
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
     model = build()
     model.train()
     model.requires_grad_(False)
     x = torch.randn((batch_size, *input_shape), generator=torch.Generator().manual_seed(0))
     x.requires_grad_(True)
-    with FlopCounterMode(display=False, custom_mapping=CUSTOM_FORMULAS) as counter:
+    with FlopCounterMode(display=False, custom_mapping=custom_formulas()) as counter:
         model(x).sum().backward()
     flops = counter.get_total_flops() / batch_size
     _CACHE[cache_key] = flops

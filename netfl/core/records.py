@@ -7,8 +7,10 @@ into ``pandas.DataFrame`` tables once at the end.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["TransferRecord", "ComputeRecord", "Recorder"]
 
@@ -72,6 +74,8 @@ class ComputeRecord:
 
 
 def _frame(records: list, cls: type) -> pd.DataFrame:
+    import pandas as pd
+
     columns = [f.name for f in fields(cls)]
     df = pd.DataFrame([vars(r) for r in records], columns=columns)
     df["duration_s"] = df["end_s"] - df["start_s"]

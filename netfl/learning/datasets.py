@@ -17,11 +17,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from channel_models.registry import lookup
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["Dataset", "load_dataset", "DATASETS", "DATASET_INFO", "DataRootError"]
 
@@ -32,22 +35,49 @@ class DataRootError(FileNotFoundError):
 
 @dataclass
 class Dataset:
-    """Train and test tensors of one data set."""
+    """Train and test arrays of one data set: float32 images ``(N, C, H, W)`` and int64
+    labels, held as numpy arrays (``*_np``) and seen as torch tensors sharing their
+    memory (``train_x`` …, made on first use: a run that never trains imports no torch).
+    """
 
     name: str
-    train_x: torch.Tensor
-    train_y: torch.Tensor
-    test_x: torch.Tensor
-    test_y: torch.Tensor
+    train_x_np: np.ndarray
+    train_y_np: np.ndarray
+    test_x_np: np.ndarray
+    test_y_np: np.ndarray
     num_classes: int
+
+    def _tensor(self, key: str) -> torch.Tensor:
+        cache = self.__dict__.setdefault("_tensors", {})
+        if key not in cache:
+            import torch
+
+            cache[key] = torch.from_numpy(getattr(self, key + "_np"))
+        return cache[key]
+
+    @property
+    def train_x(self) -> torch.Tensor:
+        return self._tensor("train_x")
+
+    @property
+    def train_y(self) -> torch.Tensor:
+        return self._tensor("train_y")
+
+    @property
+    def test_x(self) -> torch.Tensor:
+        return self._tensor("test_x")
+
+    @property
+    def test_y(self) -> torch.Tensor:
+        return self._tensor("test_y")
 
     @property
     def input_shape(self) -> tuple[int, int, int]:
-        return tuple(self.train_x.shape[1:])  # type: ignore[return-value]
+        return tuple(self.train_x_np.shape[1:])  # type: ignore[return-value]
 
     def __repr__(self) -> str:
         return (
-            f"Dataset({self.name!r}, train={len(self.train_y)}, test={len(self.test_y)}, "
+            f"Dataset({self.name!r}, train={len(self.train_y_np)}, test={len(self.test_y_np)}, "
             f"shape={self.input_shape}, classes={self.num_classes})"
         )
 
@@ -72,10 +102,10 @@ def _finish(name: str, xtr, ytr, xte, yte, num_classes: int) -> Dataset:
     xtr, xte = _standardise(xtr.astype(np.float64), xte.astype(np.float64))
     return Dataset(
         name=name,
-        train_x=torch.from_numpy(xtr.astype(np.float32)),
-        train_y=torch.from_numpy(ytr.astype(np.int64)),
-        test_x=torch.from_numpy(xte.astype(np.float32)),
-        test_y=torch.from_numpy(yte.astype(np.int64)),
+        train_x_np=xtr.astype(np.float32),
+        train_y_np=ytr.astype(np.int64),
+        test_x_np=xte.astype(np.float32),
+        test_y_np=yte.astype(np.int64),
         num_classes=num_classes,
     )
 
@@ -205,6 +235,8 @@ _TV: dict[str, tuple[str, str, list[str], int, dict]] = {
 
 
 def _tv_arrays(ds) -> tuple[np.ndarray, np.ndarray]:
+    import torch
+
     data = ds.data.numpy() if isinstance(ds.data, torch.Tensor) else np.asarray(ds.data)
     if data.ndim == 3:  # (N, H, W) grey
         data = data[:, None, :, :]

@@ -46,18 +46,7 @@ from netfl.learning.zkt import (
     server_update,
 )
 
-__all__ = [
-    "TASK_RUNNERS",
-    "runs",
-    "TrainTask",
-    "SplitTask",
-    "DistillTask",
-    "ZKTServerTask",
-    "FedMDTask",
-    "EvalTask",
-    "LearningContext",
-    "SerialExecutor",
-]
+__all__ = ["TASK_RUNNERS", "runs", "LearningContext", "SerialExecutor"]  # (tasks: tasks.py)
 
 
 @dataclass

@@ -38,6 +38,7 @@ import torch
 from torch import nn
 
 from channel_models.registry import lookup
+from netfl.learning.catalog import MODEL_CATALOG
 
 __all__ = ["MODELS", "ModelSpec", "get_model_spec", "num_parameters"]
 
@@ -288,53 +289,29 @@ class ModelSpec:
         return nn.MultiMarginLoss() if self.loss == "multi_margin" else nn.CrossEntropyLoss()
 
 
+#: model name → builder ``(input_shape, num_classes) -> nn.Module``
+_BUILDERS: dict[str, Callable[[tuple[int, ...], int], nn.Module]] = {
+    "logreg": _logreg,
+    "svm": _logreg,
+    "fcn": _fcn,
+    "2nn": _fcn,
+    "cnn": _cnn,
+    "lenet": _lenet,
+    "lenet_wide": _lenet_like(((16, 5), (32, 5)), 2, (256, 128)),
+    "lenet_deep": _lenet_like(((8, 3), (16, 3), (32, 3)), 2, (120, 84)),
+    "shufflenet_v2_x0_5": _torchvision_net("shufflenet_v2_x0_5"),
+    "shufflenet_v2_x1_0": _torchvision_net("shufflenet_v2_x1_0"),
+    "mobilenet_v2_x0_5": _torchvision_net("mobilenet_v2", width_mult=0.5),
+    "mobilenet_v2_x1_0": _torchvision_net("mobilenet_v2", width_mult=1.0),
+    "cifar_cnn": _cifar_cnn,
+    "lstm": RowLSTM,
+    "vgg11": VGG11,
+    "resnet9": ResNet9,
+}
+
 MODELS: dict[str, ModelSpec] = {
-    "logreg": ModelSpec("logreg", _logreg, "cross_entropy", "logistic regression"),
-    "svm": ModelSpec("svm", _logreg, "multi_margin", "linear SVM, multi-class hinge loss"),
-    "fcn": ModelSpec("fcn", _fcn, "cross_entropy", "2NN / FCN: in-200-200-C"),
-    "2nn": ModelSpec("2nn", _fcn, "cross_entropy", "alias of fcn"),
-    "cnn": ModelSpec("cnn", _cnn, "cross_entropy", "McMahan et al. CNN"),
-    "lenet": ModelSpec("lenet", _lenet, "cross_entropy", "LeNet-5 style CNN"),
-    "lenet_wide": ModelSpec(
-        "lenet_wide",
-        _lenet_like(((16, 5), (32, 5)), 2, (256, 128)),
-        "cross_entropy",
-        "LeNet-like, wider (16-32 channels, FC 256-128)",
-    ),
-    "lenet_deep": ModelSpec(
-        "lenet_deep",
-        _lenet_like(((8, 3), (16, 3), (32, 3)), 2, (120, 84)),
-        "cross_entropy",
-        "LeNet-like, deeper (three 3×3 convolutions)",
-    ),
-    "shufflenet_v2_x0_5": ModelSpec(
-        "shufflenet_v2_x0_5",
-        _torchvision_net("shufflenet_v2_x0_5"),
-        "cross_entropy",
-        "torchvision ShuffleNetV2, width 0.5",
-    ),
-    "shufflenet_v2_x1_0": ModelSpec(
-        "shufflenet_v2_x1_0",
-        _torchvision_net("shufflenet_v2_x1_0"),
-        "cross_entropy",
-        "torchvision ShuffleNetV2, width 1.0",
-    ),
-    "mobilenet_v2_x0_5": ModelSpec(
-        "mobilenet_v2_x0_5",
-        _torchvision_net("mobilenet_v2", width_mult=0.5),
-        "cross_entropy",
-        "torchvision MobileNetV2, width 0.5",
-    ),
-    "mobilenet_v2_x1_0": ModelSpec(
-        "mobilenet_v2_x1_0",
-        _torchvision_net("mobilenet_v2", width_mult=1.0),
-        "cross_entropy",
-        "torchvision MobileNetV2, width 1.0",
-    ),
-    "cifar_cnn": ModelSpec("cifar_cnn", _cifar_cnn, "cross_entropy", "FedDif's CIFAR CNN"),
-    "lstm": ModelSpec("lstm", RowLSTM, "cross_entropy", "2-layer LSTM over image rows"),
-    "vgg11": ModelSpec("vgg11", VGG11, "cross_entropy", "VGG11, CIFAR variant (EcoFed)"),
-    "resnet9": ModelSpec("resnet9", ResNet9, "cross_entropy", "ResNet9, CIFAR variant (EcoFed)"),
+    name: ModelSpec(name, _BUILDERS[name], loss, description)
+    for name, (loss, description) in MODEL_CATALOG.items()
 }
 
 

@@ -10,7 +10,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from netfl.output.rundir import write_run_dir  # noqa: E402
+from netfl.output.rundir import write_run, write_run_dir  # noqa: E402,F401  (re-exported)
 from netfl.sim.result import RunResult  # noqa: E402
 
 __all__ = [
@@ -302,16 +302,3 @@ def result_figures(result: RunResult, out: str | Path) -> list[Path]:
     if len(result.tables.get("diffusion", ())):
         paths += diffusion_figures(result.tables["diffusion"], out, result.scenario.name)
     return paths
-
-
-def write_run(
-    result: RunResult, run_dir: str | Path | None = None, figures: bool | None = None
-) -> Path:
-    """Write a run directory with its figures (``figures``: default ``outputs.figures``).
-
-    Atomic: a run directory that exists is complete. Returns its path.
-    """
-    draw = result.scenario.outputs.figures if figures is None else figures
-    return write_run_dir(
-        result, run_dir, (lambda res, tmp: result_figures(res, tmp / "figures")) if draw else None
-    )

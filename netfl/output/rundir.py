@@ -25,15 +25,16 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import torch
 import yaml
 
 from netfl.errors import UserError
 from netfl.scenario.files import parse_scenario, resolved
 from netfl.sim.checkpoint import CHECKPOINT_DIR
 from netfl.sim.result import RunResult
+from netfl.version import torch_version
 
 __all__ = [
+    "write_run",
     "write_run_dir",
     "read_run",
     "default_run_dir",
@@ -86,7 +87,7 @@ def manifest(result: RunResult) -> dict[str, Any]:
         "python": platform.python_version(),
         "versions": {
             "netfl": __version__,
-            "torch": torch.__version__,
+            "torch": torch_version(),
             "numpy": np.__version__,
             "pandas": pd.__version__,
         },
@@ -255,3 +256,18 @@ def _read_run(d: Path) -> RunResult:
         tables=tables,
         manifest=man,
     )
+
+
+def write_run(
+    result: RunResult, run_dir: str | Path | None = None, figures: bool | None = None
+) -> Path:
+    """Write a run directory with its figures (``figures``: default ``outputs.figures``).
+
+    Atomic: a run directory that exists is complete. Returns its path.
+    """
+    draw = result.scenario.outputs.figures if figures is None else figures
+    if not draw:
+        return write_run_dir(result, run_dir, None)
+    from netfl.output.figures import result_figures  # (matplotlib: only when drawing)
+
+    return write_run_dir(result, run_dir, lambda res, tmp: result_figures(res, tmp / "figures"))

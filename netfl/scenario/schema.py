@@ -29,8 +29,8 @@ from pydantic import (
 
 from channel_models import link_profiles
 from netfl.compute.profiles import compute_profiles
+from netfl.learning.catalog import MODEL_CATALOG as MODELS
 from netfl.learning.datasets import DATASETS
-from netfl.learning.models import MODELS
 from netfl.scenario.base import STRICT_CONFIG, _check_name, _Strict, no_bool_for_numbers
 from netfl.scenario.cell import LINK_MODE_KEYS, CellSection
 

@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 from netfl.errors import UserError
 
@@ -43,6 +42,8 @@ def checkpoint_path(run_dir: str | Path) -> Path:
 def _safe(obj: Any) -> Any:
     """Plain containers, tensors and Python scalars only (``weights_only`` loadable)."""
     if isinstance(obj, np.ndarray):
+        import torch
+
         return {_ND: torch.from_numpy(np.ascontiguousarray(obj))}
     if isinstance(obj, np.generic):
         return obj.item()
@@ -104,6 +105,8 @@ def _save(run_dir: str | Path, state: dict[str, Any]) -> Path:
     fd, tmp = tempfile.mkstemp(prefix=".state.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
+            import torch
+
             torch.save(_safe(state), f)
             f.flush()
             os.fsync(f.fileno())
@@ -120,6 +123,8 @@ def load_checkpoint(run_dir: str | Path) -> dict[str, Any]:
     path = checkpoint_path(run_dir)
     if not path.is_file():
         raise FileNotFoundError(path)
+    import torch
+
     try:
         return _restore(torch.load(path, weights_only=True))
     except Exception as err:  # noqa: BLE001 - whatever a damaged file makes torch raise

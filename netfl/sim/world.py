@@ -8,115 +8,35 @@ engine, the learning executor and the recorder.
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict
-from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import simpy
-import torch
 
 from channel_models import get_link_profile
 from channel_models.channel_profiles import ChannelProfile
 from netfl.algorithms.context import ModelInfo
 from netfl.compute import ComputeEngine, get_compute_profile
-from netfl.compute.flops import measure_flops
 from netfl.core.nodes import Node
 from netfl.core.records import Recorder
 from netfl.core.rng import Streams
 from netfl.errors import UserError
-from netfl.learning import (
-    DataRootError,
-    EvalTask,
-    LearningContext,
-    PartitionError,
-    SerialExecutor,
-    TrainConfig,
-    combine_scores,
-    get_model_spec,
-    load_dataset,
-    num_parameters,
-    partition,
-    resolve_device,
-)
-from netfl.learning.parallel import ProcessExecutor, RayExecutor, make_executor
+from netfl.learning.tasks import EvalTask, Executor, TrainConfig
 from netfl.radio import FixedRateRadio, drop_uniform_disc
 from netfl.radio.cues import CueTraffic, CueTrafficConfig
 from netfl.radio.energy import BsPowerModel
 from netfl.radio.ofdma_radio import OfdmaRadio
 from netfl.scenario.schema import Scenario
+from netfl.sim.data import build_data
+from netfl.sim.model_facts import model_facts
 
-__all__ = ["World", "ModelInfo", "build_data"]  # (ModelInfo: netfl.algorithms.context)
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["World", "ModelInfo", "build_data"]  # (re-exported: ModelInfo, build_data)
 
 log = logging.getLogger(__name__)
-
-
-#: data sets and partitions built in this process, by what defines them: a sweep worker
-#: running many variants of one data section builds them once (least recently used
-#: dropped first; at most 2 data sets — CIFAR-100 holds 0.6 GB — and 16 partitions)
-_DATA_CACHE: OrderedDict[tuple, Any] = OrderedDict()
-_PARTITION_CACHE: OrderedDict[tuple, Any] = OrderedDict()
-_CACHE_SIZES = {"data": 2, "partition": 16}
-
-
-def _cached(cache: OrderedDict, key: tuple, build: Callable[[], Any]) -> Any:
-    if key in cache:
-        cache.move_to_end(key)
-        return cache[key]
-    value = build()
-    cache[key] = value
-    while len(cache) > _CACHE_SIZES[key[0]]:
-        cache.popitem(last=False)
-    return value
-
-
-def build_data(scenario: Scenario, streams: Streams, source: str = "scenario"):
-    """The data set and every device's sample indices; a problem (missing root, a
-    split that cannot give every device a sample) is a one-line ``UserError``.
-    ``netfl validate`` runs it too: it needs no simulation.
-
-    Both are functions of the scenario's ``data`` section, seed and device count,
-    and are kept for later runs in this process (shared: nothing may write to them).
-    """
-    d = scenario.data
-    options = d.synthetic.model_dump() if d.dataset == "synthetic" else {}
-    data_key = ("data", d.dataset, d.root, d.test_fraction, scenario.seed, repr(options))
-    try:
-        dataset = _cached(
-            _DATA_CACHE,
-            data_key,
-            lambda: load_dataset(d.dataset, d.root, d.test_fraction, scenario.seed, **options),
-        )
-    except DataRootError as err:
-        raise UserError(f"{source}: data.root: {err}") from None
-    part_key = ("partition", *data_key[1:], d.partition.model_dump_json(), scenario.devices.count)
-    parts = _cached(
-        _PARTITION_CACHE, part_key, lambda: _partition(scenario, dataset, streams, source)
-    )
-    return dataset, parts
-
-
-def _partition(scenario: Scenario, dataset, streams: Streams, source: str) -> list[np.ndarray]:
-    d = scenario.data
-    rng = streams.generator("partition")
-    try:
-        parts = partition(
-            d.partition.scheme,
-            dataset.train_y.numpy(),
-            scenario.devices.count,
-            rng,
-            **d.partition.params(),
-        )
-    except PartitionError as err:
-        raise UserError(f"{source}: data.partition: {err}") from None
-    empty = [i for i, p in enumerate(parts) if len(p) == 0]
-    if empty:
-        raise UserError(
-            f"{source}: data.partition: {len(empty)} devices get no samples "
-            f"({len(dataset.train_y)} samples for {len(parts)} devices)"
-        )
-    return parts
 
 
 class World:
@@ -152,10 +72,20 @@ class World:
             batch_size=scenario.training.batch_size,
             epochs=scenario.training.local_epochs,
         )
-        self.executor: SerialExecutor | ProcessExecutor | RayExecutor | None = None
+        self.executor: Executor | None = None
         self.torch_device: torch.device | None = None
-        self.job_threads = self._threads_before = torch.get_num_threads()
+        #: torch threads of a training job (None in timing mode: no torch work, and no
+        #: torch import — a timing run of models counted before starts in a fraction of it)
+        self.job_threads: int | None = None
+        self._threads_before: int | None = None
         if self.learn:
+            import torch
+
+            from netfl.learning.executor import LearningContext
+            from netfl.learning.parallel import make_executor
+            from netfl.learning.train import resolve_device
+
+            self._threads_before = torch.get_num_threads()
             if scenario.learning.num_threads:  # (until close(): the caller's count returns)
                 torch.set_num_threads(scenario.learning.num_threads)
             try:
@@ -186,7 +116,10 @@ class World:
         applies to the run, not to what the caller does next)."""
         if self.executor is not None:
             self.executor.close()
-        torch.set_num_threads(self._threads_before)
+        if self._threads_before is not None:
+            import torch
+
+            torch.set_num_threads(self._threads_before)
 
     # -- construction ------------------------------------------------------
     def _build_data(self, source: str) -> None:
@@ -317,21 +250,11 @@ class World:
         """Size and FLOPs of model ``name`` on this data set (``model.size_bits``, if set,
         overrides the size of ``model.name`` only; others send ``bits_per_param`` each)."""
         m = self.scenario.model
-        spec = get_model_spec(name)
-        shape, classes = self.dataset.input_shape, self.dataset.num_classes
-        with torch.random.fork_rng():
-            num_params = num_parameters(spec.build(shape, classes))
-        flops = measure_flops(
-            (spec.name, shape, classes),
-            lambda: spec.build(shape, classes),
-            shape,
-            spec.loss_fn(),
-            classes,
-        )
+        num_params, flops = model_facts(name, self.dataset.input_shape, self.dataset.num_classes)
         size_bits = num_params * m.bits_per_param
         if name == m.name and m.size_bits is not None:
             size_bits = m.size_bits
-        return ModelInfo(spec, num_params, float(size_bits), flops)
+        return ModelInfo(name, num_params, float(size_bits), flops)
 
     def device_model(self, device: Node) -> ModelInfo:
         """The architecture device ``device`` runs (``model`` unless the scenario assigns
@@ -393,7 +316,7 @@ class World:
         if not self.learn:
             return None
         assert self.executor is not None
-        fields.setdefault("model", self.device_model(device).spec.name)
+        fields.setdefault("model", self.device_model(device).name)
         fields.setdefault("indices", self.partitions[device.index])
         if seed is None:
             seed = self.streams.torch_seed("torch", r, device.index, *seed_key)
@@ -405,7 +328,9 @@ class World:
     def init_model_state(self, name: str | None = None, *keys: int) -> dict[str, torch.Tensor]:
         """Initial parameters of model ``name`` (default: the global model), seeded from
         the ``model_init`` stream (of ``keys`` too, e.g. a device index, when given)."""
-        spec = self.models[name or self.model.spec.name].spec
+        spec = self.models[name or self.model.name].spec
+        import torch
+
         with torch.random.fork_rng():
             torch.manual_seed(self.streams.torch_seed("model_init", *keys))
             model = spec.build(self.dataset.input_shape, self.dataset.num_classes)
@@ -425,7 +350,7 @@ class World:
         pool the evaluations run in parallel, and a single one is split into runs of whole
         test batches over the workers. The per-batch scores are summed in batch order, so
         the results are the serial executor's (with the same job threads)."""
-        n = len(self.dataset.test_y)
+        n = len(self.dataset.test_y_np)
         batch = self.scenario.learning.eval_batch_size
         batches = -(-n // batch)
         workers = getattr(self.executor, "workers", 1)
@@ -437,14 +362,14 @@ class World:
         jobs = [
             [
                 self.executor.submit(
-                    EvalTask(
-                        self.models[name or self.model.spec.name].spec.name, state, a, b, batch
-                    )
+                    EvalTask(self.models[name or self.model.name].name, state, a, b, batch)
                 )
                 for a, b in bounds
             ]
             for state, name in items
         ]
+        from netfl.learning.train import combine_scores
+
         return [combine_scores([s for job in row for s in job.result()], n) for row in jobs]
 
     def __repr__(self) -> str:

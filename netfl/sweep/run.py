@@ -86,7 +86,7 @@ def _run_one(
     ``outputs.checkpoint_every`` and a ``run_dir`` it checkpoints there and resumes an
     earlier invocation's checkpoint of the same scenario (:func:`_prepare_checkpoint`).
     """
-    from netfl.output.figures import write_run
+    from netfl.output.rundir import write_run
     from netfl.sim.runner import run
 
     if threads is not None and not scenario.learning.num_threads:
@@ -194,7 +194,7 @@ def _run_ray(todo: list[SweepRun], out: Path, workers: int | None, address, done
     (a cluster's machines need not share this file system). Ray reuses its worker
     processes, so their data caches serve later runs too."""
     from netfl.learning.parallel import start_ray
-    from netfl.output.figures import write_run
+    from netfl.output.rundir import write_run
 
     ray, own = start_ray(address)
     try:
