@@ -94,6 +94,7 @@ LAYERS: list[list[str]] = [
         "netfl.scenario.base",
         "netfl.scenario.cell",
         "netfl.scenario.files",
+        "netfl.scenario.layout",
         "netfl.scenario.schema",
     ],
     [  # one simulation: world, runner, records into rows, checkpoints, result

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 
 from netfl.algorithms import ALGORITHMS, get_algorithm
 from netfl.errors import ScenarioError
+from netfl.scenario.layout import KIND_KEYS
 from netfl.scenario.schema import LINK_MODE_KEYS, Scenario
 
 __all__ = [
@@ -87,6 +88,11 @@ def resolved(scenario: Scenario) -> dict[str, Any]:
         if mode != link["mode"]:
             for key in keys:
                 link.pop(key, None)  # keys of the other link mode would not validate
+    devices = data["devices"]
+    devices["layout"] = _layout_data(devices["layout"])
+    for group in devices["groups"]:
+        if group.get("layout") is not None:
+            group["layout"] = _layout_data(group["layout"])
     data["algorithm"] = {
         "name": scenario.algorithm.name,
         **algorithm_config(scenario).model_dump(mode="json"),
@@ -94,12 +100,28 @@ def resolved(scenario: Scenario) -> dict[str, Any]:
     return data
 
 
+def _layout_data(layout: dict[str, Any]) -> dict[str, Any]:
+    """A layout's own keys (those of its kind that are set): the others would not validate."""
+    keys = KIND_KEYS[layout["kind"]]
+    return {
+        "kind": layout["kind"],
+        **{k: v for k, v in layout.items() if k in keys and v is not None},
+    }
+
+
+def _base_dir(source: str) -> Path:
+    """Where a scenario's relative file names (a layout's CSV) are read from: the
+    scenario file's folder, or the working directory for data that has no file."""
+    path = Path(source)
+    return path.parent if path.is_file() else Path.cwd()
+
+
 def parse_scenario(data: Any, source: str = "<scenario>") -> Scenario:
     """Validate plain data as a scenario; :class:`ScenarioError` names every bad key."""
     if not isinstance(data, dict):
         raise ScenarioError(source, [("", "a scenario must be a mapping of sections")])
     try:
-        scenario = Scenario.model_validate(data)
+        scenario = Scenario.model_validate(data, context={"base_dir": _base_dir(source)})
     except ValidationError as err:
         raise ScenarioError(source, _problems(err)) from None
 

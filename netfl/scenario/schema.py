@@ -23,6 +23,7 @@ from pydantic import (
     NonNegativeInt,
     PositiveFloat,
     PositiveInt,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -33,6 +34,7 @@ from netfl.learning.catalog import MODEL_CATALOG as MODELS
 from netfl.learning.datasets import DATASETS
 from netfl.scenario.base import STRICT_CONFIG, _check_name, _Strict, no_bool_for_numbers
 from netfl.scenario.cell import LINK_MODE_KEYS, CellSection
+from netfl.scenario.layout import LayoutSection
 
 __all__ = ["Scenario", "LINK_MODE_KEYS", "STRICT_CONFIG", "no_bool_for_numbers"]
 
@@ -65,6 +67,9 @@ class DeviceGroup(_Strict):
         None,
         description="this group's on-device model (heterogeneous-model algorithms: fedzkt, fedmd)",
     )
+    layout: LayoutSection | None = Field(
+        None, description="where this group's devices stand (default: devices.layout)"
+    )
 
     _vm = field_validator("model")(lambda v: _check_name("model", v, MODELS))
     _vc = field_validator("compute_profile")(
@@ -86,6 +91,10 @@ class DevicesSection(_Strict):
         default_factory=list,
         description="on-device models assigned in turn (device i gets models[i mod len]; a "
         "group's model wins); empty: every device runs model.name",
+    )
+    layout: LayoutSection = Field(
+        LayoutSection(),
+        description="where the devices no group places stand (default: uniform over the cell)",
     )
 
     @field_validator("models")
@@ -289,3 +298,51 @@ class Scenario(_Strict):
     algorithm: AlgorithmSection = AlgorithmSection()
     learning: LearningSection = LearningSection()
     outputs: OutputsSection = OutputsSection()
+
+    @model_validator(mode="after")
+    def _layouts_fit(self, info: ValidationInfo) -> Scenario:
+        """CSV layouts read (relative to the scenario file's folder, ``base_dir`` of the
+        validation context); explicit layouts hold as many positions as devices; every
+        position inside the cell."""
+        base_dir = (info.context or {}).get("base_dir")
+        d, radius = self.devices, self.cell.radius_m
+        for path, layout, devices, group in self.layout_slots():
+            count = len(devices)
+            if layout.kind == "csv":
+                try:
+                    layout = layout.resolve_file(base_dir)
+                except ValueError as err:
+                    raise ValueError(f"{path}.file: {err}") from None
+                if group is not None:
+                    d.groups[group].layout = layout
+                else:
+                    d.layout = layout
+            n = layout.fixed_count()
+            if n is not None and n != count:
+                raise ValueError(f"{path}: {n} positions for {count} devices")
+            far = layout.max_extent_m(count, radius)
+            if far > radius * (1 + 1e-12):
+                raise ValueError(
+                    f"{path}: a device {far:g} m from the BS is outside the cell "
+                    f"(cell.radius_m: {radius:g})"
+                )
+        return self
+
+    def layout_slots(self) -> list[tuple[str, LayoutSection, list[int], int | None]]:
+        """``(key path, layout, device indices, group index)`` of each group with a layout
+        (a group holds the next ``count`` devices, in group order), then
+        ``devices.layout`` with every other device (group ``None``; left out when no
+        device is left)."""
+        d = self.devices
+        slots, others, start = [], [], 0
+        for i, g in enumerate(d.groups):
+            members = list(range(start, start + g.count))
+            if g.layout is not None:
+                slots.append((f"devices.groups.{i}.layout", g.layout, members, i))
+            else:
+                others += members
+            start += g.count
+        others += list(range(start, d.count))
+        if others or not slots:
+            slots.append(("devices.layout", d.layout, others, None))
+        return slots

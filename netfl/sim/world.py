@@ -23,7 +23,7 @@ from netfl.core.records import Recorder
 from netfl.core.rng import Streams
 from netfl.errors import UserError
 from netfl.learning.tasks import EvalTask, Executor, TrainConfig
-from netfl.radio import FixedRateRadio, drop_uniform_disc
+from netfl.radio import FixedRateRadio
 from netfl.radio.cues import CueTraffic, CueTrafficConfig
 from netfl.radio.energy import BsPowerModel
 from netfl.radio.ofdma_radio import OfdmaRadio
@@ -131,9 +131,7 @@ class World:
             **s.server.compute_overrides.model_dump()
         )
         self.bs = Node("bs", "bs", -1, np.zeros(2), server_profile)
-        positions = drop_uniform_disc(
-            self.streams.generator("placement", 0), s.devices.count, s.cell.radius_m
-        )
+        positions = self.layout_positions(0)
         specs: list[tuple[str, str]] = []
         for g in s.devices.groups:
             specs += [
@@ -227,13 +225,21 @@ class World:
         Algorithms may call it on demand (e.g. FedDif after each diffusion round) with
         keys such as ``(r, k)``; the same keys give the same positions.
         """
-        positions = drop_uniform_disc(
-            self.streams.generator("placement", *keys),
-            len(self.devices),
-            self.scenario.cell.radius_m,
-        )
-        for node, pos in zip(self.devices, positions, strict=True):
+        for node, pos in zip(self.devices, self.layout_positions(*keys), strict=True):
             node.position_m = pos
+
+    def layout_positions(self, *keys: int) -> np.ndarray:
+        """Every device's position [m], shape ``(devices, 2)``, from the scenario's layouts
+        (:mod:`netfl.scenario.layout`): random ones draw from the ``placement`` stream of
+        ``keys`` (``devices.layout``) or of ``(*keys, group + 1)`` (a group's layout), so
+        a scenario without layouts drops exactly as before; explicit ones never move."""
+        s = self.scenario
+        out = np.zeros((s.devices.count, 2))
+        for _, layout, devices, group in s.layout_slots():
+            stream = keys if group is None else (*keys, group + 1)
+            rng = self.streams.generator("placement", *stream) if layout.random else None
+            out[devices] = layout.positions(len(devices), rng, s.cell.radius_m)
+        return out
 
     def _build_model(self) -> None:
         """``model`` (the scenario's ``model.name``: the global model) and ``models`` by

@@ -1,0 +1,189 @@
+"""Device layouts in scenario files: where the devices (or one group of them) stand.
+
+``devices.layout`` places the devices that no group places; ``devices.groups[i].layout``
+places that group's devices. ``kind`` picks the layout, each with its own keys:
+
+==============  =============================================================  ==========
+kind            keys                                                           random
+==============  =============================================================  ==========
+uniform_disc    (none: the cell's ``radius_m``; today's default drop)          yes
+annulus         ``inner_m``, ``outer_m`` (default: the cell radius)            yes
+line            ``start_m: [x, y]``, ``end_m: [x, y]`` (evenly spaced)         no
+ring            ``radius_m``, ``phase_deg`` (evenly spaced in angle)           no
+grid            ``spacing_m``, ``columns`` (centred on the BS)                 no
+positions       ``positions_m: [[x, y], ...]``, one per device                 no
+csv             ``file`` (columns ``x_m, y_m`` or ``x, y``; relative paths     no
+                are relative to the scenario file), one row per device
+==============  =============================================================  ==========
+
+A ``csv`` layout is read when the scenario is validated and becomes a ``positions``
+layout, so a run directory's ``scenario.yaml`` records every position. The base
+station stands at the origin; a position outside the cell (farther than
+``cell.radius_m``) is an error.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt, model_validator
+
+from netfl.radio.geometry import (
+    drop_uniform_annulus,
+    drop_uniform_disc,
+    grid_positions,
+    line_positions,
+    ring_positions,
+)
+from netfl.scenario.base import _Strict
+
+__all__ = ["LayoutSection", "KIND_KEYS", "read_positions_csv"]
+
+#: the keys each kind takes (besides ``kind``)
+KIND_KEYS: dict[str, set[str]] = {
+    "uniform_disc": set(),
+    "annulus": {"inner_m", "outer_m"},
+    "line": {"start_m", "end_m"},
+    "ring": {"radius_m", "phase_deg"},
+    "grid": {"spacing_m", "columns"},
+    "positions": {"positions_m"},
+    "csv": {"file"},
+}
+_REQUIRED = {
+    "line": {"start_m", "end_m"},
+    "ring": {"radius_m"},
+    "grid": {"spacing_m"},
+    "positions": {"positions_m"},
+    "csv": {"file"},
+}
+MAX_LAYOUT_POSITIONS = 100_000
+
+
+def read_positions_csv(path: Path) -> list[tuple[float, float]]:
+    """``(x, y)`` per row of a CSV with columns ``x_m, y_m`` (or ``x, y``) [m];
+    ``ValueError`` says what is wrong (missing columns, a value that is no number)."""
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            reader = csv.DictReader(f)
+            rows = list(reader)
+            header = [h.strip() for h in reader.fieldnames or []]
+    except OSError as err:
+        raise ValueError(f"cannot read {path}: {err.strerror or err}") from None
+    except (UnicodeDecodeError, csv.Error) as err:
+        raise ValueError(f"{path} is not a UTF-8 CSV file ({err})") from None
+    cols = next(((x, y) for x, y in (("x_m", "y_m"), ("x", "y")) if {x, y} <= set(header)), None)
+    if cols is None:
+        raise ValueError(f"{path} has no x_m, y_m (or x, y) columns (columns: {header})")
+    if len(rows) > MAX_LAYOUT_POSITIONS:
+        raise ValueError(f"{path} has {len(rows)} rows; at most {MAX_LAYOUT_POSITIONS}")
+    out = []
+    for i, row in enumerate(rows, start=2):
+        row = {k.strip(): v for k, v in row.items() if k is not None}
+        try:
+            x, y = float(row[cols[0]]), float(row[cols[1]])
+        except (TypeError, ValueError):
+            raise ValueError(f"{path} line {i}: {cols[0]}, {cols[1]} must be numbers") from None
+        if not (math.isfinite(x) and math.isfinite(y)):
+            raise ValueError(f"{path} line {i}: positions must be finite")
+        out.append((x, y))
+    return out
+
+
+class LayoutSection(_Strict):
+    """Where a set of devices stands (see the module docstring for the kinds)."""
+
+    kind: Literal["uniform_disc", "annulus", "line", "ring", "grid", "positions", "csv"] = (
+        "uniform_disc"
+    )
+    inner_m: NonNegativeFloat | None = Field(None, description="annulus: inner radius [m]")
+    outer_m: PositiveFloat | None = Field(None, description="annulus: outer radius [m]")
+    start_m: tuple[float, float] | None = Field(None, description="line: first position [m]")
+    end_m: tuple[float, float] | None = Field(None, description="line: last position [m]")
+    radius_m: PositiveFloat | None = Field(None, description="ring: radius [m]")
+    phase_deg: float | None = Field(None, description="ring: angle of the first device [deg]")
+    spacing_m: PositiveFloat | None = Field(None, description="grid: pitch [m]")
+    columns: PositiveInt | None = Field(None, description="grid: devices per row")
+    positions_m: list[list[float]] | None = Field(
+        None, max_length=MAX_LAYOUT_POSITIONS, description="positions: [[x, y], ...] [m]"
+    )
+    file: str | None = Field(None, description="csv: a file with x_m, y_m columns")
+
+    @model_validator(mode="after")
+    def _keys_of_kind(self) -> LayoutSection:
+        given = self.model_fields_set - {"kind"}
+        stray = sorted(given - KIND_KEYS[self.kind])
+        if stray:
+            raise ValueError(
+                f"{', '.join(stray)} does not apply to kind {self.kind!r} "
+                f"(its keys: {', '.join(sorted(KIND_KEYS[self.kind])) or 'none'})"
+            )
+        missing = sorted(_REQUIRED.get(self.kind, set()) - given)
+        if missing:
+            raise ValueError(f"kind {self.kind!r} needs {', '.join(missing)}")
+        if self.kind == "annulus" and self.outer_m is not None:
+            if (self.inner_m or 0.0) >= self.outer_m:
+                raise ValueError(f"inner_m ({self.inner_m}) must be below outer_m ({self.outer_m})")
+        if self.positions_m is not None:
+            for i, p in enumerate(self.positions_m):
+                if len(p) == 3:
+                    raise ValueError(
+                        f"positions_m[{i}]: per-device heights are not modelled yet (the "
+                        "path-loss law's height_rx_m applies); give [x, y]"
+                    )
+                if len(p) != 2:
+                    raise ValueError(f"positions_m[{i}]: expected [x, y] [m], got {p}")
+        return self
+
+    @property
+    def random(self) -> bool:
+        """Whether the layout is drawn from the ``placement`` stream."""
+        return self.kind in ("uniform_disc", "annulus")
+
+    def fixed_count(self) -> int | None:
+        """How many devices an explicit layout places (None: any number)."""
+        return len(self.positions_m) if self.positions_m is not None else None
+
+    def resolve_file(self, base_dir: Path | None) -> LayoutSection:
+        """A ``csv`` layout read into a ``positions`` layout (a relative ``file`` is taken
+        relative to ``base_dir``, the scenario file's folder); any other kind as it is."""
+        if self.kind != "csv":
+            return self
+        assert self.file is not None
+        path = Path(self.file).expanduser()
+        if not path.is_absolute() and base_dir is not None:
+            path = base_dir / path
+        points = read_positions_csv(path)
+        return LayoutSection(kind="positions", positions_m=[list(p) for p in points])
+
+    def positions(self, count: int, rng: np.random.Generator, cell_radius_m: float) -> np.ndarray:
+        """``(count, 2)`` positions [m]; random kinds draw from ``rng``."""
+        if self.kind == "uniform_disc":
+            return drop_uniform_disc(rng, count, cell_radius_m)
+        if self.kind == "annulus":
+            return drop_uniform_annulus(
+                rng, count, self.inner_m or 0.0, self.outer_m or cell_radius_m
+            )
+        if self.kind == "line":
+            return line_positions(count, self.start_m, self.end_m)  # type: ignore[arg-type]
+        if self.kind == "ring":
+            return ring_positions(count, self.radius_m, self.phase_deg or 0.0)  # type: ignore[arg-type]
+        if self.kind == "grid":
+            return grid_positions(count, self.spacing_m, self.columns)  # type: ignore[arg-type]
+        if self.kind == "positions":
+            return np.asarray(self.positions_m, dtype=float).reshape(-1, 2)
+        raise ValueError("a csv layout must be resolved (resolve_file) before use")
+
+    def max_extent_m(self, count: int, cell_radius_m: float) -> float:
+        """The largest distance from the BS a device of this layout can have [m]."""
+        if self.kind == "uniform_disc":
+            return cell_radius_m
+        if self.kind == "annulus":
+            return self.outer_m or cell_radius_m
+        if self.kind == "csv":
+            return 0.0  # checked once read
+        pts = self.positions(count, np.random.default_rng(0), cell_radius_m)
+        return float(np.hypot(pts[:, 0], pts[:, 1]).max()) if len(pts) else 0.0
