@@ -20,6 +20,7 @@ from netfl.algorithms.fedmd import FedMD, FedMDConfig
 from netfl.algorithms.fedswap import FedSwap
 from netfl.algorithms.fedzkt import FedZKT, FedZKTConfig
 from netfl.algorithms.split import LocalLossDPFL, SplitConfig, VanillaDPFL
+from netfl.algorithms.transfer_test import TransferTest, TransferTestConfig
 
 __all__ = [
     "ALGORITHMS",
@@ -48,4 +49,6 @@ __all__ = [
     "LocalLossDPFL",
     "SplitConfig",
     "VanillaDPFL",
+    "TransferTest",
+    "TransferTestConfig",
 ]

@@ -145,9 +145,7 @@ START_S = 1.0
 def geometries(quick: bool) -> dict[str, list[float]]:
     """Named sets of UE ground distances [m] from the eNB, 30–300 m."""
     singles = {f"single-{d}m": [float(d)] for d in (30, 100, 200, 300)}
-    lines = {
-        f"line-{n}": [30.0 + 270.0 * i / (n - 1) for i in range(n)] for n in (5, 10, 20)
-    }
+    lines = {f"line-{n}": [30.0 + 270.0 * i / (n - 1) for i in range(n)] for n in (5, 10, 20)}
     if quick:
         return {"single-100m": [100.0], "line-5": lines["line-5"]}
     return {**singles, **lines}
@@ -161,8 +159,9 @@ def positions(distances: list[float]) -> list[tuple[float, float]]:
 
 def parse_traces(trace_dir: Path, n: int) -> dict[int, dict]:
     """Per UE (IMSI − 1): TTIs granted, mean MCS and TB size of new grants, HARQ retx."""
-    stats: dict[int, dict] = {i: {"grants": 0, "mcs": [], "tb_bytes": [], "tb_errors": 0,
-                                  "retx": 0} for i in range(n)}
+    stats: dict[int, dict] = {
+        i: {"grants": 0, "mcs": [], "tb_bytes": [], "tb_errors": 0, "retx": 0} for i in range(n)
+    }
     mac = trace_dir / "UlMacStats.txt"
     if mac.exists():
         for line in mac.read_text().splitlines()[1:]:
@@ -204,8 +203,8 @@ def main() -> int:
     ap.add_argument("--stop-s", type=float, default=40.0, help="simulated time limit [s]")
     args = ap.parse_args()
     t_import = time.perf_counter()
-    from ns import ns  # noqa: F401  (the bindings load every module: ~15 s)
     import cppyy
+    from ns import ns  # noqa: F401  (the bindings load every module: ~15 s)
 
     cppyy.cppdef(CPP)
     import_s = time.perf_counter() - t_import
@@ -224,8 +223,16 @@ def main() -> int:
                     t0 = time.perf_counter()
                     out = list(
                         run_fn(
-                            [p[0] for p in xy], [p[1] for p in xy], BS_HEIGHT_M, sched,
-                            payload, datagram, START_S, args.stop_s, 1, tmp,
+                            [p[0] for p in xy],
+                            [p[1] for p in xy],
+                            BS_HEIGHT_M,
+                            sched,
+                            payload,
+                            datagram,
+                            START_S,
+                            args.stop_s,
+                            1,
+                            tmp,
                         )
                     )
                     call_s = time.perf_counter() - t0
@@ -236,37 +243,65 @@ def main() -> int:
                 ues = []
                 for i, (x, y) in enumerate(xy):
                     complete = got[i] >= packets * datagram
-                    ues.append({
-                        "x_m": round(x, 6), "y_m": round(y, 6),
-                        "distance_m": dists[i],
-                        "duration_s": (last[i] - START_S) if got[i] > 0 else None,
-                        "received_bytes": int(got[i]),
-                        "complete": bool(complete),
-                        **per_ue[i],
-                    })
-                runs.append({
-                    "geometry": geo, "scheduler": sched_name, "payload_bytes": payload,
-                    "datagram_bytes": datagram, "ues": ues,
-                    "simulator_run_wall_s": wall, "call_wall_s": call_s,
-                })
+                    ues.append(
+                        {
+                            "x_m": round(x, 6),
+                            "y_m": round(y, 6),
+                            "distance_m": dists[i],
+                            "duration_s": (last[i] - START_S) if got[i] > 0 else None,
+                            "received_bytes": int(got[i]),
+                            "complete": bool(complete),
+                            **per_ue[i],
+                        }
+                    )
+                runs.append(
+                    {
+                        "geometry": geo,
+                        "scheduler": sched_name,
+                        "payload_bytes": payload,
+                        "datagram_bytes": datagram,
+                        "ues": ues,
+                        "simulator_run_wall_s": wall,
+                        "call_wall_s": call_s,
+                    }
+                )
                 done = [u["duration_s"] for u in ues]
-                print(f"{geo:<12} {sched_name} {payload:>7} B /{datagram:>5} B: "
-                      f"run {wall:6.1f} s  durations {[None if d is None else round(d, 3) for d in done]}",
-                      flush=True)
+                print(
+                    f"{geo:<12} {sched_name} {payload:>7} B /{datagram:>5} B: "
+                    f"run {wall:6.1f} s  durations {[None if d is None else round(d, 3) for d in done]}",
+                    flush=True,
+                )
     fixture = {
         "generator": "validation/ns3/lte_uplink.py",
         "ns3_version": "3.44 (pip ns3==3.44.post0)",
         "import_wall_s": import_s,
         "cell": {
-            "bandwidth_rbs": 100, "earfcn_dl": 100, "earfcn_ul": 18100,
-            "pathloss": {"model": "log_distance", "reference_loss_db": 30.0,
-                         "reference_distance_m": 1.0, "exponent": 3.75},
-            "bs_height_m": BS_HEIGHT_M, "ue_height_m": 0.0,
-            "ue_tx_power_dbm": 23.0, "bs_tx_power_dbm": 46.0,
-            "ue_noise_figure_db": 9.0, "bs_noise_figure_db": 5.0,
-            "fading": None, "uplink_power_control": {"model": "open_loop", "p0_dbm": -80,
-                                                      "alpha": 1.0, "closed_loop_tpc_db": 0},
-            "harq_max_retx": 3, "rlc": "UM", "start_s": START_S, "stop_s": args.stop_s,
+            "bandwidth_rbs": 100,
+            "earfcn_dl": 100,
+            "earfcn_ul": 18100,
+            "pathloss": {
+                "model": "log_distance",
+                "reference_loss_db": 30.0,
+                "reference_distance_m": 1.0,
+                "exponent": 3.75,
+            },
+            "bs_height_m": BS_HEIGHT_M,
+            "ue_height_m": 0.0,
+            "ue_tx_power_dbm": 23.0,
+            "bs_tx_power_dbm": 46.0,
+            "ue_noise_figure_db": 9.0,
+            "bs_noise_figure_db": 5.0,
+            "fading": None,
+            "uplink_power_control": {
+                "model": "open_loop",
+                "p0_dbm": -80,
+                "alpha": 1.0,
+                "closed_loop_tpc_db": 0,
+            },
+            "harq_max_retx": 3,
+            "rlc": "UM",
+            "start_s": START_S,
+            "stop_s": args.stop_s,
         },
         "runs": runs,
     }

@@ -1,0 +1,105 @@
+"""LTE link adaptation with the TS 36.213 tables, as ns-3's LENA applies it.
+
+The tables (package data ``data/lte_36213.yaml``) are exported from ns-3's ``LteAmc``
+by ``validation/ns3/lte_tables.py``: CQI spectral efficiencies (TS 36.213 Table
+7.2.3-1, as ns-3 rounds them), the CQI → MCS mapping ns-3's schedulers use, and the
+transport block sizes per MCS and number of PRBs (Table 7.1.7.2.1-1 through Table
+8.6.1-1 on the uplink, Table 7.1.7.1-1 on the downlink).
+
+ns-3's uplink rule (``RrFfMacScheduler::DoSchedUlTriggerReq``): the SINR of the
+grant's worst RB, measured on the sounding reference signal, gives the usable
+efficiency ``s = log2(1 + SINR/Γ)`` with the gap ``Γ = −ln(5·BER)/1.5`` of a target
+bit error rate (BER = 5·10⁻⁵, Γ ≈ 7.43 dB; Piro et al., "LTE-Sim", after Qiu &
+Chuang's M-QAM bound); the CQI is the highest whose efficiency is *below* ``s``
+(CQI 0: out of range, the UE is not scheduled), and the MCS the highest whose
+efficiency does not exceed the CQI's. The eNB's PHY reports that SINR to the MAC in
+the FF-API's S11.3 fixed point (``LteFfConverter::double2fpS11dot3``): in dB,
+truncated toward zero to 1/8 dB (:func:`reported_sinr_db`), which moves a UE near
+a CQI threshold to the CQI below it.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from importlib import resources
+
+import numpy as np
+import yaml
+from numpy.typing import ArrayLike
+
+__all__ = [
+    "TTI_S",
+    "LteTables",
+    "lte_tables",
+    "ber_gap_db",
+    "reported_sinr_db",
+    "cqi_from_sinr",
+    "mcs_from_cqi",
+    "ul_tbs_bits",
+    "dl_tbs_bits",
+]
+
+#: LTE transmission time interval (one sub-frame) [s]
+TTI_S = 1e-3
+#: ns-3's target bit error rate of its gap-based CQI mapping
+NS3_TARGET_BER = 5e-5
+
+
+class LteTables:
+    """The TS 36.213 tables (ns-3's copy): ``cqi_efficiency`` (16,), ``mcs_from_cqi``
+    (16,), ``ul_tbs_bits`` and ``dl_tbs_bits`` (29 MCS, 110 PRB) [bit]."""
+
+    def __init__(self, raw: dict):
+        self.source = str(raw["source"])
+        self.cqi_efficiency = np.asarray(raw["cqi_efficiency"], dtype=float)
+        self.mcs_from_cqi = np.asarray(raw["mcs_from_cqi"], dtype=int)
+        self.ul_tbs_bits = np.asarray(raw["ul_tbs_bits"], dtype=np.int64)
+        self.dl_tbs_bits = np.asarray(raw["dl_tbs_bits"], dtype=np.int64)
+        assert self.cqi_efficiency.shape == (16,) and self.mcs_from_cqi.shape == (16,)
+        assert self.ul_tbs_bits.shape == (29, 110) == self.dl_tbs_bits.shape
+
+    def __repr__(self) -> str:
+        return f"LteTables(source={self.source!r})"
+
+
+@lru_cache(maxsize=1)
+def lte_tables() -> LteTables:
+    text = resources.files("channel_models").joinpath("data/lte_36213.yaml").read_text()
+    return LteTables(yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
+
+
+def ber_gap_db(ber: float = NS3_TARGET_BER) -> float:
+    """SNR gap Γ = −ln(5·BER)/1.5 of a target bit error rate [dB] (7.43 dB at 5·10⁻⁵)."""
+    return 10.0 * math.log10(-math.log(5.0 * ber) / 1.5)
+
+
+def reported_sinr_db(sinr_db: ArrayLike) -> np.ndarray:
+    """An SINR [dB] as the FF MAC API carries it (S11.3 fixed point): truncated toward
+    zero to a multiple of 1/8 dB and clipped to [−4096, 4095.875] dB."""
+    x = np.clip(np.asarray(sinr_db, dtype=float), -4096.0, 4095.88)
+    return np.trunc(x * 8.0) / 8.0
+
+
+def cqi_from_sinr(sinr: ArrayLike, gap_db: float | None = None) -> np.ndarray:
+    """ns-3's CQI of a linear SINR: the highest CQI whose efficiency is below
+    ``log2(1 + SINR/Γ)`` (0: out of range). ``gap_db`` default: :func:`ber_gap_db`."""
+    gap = 10.0 ** ((ber_gap_db() if gap_db is None else gap_db) / 10.0)
+    s = np.log2(1.0 + np.asarray(sinr, dtype=float) / gap)
+    # strictly below: searchsorted 'left' counts the entries < s among CQI 1..15
+    return np.searchsorted(lte_tables().cqi_efficiency[1:], s, side="left")
+
+
+def mcs_from_cqi(cqi: ArrayLike) -> np.ndarray:
+    """The MCS ns-3's schedulers pick for a CQI (CQI 0 maps to MCS 0, but is not scheduled)."""
+    return lte_tables().mcs_from_cqi[np.asarray(cqi, dtype=int)]
+
+
+def ul_tbs_bits(mcs: ArrayLike, num_prbs: ArrayLike) -> np.ndarray:
+    """Uplink transport block size [bit] of ``mcs`` (0..28) on ``num_prbs`` (1..110) PRBs."""
+    return lte_tables().ul_tbs_bits[np.asarray(mcs, dtype=int), np.asarray(num_prbs, dtype=int) - 1]
+
+
+def dl_tbs_bits(mcs: ArrayLike, num_prbs: ArrayLike) -> np.ndarray:
+    """Downlink transport block size [bit] of ``mcs`` on ``num_prbs`` PRBs (one layer)."""
+    return lte_tables().dl_tbs_bits[np.asarray(mcs, dtype=int), np.asarray(num_prbs, dtype=int) - 1]

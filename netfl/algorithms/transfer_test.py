@@ -1,0 +1,67 @@
+"""A link test, not an FL algorithm: every device uploads a payload at the same instant.
+
+Each round, every device first downloads ``download_bytes`` from the BS (if set), then
+uploads ``upload_bytes`` to it; all devices start together at the round's start and
+nothing is trained or aggregated. Each transfer's start, end and bits are in
+``transfers.parquet`` (kinds ``test_down`` / ``test_up``): the per-device upload
+durations a packet-level reference reports for the same cell (``validation/ns3/``).
+With an explicit ``devices.layout`` it reproduces a reference geometry exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+import simpy
+from pydantic import Field, NonNegativeFloat, PositiveFloat
+
+from netfl.algorithms.base import Algorithm, AlgorithmConfig, RoundSummary, register
+from netfl.algorithms.context import RoundContext
+from netfl.core.nodes import Node
+
+__all__ = ["TransferTest", "TransferTestConfig"]
+
+
+class TransferTestConfig(AlgorithmConfig):
+    upload_bytes: PositiveFloat = Field(
+        796_840.0, description="payload each device uploads per round [byte]"
+    )
+    download_bytes: NonNegativeFloat = Field(
+        0.0, description="payload each device first downloads per round [byte] (0: none)"
+    )
+
+
+@register
+class TransferTest(Algorithm):
+    """Link test: every device uploads (after an optional download) at the same instant."""
+
+    name = "transfer_test"
+    Config = TransferTestConfig
+    config: TransferTestConfig
+
+    def __init__(self, world: RoundContext, config: TransferTestConfig):
+        super().__init__(world, config)
+
+    def _device(self, device: Node) -> Generator[simpy.Event, Any, None]:
+        world = self.world
+        if self.config.download_bytes > 0:
+            yield world.radio.transfer(
+                world.bs, device, 8.0 * self.config.download_bytes, "test_down"
+            )
+        yield world.radio.transfer(device, world.bs, 8.0 * self.config.upload_bytes, "test_up")
+
+    def round(self, r: int) -> Generator[simpy.Event, Any, RoundSummary]:
+        env = self.world.env
+        jobs = [env.process(self._device(d)) for d in self.world.devices]
+        yield simpy.AllOf(env, jobs)
+        return RoundSummary(num_clients=len(jobs))
+
+    def evaluate(self) -> tuple[float, float]:
+        return float("nan"), float("nan")  # nothing is learnt
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        pass
