@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -18,6 +19,7 @@ from channel_models.link_budget import (
     noise_power_w,
     shannon_efficiency,
 )
+from channel_models.lte import LteAmcEfficiency
 from channel_models.numerology import SUBFRAME_S, max_resource_blocks, rb_bandwidth_hz
 from channel_models.pathloss import PATHLOSS_MODELS, PathLoss
 from channel_models.registry import lookup
@@ -28,15 +30,38 @@ __all__ = [
     "channel_profiles",
     "get_channel_profile",
     "build_pathloss",
+    "pathloss_parameters",
     "build_fading",
 ]
 
 
+def pathloss_parameters(name: str) -> list[str]:
+    """The parameters path-loss law ``name`` takes (besides the carrier frequency)."""
+    import inspect
+
+    cls = lookup(PATHLOSS_MODELS, name, "path loss model")
+    names: list[str] = []
+    for klass in cls.__mro__:
+        if klass is object or "__init__" not in vars(klass):
+            continue
+        for p in inspect.signature(klass.__init__).parameters.values():
+            if p.name not in ("self", "carrier_hz") and p.kind is p.POSITIONAL_OR_KEYWORD:
+                names.append(p.name)
+    return list(dict.fromkeys(names))
+
+
 def build_pathloss(spec: dict[str, Any], carrier_hz: float) -> PathLoss:
-    """A :class:`PathLoss` from ``{model: NAME, ...parameters}``."""
+    """A :class:`PathLoss` from ``{model: NAME, ...parameters}``; ``ValueError`` names an
+    unknown law or parameter."""
     params = dict(spec)
     name = params.pop("model")
     cls = lookup(PATHLOSS_MODELS, name, "path loss model")
+    unknown = sorted(set(params) - set(pathloss_parameters(name)))
+    if unknown:
+        raise ValueError(
+            f"unknown parameter {', '.join(unknown)} of path loss model {name!r} "
+            f"(valid: {', '.join(pathloss_parameters(name))})"
+        )
     if name in ("free_space", "uma", "umi", "rma"):
         params["carrier_hz"] = carrier_hz
     return cls(**params)
@@ -85,6 +110,14 @@ class ChannelProfile:
     tdd_pattern: str = "DDDSU"
     special_slot_symbols: tuple[int, int, int] = (10, 2, 2)
     phy_overhead: dict[str, float] = field(default_factory=lambda: {"uplink": 0.0, "downlink": 0.0})
+    #: what a full-power transmission spreads over: the whole ``carrier`` bandwidth
+    #: (FedDif eq. (9)) or its resource blocks (``rbs``: LTE/NR, no power in the guards)
+    power_spread: str = "carrier"
+    #: uplink scheduling cycle of a buffer-status-driven MAC (None: none): an uplink
+    #: transfer starts ``startup_delay_s`` late (scheduling request → grant → buffer
+    #: status report → grant) and is granted at most ``bsr_max_bytes`` (the top level
+    #: of a buffer status report) per cycle, cycles ``cycle_gap_s`` apart
+    uplink_grant: dict[str, float] | None = None
     description: str = ""
     source: str = field(default="", compare=False)
 
@@ -108,6 +141,22 @@ class ChannelProfile:
             raise ValueError(f"duplex: {self.duplex!r} is not 'fdd' or 'tdd'")
         if self.duplex == "tdd":
             validate_tdd_pattern(self.tdd_pattern, tuple(self.special_slot_symbols))
+        if self.uplink_grant is not None:
+            keys = {"startup_delay_s", "bsr_max_bytes", "cycle_gap_s"}
+            if set(self.uplink_grant) != keys:
+                raise ValueError(f"uplink_grant: needs exactly {', '.join(sorted(keys))}")
+            for k, v in self.uplink_grant.items():
+                if not (isinstance(v, (int, float)) and v >= 0 and math.isfinite(v)):
+                    raise ValueError(f"uplink_grant.{k}: {v!r} must be a finite number >= 0")
+            if self.uplink_grant["bsr_max_bytes"] <= 0:
+                raise ValueError("uplink_grant.bsr_max_bytes: must be positive")
+        if self.power_spread not in ("carrier", "rbs"):
+            raise ValueError(f"power_spread: {self.power_spread!r} (valid: carrier, rbs)")
+        eff = self.efficiency.get("model")
+        if eff not in ("shannon", "cqi", "lte_amc"):
+            raise ValueError(f"efficiency.model: {eff!r} (valid: shannon, cqi, lte_amc)")
+        if eff == "lte_amc":
+            self._lte_amc("uplink")  # (reference_prbs within the TBS table)
         pc = self.uplink_power_control.get("model")
         if pc not in ("full_carrier", "open_loop"):
             raise ValueError(f"uplink_power_control.model: {pc!r} (valid: full_carrier, open_loop)")
@@ -123,10 +172,20 @@ class ChannelProfile:
     def subframe_s(self) -> float:
         return SUBFRAME_S
 
+    @property
+    def spread_bandwidth_hz(self) -> float:
+        """The bandwidth a full-power transmission spreads over [Hz] (``power_spread``)."""
+        return (
+            self.bandwidth_hz
+            if self.power_spread == "carrier"
+            else self.num_rbs * self.rb_bandwidth_hz
+        )
+
     def noise_w(self, receiver: str = "bs", bandwidth_hz: float | None = None) -> float:
-        """Noise power N0·F·B at a ``"bs"`` or ``"ue"`` receiver [W] (B: the carrier's)."""
+        """Noise power N0·F·B at a ``"bs"`` or ``"ue"`` receiver [W] (B default: the
+        bandwidth full power spreads over, :attr:`spread_bandwidth_hz`)."""
         nf = self.noise_figure_bs_db if receiver == "bs" else self.noise_figure_ue_db
-        b = self.bandwidth_hz if bandwidth_hz is None else bandwidth_hz
+        b = self.spread_bandwidth_hz if bandwidth_hz is None else bandwidth_hz
         return float(noise_power_w(b, nf, self.noise_dbm_per_hz))
 
     @property
@@ -150,7 +209,9 @@ class ChannelProfile:
         return build_fading(self.fading)
 
     def efficiency_bps_per_hz(self, snr: np.ndarray, direction: str = "downlink") -> np.ndarray:
-        """Data bits per s per Hz at linear SNR: Shannon (gap, cap) or CQI table, × (1 − OH)."""
+        """Data bits per s per Hz at linear SNR: Shannon (gap, cap) or CQI table, × (1 − OH);
+        or ``lte_amc``: ns-3's LTE link adaptation and TS 36.213 TBS
+        (:class:`channel_models.lte.LteAmcEfficiency`; overheads are in the TBS)."""
         params = dict(self.efficiency)
         model = params.pop("model")
         cap = params.pop("max_bps_per_hz", None)
@@ -159,10 +220,21 @@ class ChannelProfile:
             se = cqi_efficiency(snr, gap, params.pop("table", "64qam"))
             if cap is not None:
                 se = np.minimum(se, cap)
+        elif model == "lte_amc":  # the TBS holds the overheads: no OH, no cap
+            return self._lte_amc(direction)(snr)
         else:
             se = shannon_efficiency(snr, cap, gap)
         oh = self.phy_overhead.get(direction, 0.0)
         return se * (1.0 - oh) if oh else se
+
+    def _lte_amc(self, direction: str) -> LteAmcEfficiency:
+        p = self.efficiency
+        return LteAmcEfficiency(
+            direction,
+            int(p.get("reference_prbs") or min(self.num_rbs, 110)),
+            self.rb_bandwidth_hz,
+            p.get("gap_db"),
+        )
 
     def efficiency_for(self, direction: str) -> Efficiency:
         """``snr → efficiency`` of one direction (a carrier's rate function): equal to
@@ -206,6 +278,8 @@ class Efficiency:
         self.gap_db = params.pop("gap_db", 0.0)
         self.gap = db_to_linear(self.gap_db)
         self.oh = profile.phy_overhead.get(direction, 0.0)
+        if self.model == "lte_amc":  # the TBS holds the overheads: no OH, no cap
+            self.amc = profile._lte_amc(direction)
         if self.model == "cqi":
             table = CQI_TABLES[params.pop("table", "64qam")][:, 2]
             self.steps = np.ascontiguousarray(table)
@@ -217,6 +291,8 @@ class Efficiency:
             self.eff = eff * (1.0 - self.oh) if self.oh else eff
 
     def __call__(self, snr: np.ndarray) -> np.ndarray:
+        if self.model == "lte_amc":
+            return self.amc(snr)
         if self.model == "cqi":  # cqi_efficiency (x / 1.0 is x: no division without a gap)
             x = np.asarray(snr, dtype=float)
             usable = np.log2(1.0 + (x / self.gap if self.gap_db else x))

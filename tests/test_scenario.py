@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from netfl.errors import ScenarioError
@@ -60,7 +61,7 @@ def test_unknown_algorithm_and_algorithm_options():
     (line,) = problems({"name": "x", "algorithm": {"name": "fedprox"}})
     assert (
         line
-        == "s.yaml: algorithm.name: unknown algorithm 'fedprox' (valid: dfl, ecofed, fd, fedavg, feddif, fedmd, fedswap, fedzkt, local_loss_dpfl, vanilla_dpfl)"
+        == "s.yaml: algorithm.name: unknown algorithm 'fedprox' (valid: dfl, ecofed, fd, fedavg, feddif, fedmd, fedswap, fedzkt, local_loss_dpfl, transfer_test, vanilla_dpfl)"
     )
     (line,) = problems({"name": "x", "algorithm": {"name": "fedavg", "fracton": 0.5}})
     assert line.startswith("s.yaml: algorithm.fracton: unknown key") and "fraction" in line
@@ -137,7 +138,9 @@ def test_schema_lists_algorithm_options():
         ({"bandwidth_hz": 100e6, "numerology": 0}, "no 100 MHz carrier at 15 kHz"),
         ({"num_rbs": 500}, "500 RBs of 180 kHz occupy 90 MHz, more than the 20 MHz carrier"),
         ({"duplex": "tdd", "tdd_pattern": "DDXU"}, "D, S and U"),
-        ({"cqi_table": "256qam"}, "not a CQI table"),
+        ({"channel_profile": "lte_20mhz", "cqi_table": "256qam"}, "is LTE (TS 36.213 tables)"),
+        ({"pathloss": {"model": "log_distance", "beta": 3}}, "unknown parameter beta"),
+        ({"pathloss": {"model": "hata"}}, "unknown path loss model 'hata'"),
     ],
 )
 def test_inconsistent_carrier_is_a_one_line_error(link, fragment):
@@ -173,3 +176,35 @@ def test_algorithm_needs_of_the_cell_are_one_line_errors():
     assert line.startswith("s.yaml: cell.link.mode: feddif schedules D2D links")
     (line,) = problems({"name": "x", "algorithm": {"name": "feddif", "epsilon": -1}})
     assert line.startswith("s.yaml: algorithm.epsilon: ")
+
+
+def test_cqi_table_turns_a_shannon_profile_into_the_cqi_model():
+    data = tiny_scenario(
+        cell={
+            "link": {
+                "mode": "ofdma",
+                "channel_profile": "feddif",
+                "cqi_table": "256qam",
+                "snr_gap_db": 2.0,
+            }
+        }
+    )
+    profile = parse_scenario(data).cell.link.channel_profile_resolved()
+    assert profile.efficiency == {
+        "model": "cqi",
+        "table": "256qam",
+        "gap_db": 2.0,
+        "max_bps_per_hz": None,
+    }
+
+
+def test_a_pathloss_override_replaces_the_profiles_law():
+    law = {"model": "log_distance", "beta0_db": -30.0, "kappa": 3.75, "height_tx_m": 23.5}
+    data = tiny_scenario(
+        cell={"link": {"mode": "ofdma", "channel_profile": "lte_20mhz", "pathloss": law}}
+    )
+    profile = parse_scenario(data).cell.link.channel_profile_resolved()
+    assert profile.pathloss == law
+    assert profile.build_pathloss().mean_loss_db(100.0) == pytest.approx(
+        30 + 37.5 * np.log10(np.hypot(100, 23.5))
+    )

@@ -61,7 +61,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
         },
         "channel-profiles": {
             n: f"{p.num_rbs} RBs, {p.bandwidth_hz / 1e6:g} MHz, {p.pathloss['model']}, "
-            f"{p.fading['model']}  {p.description}"
+            f"{p.fading['model']}, {p.efficiency['model']}  {p.description}"
             for n, p in channel_profiles().items()
         },
         "compute-profiles": {

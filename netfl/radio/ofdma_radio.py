@@ -293,9 +293,41 @@ class OfdmaRadio(Radio):
         carrier = self.carrier_for(direction)
         _, psd, total = self._link(src, dst)
         start = self.env.now
-        flow = self._send(carrier, size_bits, psd, total)
-        yield flow.done
-        return self._finish(carrier, flow, start)
+        grant = self.profile.uplink_grant
+        if direction != "uplink" or grant is None or size_bits <= 0:
+            flow = self._send(carrier, size_bits, psd, total)
+            yield flow.done
+            return self._finish(carrier, flow, start)
+        return (yield from self._deliver_in_grant_cycles(carrier, size_bits, psd, total, grant))
+
+    def _deliver_in_grant_cycles(
+        self, carrier: OfdmaCarrier, size_bits: float, psd: float, total: float, grant: dict
+    ) -> Generator[simpy.Event, Any, dict[str, float]]:
+        """An uplink transfer of a buffer-status-driven MAC (``profile.uplink_grant``):
+        idle for the start-up delay, then one flow per grant cycle of at most
+        ``bsr_max_bytes``, cycles ``cycle_gap_s`` apart (meanwhile the carrier serves the
+        others: the scheduler believes this UE's buffer empty). Deterministic delays: a
+        few events per transfer, none per TTI."""
+        chunk_bits = 8.0 * grant["bsr_max_bytes"]
+        if grant["startup_delay_s"] > 0:
+            yield self.env.timeout(grant["startup_delay_s"])
+        left, flows = size_bits, []
+        while True:
+            flow = self._send(carrier, min(left, chunk_bits), psd, total)
+            yield flow.done
+            flows.append(flow)
+            left -= flow.size_bits
+            if left <= 0:
+                break
+            if grant["cycle_gap_s"] > 0:
+                yield self.env.timeout(grant["cycle_gap_s"])
+        airtime = sum(f.airtime_s for f in flows)
+        snr = sum(f.snr_seconds for f in flows) / airtime if airtime > 0 else flows[0].mean_snr
+        return {
+            "rb_subframes": sum(f.rb_seconds for f in flows) / SUBFRAME_S,
+            "mean_snr_db": float(linear_to_db(snr)),
+            "airtime_s": airtime,
+        }
 
     def _deliver_multicast(
         self, src: Node, receivers: list[Node], size_bits: float

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import (
     Field,
@@ -15,8 +15,14 @@ from pydantic import (
 )
 
 from channel_models import link_profiles
-from channel_models.channel_profiles import ChannelProfile, channel_profiles, get_channel_profile
+from channel_models.channel_profiles import (
+    ChannelProfile,
+    build_pathloss,
+    channel_profiles,
+    get_channel_profile,
+)
 from channel_models.numerology import num_resource_blocks
+from channel_models.pathloss import PATHLOSS_MODELS
 from netfl.scenario.base import _check_name, _Strict
 
 __all__ = ["CellSection", "LinkSection", "LINK_MODE_KEYS", "MAX_CUES", "MAX_SESSION_RATE_PER_S"]
@@ -47,6 +53,7 @@ _OFDMA_KEYS = {
     "cqi_table",
     "phy_overhead_uplink",
     "phy_overhead_downlink",
+    "pathloss",
 }
 
 
@@ -107,6 +114,24 @@ class LinkSection(_Strict):
     )
     phy_overhead_uplink: float | None = Field(None, ge=0.0, lt=1.0, description="TS 38.306 OH")
     phy_overhead_downlink: float | None = Field(None, ge=0.0, lt=1.0, description="TS 38.306 OH")
+    pathloss: dict[str, Any] | None = Field(
+        None,
+        description="cellular path-loss law replacing the profile's: {model: NAME, ...its "
+        "parameters} (e.g. log_distance: beta0_db, kappa, d0_m, height_tx_m, height_rx_m)",
+    )
+
+    @field_validator("pathloss")
+    @classmethod
+    def _pathloss_builds(cls, v: dict[str, Any] | None) -> dict[str, Any] | None:
+        if v is None:
+            return v
+        if not isinstance(v.get("model"), str):
+            raise ValueError(f"needs model: one of {', '.join(PATHLOSS_MODELS)}")
+        try:
+            build_pathloss(v, 2.0e9)
+        except (KeyError, TypeError, ValueError) as err:
+            raise ValueError(str(err).strip('"')) from None
+        return v
 
     _v = field_validator("capacity_profile")(
         lambda v: _check_name("link profile", v, link_profiles())
@@ -158,12 +183,13 @@ class LinkSection(_Strict):
         if self.snr_gap_db is not None:
             efficiency["gap_db"] = self.snr_gap_db
         if self.cqi_table is not None:
-            if efficiency["model"] != "cqi":
+            if efficiency["model"] == "lte_amc":
                 raise ValueError(
-                    f"cqi_table: channel profile {base.name!r} uses {efficiency['model']!r} "
-                    "efficiency, not a CQI table"
+                    f"cqi_table: channel profile {base.name!r} is LTE (TS 36.213 tables); "
+                    "the TS 38.214 CQI tables apply to NR and Shannon-based profiles"
                 )
-            efficiency["table"] = self.cqi_table
+            # a Shannon profile's gap and cap stay; the efficiency becomes the CQI table's
+            efficiency = {**efficiency, "model": "cqi", "table": self.cqi_table}
         overhead = dict(base.phy_overhead)
         if self.phy_overhead_uplink is not None:
             overhead["uplink"] = self.phy_overhead_uplink
@@ -185,6 +211,7 @@ class LinkSection(_Strict):
             uplink_power_control=pc,
             efficiency=efficiency,
             phy_overhead=overhead,
+            pathloss=self.pathloss,
         )
 
 
