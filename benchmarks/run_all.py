@@ -26,6 +26,7 @@ BENCHMARKS = [
     "sweep_scaling",
     "client_executor",
     "startup",
+    "link_models",
 ]
 
 #: benchmarks run more than once, with these arguments

@@ -122,13 +122,43 @@ def compare(
     return rows
 
 
+def draw(rows: list[dict], out: Path, label: str) -> None:
+    """netfl's duration against ns-3's per UE (log-log), with y = x and a ±25 % band."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.5, 5))
+    pairs = [r for r in rows if r["netfl_s"] and r["ns3_s"]]
+    for geo in dict.fromkeys(r["geometry"] for r in pairs):
+        pts = [(r["ns3_s"], r["netfl_s"]) for r in pairs if r["geometry"] == geo]
+        ax.scatter(*zip(*pts, strict=True), label=geo, s=22, zorder=3)
+    lo = min(min(r["ns3_s"], r["netfl_s"]) for r in pairs) * 0.8
+    hi = max(max(r["ns3_s"], r["netfl_s"]) for r in pairs) * 1.2
+    x = np.array([lo, hi])
+    ax.plot(x, x, "k-", lw=1, label="netfl = ns-3")
+    ax.fill_between(x, 0.75 * x, 1.25 * x, color="0.88", label="±25 %", zorder=0)
+    ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi))
+    ax.set_xlabel("ns-3 LENA upload duration [s]")
+    ax.set_ylabel("netfl upload duration [s]")
+    ax.set_title(f"LTE uplink, 796,840 B per UE, RR\n({label})", fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--fixture", default=str(ROOT / "tests/reference/ns3_lte_uplink.json"))
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--runs", default="rr", choices=["rr", "pf"])
+    ap.add_argument("--figure", metavar="PNG", help="draw netfl against ns-3 per UE")
     args = ap.parse_args()
     rows = compare(json.loads(Path(args.fixture).read_text()), args.runs, args.set)
+    if args.figure:
+        draw(rows, Path(args.figure), " ".join(args.set) or "lte_20mhz defaults")
     ratios, by_geo = [], {}
     for r in rows:
         ours, theirs = r["netfl_s"], r["ns3_s"]
