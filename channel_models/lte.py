@@ -136,13 +136,43 @@ class LteAmcEfficiency:
         tbs = table(mcs, reference_prbs).astype(float)
         tbs[0] = 0.0  # CQI 0: out of range, not scheduled
         self.by_cqi = tbs / (reference_prbs * rb_bandwidth_hz * TTI_S)
+        self.thresholds = self._thresholds()
 
-    def __call__(self, sinr: np.ndarray) -> np.ndarray:
+    def _thresholds(self) -> np.ndarray:
+        """The smallest linear SINR (a float64) from which each CQI 1..15 is chosen by
+        :meth:`cqi_of`: the rule folded into one ``searchsorted`` (it runs at every
+        allocation change), found by bisection over the floats around its analytic
+        value (uplink reports step at multiples of 1/8 dB)."""
+        gap = 10.0 ** (self.gap_db / 10.0)
+        eff = lte_tables().cqi_efficiency[1:]
+        exact_db = 10.0 * np.log10(gap * (2.0**eff - 1.0))  # CQI c needs s > eff_c
+        out = []
+        for c, t_db in enumerate(exact_db, start=1):
+            lo, hi = 10.0 ** ((t_db - 0.25) / 10.0), 10.0 ** ((t_db + 0.25) / 10.0)
+            assert self._cqi1(lo) < c <= self._cqi1(hi)
+            a, b = (int(np.array(v).view(np.int64)) for v in (lo, hi))
+            while b - a > 1:  # positive floats order as their bit patterns
+                m = (a + b) // 2
+                if self._cqi1(float(np.array(m, dtype=np.int64).view(np.float64))) >= c:
+                    b = m
+                else:
+                    a = m
+            out.append(float(np.array(b, dtype=np.int64).view(np.float64)))
+        return np.asarray(out, dtype=float)
+
+    def _cqi1(self, x: float) -> int:
+        return int(self.cqi_of(np.array([x]))[0])
+
+    def cqi_of(self, sinr: np.ndarray) -> np.ndarray:
+        """CQI of linear SINRs by the rule itself (reported in 1/8 dB on the uplink)."""
         x = np.asarray(sinr, dtype=float)
         if self.uplink:
             with np.errstate(divide="ignore"):
                 x = 10.0 ** (reported_sinr_db(10.0 * np.log10(x)) / 10.0)
-        return self.by_cqi[cqi_from_sinr(x, self.gap_db)]
+        return cqi_from_sinr(x, self.gap_db)
+
+    def __call__(self, sinr: np.ndarray) -> np.ndarray:
+        return self.by_cqi[self.thresholds.searchsorted(sinr, side="right")]
 
     def __repr__(self) -> str:
         return f"LteAmcEfficiency(uplink={self.uplink}, gap_db={self.gap_db:.2f})"
