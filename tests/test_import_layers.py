@@ -26,6 +26,7 @@ LAYERS: list[list[str]] = [
         "channel_models.numerology",
         "channel_models.pathloss",
         "channel_models.power_control",
+        "channel_models.protocol_overhead",
         "channel_models.registry",
         "channel_models.units",
     ],

@@ -14,8 +14,9 @@ from collections.abc import Generator
 from typing import Any
 
 import simpy
-from pydantic import Field, NonNegativeFloat, PositiveFloat
+from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
 
+from channel_models.protocol_overhead import bytes_on_air
 from netfl.algorithms.base import Algorithm, AlgorithmConfig, RoundSummary, register
 from netfl.algorithms.context import RoundContext
 from netfl.core.nodes import Node
@@ -30,6 +31,17 @@ class TransferTestConfig(AlgorithmConfig):
     download_bytes: NonNegativeFloat = Field(
         0.0, description="payload each device first downloads per round [byte] (0: none)"
     )
+    datagram_bytes: PositiveInt | None = Field(
+        None,
+        description="send the payloads as UDP/IPv4 datagrams of this size over an LTE "
+        "bearer: each carries its IP, UDP, PDCP, RLC and MAC headers (None: payload only)",
+    )
+
+    def on_air_bits(self, payload_bytes: float) -> float:
+        """Bits a payload occupies on air (:mod:`channel_models.protocol_overhead`)."""
+        if self.datagram_bytes is None:
+            return 8.0 * payload_bytes
+        return 8.0 * bytes_on_air(payload_bytes, self.datagram_bytes)
 
 
 @register
@@ -46,10 +58,10 @@ class TransferTest(Algorithm):
     def _device(self, device: Node) -> Generator[simpy.Event, Any, None]:
         world = self.world
         if self.config.download_bytes > 0:
-            yield world.radio.transfer(
-                world.bs, device, 8.0 * self.config.download_bytes, "test_down"
-            )
-        yield world.radio.transfer(device, world.bs, 8.0 * self.config.upload_bytes, "test_up")
+            bits = self.config.on_air_bits(self.config.download_bytes)
+            yield world.radio.transfer(world.bs, device, bits, "test_down")
+        bits = self.config.on_air_bits(self.config.upload_bytes)
+        yield world.radio.transfer(device, world.bs, bits, "test_up")
 
     def round(self, r: int) -> Generator[simpy.Event, Any, RoundSummary]:
         env = self.world.env

@@ -52,3 +52,9 @@ def test_on_a_cell_farther_devices_finish_later():
     up = result.transfers[result.transfers["kind"] == "test_up"].sort_values("src")
     assert (up["start_s"] == 0.0).all()
     assert (np.diff(up["end_s"].to_numpy()) > 0).all()
+
+
+def test_datagrams_carry_their_headers_on_air():
+    result = _run({"upload_bytes": 2500, "datagram_bytes": 1000}, devices={"count": 1})
+    up = result.transfers[result.transfers["kind"] == "test_up"]
+    assert up["size_bits"].iloc[0] == 8 * (2500 + 3 * 35)  # IPv4+UDP+PDCP+RLC+MAC per packet

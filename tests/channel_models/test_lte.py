@@ -124,3 +124,19 @@ def test_mcs_and_starvation_of_every_ue_match_ns3():
                 assert ue["mode_mcs"] == mcs_from_cqi(c), where
             checked += 1
     assert checked >= 100 and starved >= 6
+
+
+@pytest.mark.parametrize("direction", ["uplink", "downlink"])
+def test_the_threshold_lookup_equals_the_rule_at_every_float(direction):
+    from channel_models.lte import LteAmcEfficiency
+
+    amc = LteAmcEfficiency(direction, 100)
+    dense = 10 ** (np.linspace(-20, 40, 400_001) / 10)
+    edges = np.concatenate(
+        [np.nextafter(amc.thresholds, 0), amc.thresholds, np.nextafter(amc.thresholds, np.inf)]
+    )
+    for x in (dense, edges):
+        np.testing.assert_array_equal(amc(x), amc.by_cqi[amc.cqi_of(x)])
+    # each threshold is where its CQI starts: the float below still has the CQI before
+    assert (amc.cqi_of(amc.thresholds) == np.arange(1, 16)).all()
+    assert (amc.cqi_of(np.nextafter(amc.thresholds, 0)) == np.arange(0, 15)).all()

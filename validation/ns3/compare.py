@@ -73,7 +73,11 @@ def scenario_for(run_spec: dict, cell: dict, overrides: list[str]) -> dict:
         "model": {"name": "logreg"},
         "training": {"rounds": 1},
         "learning": {"mode": "timing"},
-        "algorithm": {"name": "transfer_test", "upload_bytes": run_spec["payload_bytes"]},
+        "algorithm": {
+            "name": "transfer_test",
+            "upload_bytes": run_spec["payload_bytes"],
+            "datagram_bytes": run_spec["datagram_bytes"],
+        },
         "outputs": {"figures": False, "progress": False},
     }
     return apply_overrides(data, overrides)
