@@ -18,7 +18,6 @@ from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
 
 from channel_models.protocol_overhead import bytes_on_air
 from netfl.algorithms.base import Algorithm, AlgorithmConfig, RoundSummary, register
-from netfl.algorithms.context import RoundContext
 from netfl.core.nodes import Node
 
 __all__ = ["TransferTest", "TransferTestConfig"]
@@ -51,9 +50,6 @@ class TransferTest(Algorithm):
     name = "transfer_test"
     Config = TransferTestConfig
     config: TransferTestConfig
-
-    def __init__(self, world: RoundContext, config: TransferTestConfig):
-        super().__init__(world, config)
 
     def _device(self, device: Node) -> Generator[simpy.Event, Any, None]:
         world = self.world

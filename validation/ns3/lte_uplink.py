@@ -146,9 +146,13 @@ def geometries(quick: bool) -> dict[str, list[float]]:
     """Named sets of UE ground distances [m] from the eNB, 30–300 m."""
     singles = {f"single-{d}m": [float(d)] for d in (30, 100, 200, 300)}
     lines = {f"line-{n}": [30.0 + 270.0 * i / (n - 1) for i in range(n)] for n in (5, 10, 20)}
+    # the same lines ending at 260 m, where every UE is in range: ns-3's round robin
+    # splits the RBs among the UEs with data, starved ones included (their share is
+    # lost), so these show the rest of the model without that effect
+    served = {f"line-{n}-260m": [30.0 + 230.0 * i / (n - 1) for i in range(n)] for n in (5, 10, 20)}
     if quick:
         return {"single-100m": [100.0], "line-5": lines["line-5"]}
-    return {**singles, **lines}
+    return {**singles, **lines, **served}
 
 
 def positions(distances: list[float]) -> list[tuple[float, float]]:
