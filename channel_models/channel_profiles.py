@@ -19,7 +19,7 @@ from channel_models.link_budget import (
     noise_power_w,
     shannon_efficiency,
 )
-from channel_models.lte import LteAmcEfficiency
+from channel_models.lte import LteAmcEfficiency, lte_amc_efficiency
 from channel_models.numerology import SUBFRAME_S, max_resource_blocks, rb_bandwidth_hz
 from channel_models.pathloss import PATHLOSS_MODELS, PathLoss
 from channel_models.registry import lookup
@@ -229,7 +229,7 @@ class ChannelProfile:
 
     def _lte_amc(self, direction: str) -> LteAmcEfficiency:
         p = self.efficiency
-        return LteAmcEfficiency(
+        return lte_amc_efficiency(
             direction,
             int(p.get("reference_prbs") or min(self.num_rbs, 110)),
             self.rb_bandwidth_hz,

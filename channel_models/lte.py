@@ -39,6 +39,7 @@ __all__ = [
     "ul_tbs_bits",
     "dl_tbs_bits",
     "LteAmcEfficiency",
+    "lte_amc_efficiency",
 ]
 
 #: LTE transmission time interval (one sub-frame) [s]
@@ -176,3 +177,11 @@ class LteAmcEfficiency:
 
     def __repr__(self) -> str:
         return f"LteAmcEfficiency(uplink={self.uplink}, gap_db={self.gap_db:.2f})"
+
+
+@lru_cache(maxsize=64)
+def lte_amc_efficiency(
+    direction: str, reference_prbs: int, rb_bandwidth_hz: float = 180e3, gap_db: float | None = None
+) -> LteAmcEfficiency:
+    """A shared :class:`LteAmcEfficiency` (its thresholds take ~50 ms to find)."""
+    return LteAmcEfficiency(direction, reference_prbs, rb_bandwidth_hz, gap_db)
