@@ -208,3 +208,29 @@ def test_a_pathloss_override_replaces_the_profiles_law():
     assert profile.build_pathloss().mean_loss_db(100.0) == pytest.approx(
         30 + 37.5 * np.log10(np.hypot(100, 23.5))
     )
+
+
+def test_the_shadowing_switch():
+    def law(profile, shadowing, **link):
+        data = tiny_scenario(
+            cell={
+                "link": {
+                    "mode": "ofdma",
+                    "channel_profile": profile,
+                    "shadowing": shadowing,
+                    **link,
+                }
+            }
+        )
+        return parse_scenario(data).cell.link.channel_profile_resolved().build_pathloss()
+
+    d, u = np.array([120.0, 120.0]), np.array([0.3, 0.3])
+    z = np.array([-2.0, 2.0])  # two shadowing variates: equal losses without shadowing
+    off = law("nr_fr1_uma", False).loss_db_given(d, u, z)
+    on = law("nr_fr1_uma", True).loss_db_given(d, u, z)
+    assert off[0] == off[1] and on[0] != on[1]
+    with_std = {"model": "log_distance", "shadowing_std_db": 8.0}
+    assert law("feddif", True, pathloss=with_std).random
+    assert not law("feddif", False, pathloss=with_std).random
+    with pytest.raises(ScenarioError, match="no shadowing_std_db"):
+        law("feddif", True)

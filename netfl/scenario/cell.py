@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import (
@@ -10,6 +11,7 @@ from pydantic import (
     NonNegativeInt,
     PositiveFloat,
     PositiveInt,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -19,10 +21,11 @@ from channel_models.channel_profiles import (
     ChannelProfile,
     build_pathloss,
     channel_profiles,
-    get_channel_profile,
+    load_channel_profiles,
 )
 from channel_models.numerology import num_resource_blocks
 from channel_models.pathloss import PATHLOSS_MODELS
+from channel_models.registry import lookup
 from netfl.scenario.base import _check_name, _Strict
 
 __all__ = ["CellSection", "LinkSection", "LINK_MODE_KEYS", "MAX_CUES", "MAX_SESSION_RATE_PER_S"]
@@ -54,6 +57,8 @@ _OFDMA_KEYS = {
     "phy_overhead_uplink",
     "phy_overhead_downlink",
     "pathloss",
+    "channel_profile_file",
+    "shadowing",
 }
 
 
@@ -78,6 +83,17 @@ class LinkSection(_Strict):
     downlink_capacity_mbps: PositiveFloat | None = None
     # ofdma
     channel_profile: str = Field("feddif", description="named OFDMA channel profile")
+    shadowing: bool | None = Field(
+        None,
+        description="false: no log-normal shadowing on the cellular and D2D laws; true: "
+        "the TR 38.901 laws' own shadowing (others need shadowing_std_db in pathloss)",
+    )
+    channel_profile_file: str | None = Field(
+        None,
+        description="a YAML file of user-defined profiles (the format of netfl's "
+        "channel_profiles.yaml: profiles: {NAME: {...}}), relative to the scenario file; "
+        "its names join the built-in ones",
+    )
     scheduler: Literal["round_robin", "fcfs", "proportional_fair"] = "round_robin"
     max_rbs_per_transfer: float | None = Field(
         None, ge=1.0, description="cap on the RBs one transfer holds (at least one RB)"
@@ -136,16 +152,34 @@ class LinkSection(_Strict):
     _v = field_validator("capacity_profile")(
         lambda v: _check_name("link profile", v, link_profiles())
     )
-    _vc = field_validator("channel_profile")(
-        lambda v: _check_name("channel profile", v, channel_profiles())
-    )
+
+    def _profiles(self) -> dict[str, ChannelProfile]:
+        """The built-in profiles and those of ``channel_profile_file`` (which win)."""
+        if self.channel_profile_file is None:
+            return channel_profiles()
+        return {**channel_profiles(), **load_channel_profiles(self.channel_profile_file)}
 
     @model_validator(mode="after")
-    def _keys_match_mode(self) -> LinkSection:
+    def _keys_match_mode(self, info: ValidationInfo) -> LinkSection:
         other = _OFDMA_KEYS if self.mode == "fixed_rate" else _FIXED_RATE_KEYS
         given = sorted(k for k in other & self.model_fields_set)
         if given:
             raise ValueError(f"{', '.join(given)} does not apply to mode {self.mode!r}")
+        if self.channel_profile_file is not None:
+            path = Path(self.channel_profile_file).expanduser()
+            base_dir = (info.context or {}).get("base_dir")
+            if not path.is_absolute() and base_dir is not None:
+                path = Path(base_dir) / path
+            try:
+                load_channel_profiles(str(path))
+            except ValueError as err:
+                raise ValueError(f"channel_profile_file: {err}") from None
+            # (absolute from here on: the resolved scenario.yaml names the file it used)
+            self.__dict__["channel_profile_file"] = str(path.resolve())
+        try:
+            _check_name("channel profile", self.channel_profile, self._profiles())
+        except ValueError as err:
+            raise ValueError(f"channel_profile: {err}") from None
         if self.mode == "ofdma":
             self.channel_profile_resolved()  # grid, TDD pattern, power control consistent
         return self
@@ -157,7 +191,7 @@ class LinkSection(_Strict):
         from TS 38.101-1 Table 5.3.2-1; ``ValueError`` names an inconsistent value
         (e.g. more RBs than the bandwidth holds, a bandwidth with no N_RB entry).
         """
-        base = get_channel_profile(self.channel_profile)
+        base = lookup(self._profiles(), self.channel_profile, "channel profile")
         numerology = self.numerology if self.numerology is not None else base.numerology
         bandwidth = self.bandwidth_hz or base.bandwidth_hz
         num_rbs = self.num_rbs
@@ -211,8 +245,27 @@ class LinkSection(_Strict):
             uplink_power_control=pc,
             efficiency=efficiency,
             phy_overhead=overhead,
-            pathloss=self.pathloss,
+            pathloss=self._shadowed(self.pathloss or base.pathloss, "pathloss"),
+            d2d_pathloss=self._shadowed(base.d2d_pathloss, "d2d"),
         )
+
+    def _shadowed(self, law: dict[str, Any], which: str) -> dict[str, Any]:
+        """``law`` with the ``shadowing`` switch applied (unchanged when it is unset)."""
+        if self.shadowing is None:
+            return law
+        law = dict(law)
+        if law["model"] in ("uma", "umi", "rma"):
+            law["shadowing"] = self.shadowing
+        elif not self.shadowing:
+            law["shadowing_std_db"] = 0.0
+        elif not law.get("shadowing_std_db"):
+            if which == "d2d":
+                return law  # (a D2D law without shadowing stays as it is)
+            raise ValueError(
+                f"shadowing: true, but the {law['model']} path loss has no shadowing_std_db "
+                "(set it in cell.link.pathloss)"
+            )
+        return law
 
 
 class CueSection(_Strict):
