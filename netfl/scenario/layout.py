@@ -178,12 +178,11 @@ class LayoutSection(_Strict):
         raise ValueError("a csv layout must be resolved (resolve_file) before use")
 
     def max_extent_m(self, count: int, cell_radius_m: float) -> float:
-        """The largest distance from the BS a device of this layout can have [m]."""
+        """The largest distance from the BS a device of this layout can have [m] (a
+        ``csv`` layout is read first: :meth:`resolve_file`)."""
         if self.kind == "uniform_disc":
             return cell_radius_m
         if self.kind == "annulus":
             return self.outer_m or cell_radius_m
-        if self.kind == "csv":
-            return 0.0  # checked once read
         pts = self.positions(count, np.random.default_rng(0), cell_radius_m)
         return float(np.hypot(pts[:, 0], pts[:, 1]).max()) if len(pts) else 0.0

@@ -34,7 +34,8 @@ from netfl.sim.model_facts import model_facts
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["World", "ModelInfo", "build_data"]  # (re-exported: ModelInfo, build_data)
+#: ModelInfo (netfl.algorithms.context) and build_data (netfl.sim.data) are re-exported
+__all__ = ["World", "ModelInfo", "build_data"]
 
 log = logging.getLogger(__name__)
 

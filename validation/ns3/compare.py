@@ -180,7 +180,7 @@ def main() -> int:
         print(f"{geo:<12} netfl/ns-3: {' '.join(cells)}")
     dev = sorted(abs(x - 1) for x in ratios)
     mismatch = sum((r["netfl_s"] is None) != (r["ns3_s"] is None) for r in rows)
-    walls = {(r["geometry"]): (r["netfl_wall_s"], r["ns3_wall_s"]) for r in rows}
+    walls = {r["geometry"]: (r["netfl_wall_s"], r["ns3_wall_s"]) for r in rows}
     print(
         f"\n{len(ratios)} UEs: median |netfl/ns-3 - 1| = {statistics.median(dev):.1%}, "
         f"max {dev[-1]:.1%}; ratio range {min(ratios):.2f}-{max(ratios):.2f}; "
