@@ -13,13 +13,21 @@ import yaml
 
 from channel_models.duplex import tdd_time_fraction, validate_tdd_pattern
 from channel_models.fading import FADING_MODELS, BlockFading
+from channel_models.link_abstraction import BlerLinkAdaptation
 from channel_models.link_budget import (
     CQI_TABLES,
     cqi_efficiency,
     noise_power_w,
     shannon_efficiency,
 )
-from channel_models.lte import LteAmcEfficiency, lte_amc_efficiency
+from channel_models.lte import (
+    HARQ_RTT_S,
+    LteAmcEfficiency,
+    LteBlerEfficiency,
+    lte_amc_efficiency,
+    lte_bler_efficiency,
+)
+from channel_models.nr import NrBlerEfficiency, nr_bler_efficiency
 from channel_models.numerology import SUBFRAME_S, max_resource_blocks, rb_bandwidth_hz
 from channel_models.pathloss import PATHLOSS_MODELS, PathLoss
 from channel_models.registry import lookup
@@ -35,6 +43,13 @@ __all__ = [
     "pathloss_parameters",
     "build_fading",
 ]
+
+
+#: spectral-efficiency models of a profile: Shannon (gap, cap), the TS 38.214 CQI
+#: table, and the two LTE link abstractions (channel_models.lte)
+EFFICIENCY_MODELS = ("shannon", "cqi", "lte_amc", "lte_bler", "nr_bler")
+#: models whose rate is a transport block size per slot (their overheads are in the TBS)
+TBS_MODELS = ("lte_amc", "lte_bler", "nr_bler")
 
 
 def pathloss_parameters(name: str) -> list[str]:
@@ -120,6 +135,11 @@ class ChannelProfile:
     #: status report → grant) and is granted at most ``bsr_max_bytes`` (the top level
     #: of a buffer status report) per cycle, cycles ``cycle_gap_s`` apart
     uplink_grant: dict[str, float] | None = None
+    #: HARQ of the ``lte_bler`` abstraction: a failed transport block is resent
+    #: ``rtt_s`` later, at most ``max_transmissions`` times in all
+    harq: dict[str, float] = field(
+        default_factory=lambda: {"rtt_s": HARQ_RTT_S, "max_transmissions": 4}
+    )
     description: str = ""
     source: str = field(default="", compare=False)
 
@@ -155,10 +175,20 @@ class ChannelProfile:
         if self.power_spread not in ("carrier", "rbs"):
             raise ValueError(f"power_spread: {self.power_spread!r} (valid: carrier, rbs)")
         eff = self.efficiency.get("model")
-        if eff not in ("shannon", "cqi", "lte_amc"):
-            raise ValueError(f"efficiency.model: {eff!r} (valid: shannon, cqi, lte_amc)")
-        if eff == "lte_amc":
-            self._lte_amc("uplink")  # (reference_prbs within the TBS table)
+        if eff not in EFFICIENCY_MODELS:
+            raise ValueError(f"efficiency.model: {eff!r} (valid: {', '.join(EFFICIENCY_MODELS)})")
+        if eff in TBS_MODELS:
+            self.link_adaptation("uplink")  # (reference_prbs within the TBS table)
+        if set(self.harq) != {"rtt_s", "max_transmissions"}:
+            raise ValueError("harq: needs exactly max_transmissions, rtt_s")
+        if not (self.harq["rtt_s"] >= 0 and math.isfinite(self.harq["rtt_s"])):
+            raise ValueError(f"harq.rtt_s: {self.harq['rtt_s']!r} must be a finite number >= 0")
+        if int(self.harq["max_transmissions"]) != self.harq["max_transmissions"] or not (
+            1 <= self.harq["max_transmissions"] <= 8
+        ):
+            raise ValueError(
+                f"harq.max_transmissions: {self.harq['max_transmissions']!r} must be an integer 1..8"
+            )
         pc = self.uplink_power_control.get("model")
         if pc not in ("full_carrier", "open_loop"):
             raise ValueError(f"uplink_power_control.model: {pc!r} (valid: full_carrier, open_loop)")
@@ -222,21 +252,36 @@ class ChannelProfile:
             se = cqi_efficiency(snr, gap, params.pop("table", "64qam"))
             if cap is not None:
                 se = np.minimum(se, cap)
-        elif model == "lte_amc":  # the TBS holds the overheads: no OH, no cap
-            return self._lte_amc(direction)(snr)
+        elif model in TBS_MODELS:  # the TBS holds the overheads: no OH, no cap
+            return self.link_adaptation(direction)(snr)
         else:
             se = shannon_efficiency(snr, cap, gap)
         oh = self.phy_overhead.get(direction, 0.0)
         return se * (1.0 - oh) if oh else se
 
-    def _lte_amc(self, direction: str) -> LteAmcEfficiency:
+    def link_adaptation(
+        self, direction: str
+    ) -> LteAmcEfficiency | LteBlerEfficiency | NrBlerEfficiency:
+        """The TBS-based link abstraction of ``direction``: ``lte_amc`` (ns-3's gap-based
+        CQI → MCS, no errors), ``lte_bler`` or ``nr_bler`` (BLER curves, OLLA, HARQ)."""
         p = self.efficiency
-        return lte_amc_efficiency(
-            direction,
-            int(p.get("reference_prbs") or min(self.num_rbs, 110)),
-            self.rb_bandwidth_hz,
-            p.get("gap_db"),
-        )
+        if p["model"] == "nr_bler":
+            target = p.get("bler_target")
+            return nr_bler_efficiency(
+                direction,
+                int(p.get("reference_prbs") or self.num_rbs),
+                self.numerology,
+                self.rb_bandwidth_hz,
+                int(p.get("mcs_table") or 1),
+                0.1 if target is None else float(target),
+            )
+        prbs = int(p.get("reference_prbs") or min(self.num_rbs, 110))
+        if p["model"] == "lte_bler":
+            target = p.get("bler_target")
+            return lte_bler_efficiency(
+                direction, prbs, self.rb_bandwidth_hz, 0.1 if target is None else float(target)
+            )
+        return lte_amc_efficiency(direction, prbs, self.rb_bandwidth_hz, p.get("gap_db"))
 
     def efficiency_for(self, direction: str) -> Efficiency:
         """``snr → efficiency`` of one direction (a carrier's rate function): equal to
@@ -332,8 +377,12 @@ class Efficiency:
         self.gap_db = params.pop("gap_db", 0.0)
         self.gap = db_to_linear(self.gap_db)
         self.oh = profile.phy_overhead.get(direction, 0.0)
-        if self.model == "lte_amc":  # the TBS holds the overheads: no OH, no cap
-            self.amc = profile._lte_amc(direction)
+        #: the ``lte_bler`` abstraction (its HARQ draws), else None
+        self.bler_model: BlerLinkAdaptation | None = None
+        if self.model in TBS_MODELS:  # the TBS holds the overheads: no OH, no cap
+            self.amc = profile.link_adaptation(direction)
+            if isinstance(self.amc, BlerLinkAdaptation):
+                self.bler_model = self.amc
         if self.model == "cqi":
             table = CQI_TABLES[params.pop("table", "64qam")][:, 2]
             self.steps = np.ascontiguousarray(table)
@@ -345,7 +394,7 @@ class Efficiency:
             self.eff = eff * (1.0 - self.oh) if self.oh else eff
 
     def __call__(self, snr: np.ndarray) -> np.ndarray:
-        if self.model == "lte_amc":
+        if self.model in TBS_MODELS:
             return self.amc(snr)
         if self.model == "cqi":  # cqi_efficiency (x / 1.0 is x: no division without a gap)
             x = np.asarray(snr, dtype=float)

@@ -28,6 +28,8 @@ import numpy as np
 import yaml
 from numpy.typing import ArrayLike
 
+from channel_models.link_abstraction import BlerLinkAdaptation
+
 __all__ = [
     "TTI_S",
     "LteTables",
@@ -40,6 +42,10 @@ __all__ = [
     "dl_tbs_bits",
     "LteAmcEfficiency",
     "lte_amc_efficiency",
+    "HARQ_RTT_S",
+    "bler_curve_db",
+    "LteBlerEfficiency",
+    "lte_bler_efficiency",
 ]
 
 #: LTE transmission time interval (one sub-frame) [s]
@@ -185,3 +191,63 @@ def lte_amc_efficiency(
 ) -> LteAmcEfficiency:
     """A shared :class:`LteAmcEfficiency` (its thresholds take ~50 ms to find)."""
     return LteAmcEfficiency(direction, reference_prbs, rb_bandwidth_hz, gap_db)
+
+
+#: LTE FDD HARQ round-trip time: a NACKed transport block is retransmitted 8 TTIs later
+#: (TS 36.213 §8; 8 stop-and-wait processes)
+HARQ_RTT_S = 8e-3
+
+
+@lru_cache(maxsize=1)
+def _bler_data() -> dict:
+    import json
+
+    text = resources.files("channel_models").joinpath("data/lte_bler_ns3.json").read_text()
+    return json.loads(text)
+
+
+def bler_curve_db(direction: str, num_prbs: int, mcs: int, sinr_db: ArrayLike) -> np.ndarray:
+    """Transport-block error rate of ``mcs`` at flat SINR ``sinr_db`` (TBS of the nearest
+    standard allocation not above ``num_prbs``: 6, 15, 25, 50, 75 or 100 PRBs), from ns-3's
+    ``LteMiErrorModel`` (MIESM, turbo-code ECR curves; ``data/lte_bler_ns3.json``,
+    exported by ``validation/ns3/lte_bler.py``), interpolated linearly in dB."""
+    data = _bler_data()
+    prbs = max([p for p in data["prbs"] if p <= num_prbs], default=data["prbs"][0])
+    row = data["curves"][direction][str(prbs)][int(mcs)]
+    b = np.asarray(row["bler"], dtype=float)
+    grid = row["start_db"] + data["step_db"] * np.arange(b.size)
+    return np.interp(np.asarray(sinr_db, dtype=float), grid, b, left=1.0, right=0.0)
+
+
+class LteBlerEfficiency(BlerLinkAdaptation):
+    """The ``bler`` abstraction on LTE: TS 36.213 TBS of each MCS 0..28 on
+    ``reference_prbs`` PRBs per 1-ms TTI, with ns-3's TB error curves
+    (:func:`bler_curve_db`), OLLA and HARQ (:class:`BlerLinkAdaptation`)."""
+
+    def __init__(
+        self,
+        direction: str,
+        reference_prbs: int,
+        rb_bandwidth_hz: float = 180e3,
+        bler_target: float = 0.1,
+    ):
+        if not 1 <= reference_prbs <= 110:
+            raise ValueError(f"reference_prbs: {reference_prbs} outside the TBS table's 1..110")
+        table = ul_tbs_bits if direction == "uplink" else dl_tbs_bits
+        tbs = table(np.arange(29), reference_prbs).astype(float)
+        super().__init__(
+            tbs,
+            lambda m, db: bler_curve_db(direction, reference_prbs, m, db),
+            TTI_S,
+            reference_prbs * rb_bandwidth_hz,
+            bler_target,
+            f"LTE {direction}",
+        )
+
+
+@lru_cache(maxsize=64)
+def lte_bler_efficiency(
+    direction: str, reference_prbs: int, rb_bandwidth_hz: float = 180e3, bler_target: float = 0.1
+) -> LteBlerEfficiency:
+    """A shared :class:`LteBlerEfficiency` (tabulating it takes ~0.1 s)."""
+    return LteBlerEfficiency(direction, reference_prbs, rb_bandwidth_hz, bler_target)

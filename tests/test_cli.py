@@ -143,7 +143,7 @@ def test_interrupted_write_leaves_nothing(scenario_file, tmp_path, monkeypatch):
     assert list((tmp_path / "runs").iterdir()) == []
 
 
-def test_link_budget_error_exits_2_without_a_run_directory(tmp_path, capsys):
+def test_a_cell_with_no_device_in_coverage_exits_2_without_a_run_directory(tmp_path, capsys):
     f = tmp_path / "far.yaml"
     f.write_text(
         yaml.safe_dump(
@@ -158,7 +158,7 @@ def test_link_budget_error_exits_2_without_a_run_directory(tmp_path, capsys):
     out = tmp_path / "run"
     assert main(["run", str(f), "--out", str(out), "--no-progress"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "can never be delivered" in err[0]
+    assert len(err) == 1 and "no device is in coverage" in err[0]
     assert not out.exists()
 
 

@@ -167,7 +167,7 @@ def test_consistent_carrier_overrides_resolve():
         )
     )
     p = s.cell.link.channel_profile_resolved()
-    assert p.num_rbs == 106 and p.efficiency["table"] == "256qam"
+    assert p.num_rbs == 106 and p.efficiency["mcs_table"] == 2
     assert p.uplink_power_control["model"] == "full_carrier" and p.duplex == "tdd"
 
 

@@ -20,7 +20,8 @@ executor   ``executor`` (where torch jobs run), ``submit_device_job`` (one devic
 data       ``dataset``, ``partitions``, ``num_samples``
 models     ``model``, ``models``, ``device_model``, ``init_model_state``,
            ``train_config``, ``evaluate``, ``evaluate_many``
-nodes      ``bs``, ``devices``
+nodes      ``bs``, ``devices`` (those in coverage: a starved device — no rate at the
+           lowest CQI — takes no part), ``all_devices``
 rng        ``streams`` (named child streams: ``generator``, ``torch_seed``)
 records    ``keep_finite`` (drops and records NaN/Inf updates)
 scenario   ``scenario`` (read-only) and ``source`` (the file, for error messages)
@@ -82,7 +83,8 @@ class RoundContext(Protocol):
     # clock, nodes, radio, compute
     env: simpy.Environment
     bs: Node
-    devices: list[Node]
+    devices: list[Node]  # those in coverage (World.update_coverage)
+    all_devices: list[Node]  # every device, starved ones included
     radio: Radio
     compute: ComputeEngine
     # scenario, learning switch, executor

@@ -11,7 +11,7 @@ With an explicit ``devices.layout`` it reproduces a reference geometry exactly.
 from __future__ import annotations
 
 from collections.abc import Generator
-from typing import Any
+from typing import Any, Literal
 
 import simpy
 from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
@@ -34,6 +34,14 @@ class TransferTestConfig(AlgorithmConfig):
         None,
         description="send the payloads as UDP/IPv4 datagrams of this size over an LTE "
         "bearer: each carries its IP, UDP, PDCP, RLC and MAC headers (None: payload only)",
+    )
+
+    starved: Literal["skip", "hold_share"] = Field(
+        "skip",
+        description="a device out of coverage (no rate at the lowest CQI) sends nothing; "
+        "hold_share: it still holds its round-robin share of the uplink RBs for the "
+        "round, delivering nothing — ns-3 LENA's round robin counts every UE that "
+        "reported a buffer in its split and leaves a CQI-0 UE's RBs unused",
     )
 
     def on_air_bits(self, payload_bytes: float) -> float:
@@ -60,9 +68,21 @@ class TransferTest(Algorithm):
         yield world.radio.transfer(device, world.bs, bits, "test_up")
 
     def round(self, r: int) -> Generator[simpy.Event, Any, RoundSummary]:
-        env = self.world.env
-        jobs = [env.process(self._device(d)) for d in self.world.devices]
+        world = self.world
+        env = world.env
+        held = []
+        if self.config.starved == "hold_share" and hasattr(world.radio, "carrier_for"):
+            uplink = world.radio.carrier_for("uplink")
+            served = {d.name for d in world.devices}
+            held = [
+                uplink.add_session(uplink.num_rbs)
+                for d in world.all_devices
+                if d.name not in served
+            ]
+        jobs = [env.process(self._device(d)) for d in world.devices]
         yield simpy.AllOf(env, jobs)
+        for handle in held:
+            uplink.remove_session(handle)
         return RoundSummary(num_clients=len(jobs))
 
     def evaluate(self) -> tuple[float, float]:

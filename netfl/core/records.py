@@ -28,7 +28,10 @@ class TransferRecord:
     load-dependent power model). A multicast writes one record per receiver
     with the same ``multicast_group`` (≥ 1; −1 for unicast): its bits went on
     air once. ``rb_subframes`` (RBs held × airtime in 1 ms sub-frames) and ``mean_snr_db``
-    (time-average SNR) exist on OFDMA links only (NaN otherwise).
+    (time-average SNR) exist on OFDMA links only (NaN otherwise);
+    ``harq_retransmissions`` counts the HARQ retransmissions of the transfer's last
+    transport block (the ``lte_bler`` link abstraction; 0 otherwise), whose round
+    trips are in its duration.
     """
 
     round: int
@@ -46,6 +49,7 @@ class TransferRecord:
     multicast_group: int = -1
     rb_subframes: float = float("nan")
     mean_snr_db: float = float("nan")
+    harq_retransmissions: int = 0
 
     @property
     def duration_s(self) -> float:

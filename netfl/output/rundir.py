@@ -210,7 +210,7 @@ def write_run_dir(
 def read_run(run_dir: str | Path) -> RunResult:
     """Load a complete run directory as a :class:`~netfl.sim.result.RunResult`.
 
-    Further tables (radio: ``occupancy``, ``cues``; FedDif: ``diffusion``) land in
+    Further tables (radio: ``occupancy``, ``cues``, ``coverage``; FedDif: ``diffusion``) land in
     ``tables``; ``manifest`` holds the provenance.
     """
     d = Path(run_dir)

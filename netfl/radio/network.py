@@ -122,6 +122,19 @@ class Radio(ABC):
         """Further tables of the run written beside the transfers (none for fixed rate)."""
         return {}
 
+    def coverage(self, bs: Node, devices: Sequence[Node]) -> pd.DataFrame:
+        """Per device: ``device``, mean uplink/downlink SNR [dB] and whether it is
+        ``starved`` (no rate either way; fixed-rate links serve every device)."""
+        nan = [math.nan] * len(devices)
+        return pd.DataFrame(
+            {
+                "device": [d.name for d in devices],
+                "uplink_snr_db": nan,
+                "downlink_snr_db": nan,
+                "starved": [False] * len(devices),
+            }
+        )
+
     # -- mechanism ---------------------------------------------------------------
     def _begin(self, nodes: Sequence[Node], direction: str) -> None:
         self.ue_states.start(nodes)

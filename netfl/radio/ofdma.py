@@ -140,6 +140,7 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
         #: bits one RB carries in one block per bit/s/Hz
         self._bit_scale = self.rb_bandwidth_hz * self.time_fraction * self.block_s
         self._min_usable_snr = _min_usable_snr(efficiency)
+        self._peak_gain = fading.peak_gain(1e-9)
         self._n_pc = 0
         self.scheduler = scheduler
         self._pf_beta = 1.0 / float(pf_window_blocks)
@@ -175,13 +176,11 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
         if multicast_snrs is not None:
             multicast_snrs = np.asarray(multicast_snrs, dtype=float)
             mean_snr = float(multicast_snrs.min())
-        best_snr = min(mean_snr, snr_total)
         if math.isfinite(snr_total) and self._min_usable_snr > 0:
             usable_rbs = max(snr_total / self._min_usable_snr, 1.0)
             if usable_rbs < self.num_rbs:  # else the cap never binds: keep the fast path
                 cap_rbs = min(cap_rbs, usable_rbs)
-        peak = self.fading.peak_gain(1e-9)
-        if size_bits > 0 and self.efficiency(np.array([best_snr * peak]))[0] <= 0:
+        if size_bits > 0 and not self.reachable(mean_snr, snr_total):
             raise LinkBudgetError(
                 f"{self.name}: a transfer with mean SNR {10 * math.log10(max(mean_snr, 1e-300)):.1f} dB "
                 "can never be delivered (no rate even at a 1e-9 fading peak); shrink "
@@ -200,6 +199,14 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
         flow.k0 = int(math.floor(self.env.now / self.block_s))
         self.add_flow(flow)
         return flow
+
+    def reachable(self, mean_snr: float, snr_total: float = math.inf) -> bool:
+        """Whether a transfer at this mean per-RB SNR can ever be delivered: some rate at
+        a fading peak exceeded with probability 1e-9 (without fading: at the mean SNR).
+        Below it — e.g. under the lowest CQI — a scheduler never serves the UE: it is
+        *starved* (``snr_total``: power control's SNR of all power in one RB)."""
+        best = min(mean_snr, snr_total) * self._peak_gain
+        return bool(self.efficiency(np.array([best]))[0] > 0)
 
     # -- the block grid ----------------------------------------------------------
     def _draw(self, flow: OfdmaFlow, num_blocks: int) -> np.ndarray:

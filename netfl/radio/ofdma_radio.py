@@ -70,6 +70,9 @@ class OfdmaRadio(Radio):
     rng_for_link : callable
         ``key → numpy Generator``; ``rng_for_link(0)`` seeds the keyed hash that gives
         every link its large-scale draws (LOS, shadowing).
+    rng_for_harq : callable, optional
+        ``k → numpy Generator`` for the HARQ draws of the k-th transfer that has them
+        (the ``lte_bler`` abstraction).
     max_rbs_per_transfer : float
         Cap on the RBs one FL transfer may hold (``inf``: no cap).
     """
@@ -88,8 +91,11 @@ class OfdmaRadio(Radio):
         pf_window_blocks: float = 100.0,
         bs: Node | None = None,
         bs_power: BsPowerModel | None = None,
+        rng_for_harq: Callable[[int], np.random.Generator] | None = None,
     ):
         super().__init__(env, recorder, bs, bs_power)
+        self._rng_for_harq = rng_for_harq or (lambda k: np.random.default_rng((k, 0x4841)))
+        self._harq_count = 0
         self.profile = profile
         self._pathloss = profile.build_pathloss()
         self._d2d_pathloss = profile.build_pathloss(d2d=True)
@@ -297,8 +303,31 @@ class OfdmaRadio(Radio):
         if direction != "uplink" or grant is None or size_bits <= 0:
             flow = self._send(carrier, size_bits, psd, total)
             yield flow.done
-            return self._finish(carrier, flow, start)
-        return (yield from self._deliver_in_grant_cycles(carrier, size_bits, psd, total, grant))
+            extra = self._finish(carrier, flow, start)
+        else:
+            extra = yield from self._deliver_in_grant_cycles(carrier, size_bits, psd, total, grant)
+        yield from self._harq_tail(carrier, extra)
+        return extra
+
+    def _harq_tail(
+        self, carrier: OfdmaCarrier, extra: dict[str, Any]
+    ) -> Generator[simpy.Event, Any, None]:
+        """The ``lte_bler`` abstraction's HARQ: the transfer's last transport block fails
+        with OLLA's BLER at the transfer's mean SINR and is resent one HARQ round trip
+        later (chase combining; :meth:`~channel_models.lte.LteBlerEfficiency.retransmissions`),
+        drawn from the transfer's own generator. The earlier blocks' failures are in the
+        goodput; only the last one's round trips add to the duration."""
+        model = getattr(carrier.efficiency, "bler_model", None)
+        if model is None or not extra.get("airtime_s"):
+            return
+        harq = self.profile.harq
+        rng = self._rng_for_harq(self._harq_count)
+        self._harq_count += 1
+        sinr = 10.0 ** (extra["mean_snr_db"] / 10.0)
+        n = model.retransmissions(sinr, rng, int(harq["max_transmissions"]))
+        extra["harq_retransmissions"] = n
+        if n:
+            yield self.env.timeout(n * harq["rtt_s"])
 
     def _deliver_in_grant_cycles(
         self, carrier: OfdmaCarrier, size_bits: float, psd: float, total: float, grant: dict
@@ -337,7 +366,9 @@ class OfdmaRadio(Radio):
         start = self.env.now
         flow = self._send(carrier, size_bits, float(snrs.min()), math.inf, multicast_snrs=snrs)
         yield flow.done
-        return self._finish(carrier, flow, start)
+        extra = self._finish(carrier, flow, start)
+        yield from self._harq_tail(carrier, extra)
+        return extra
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """``occupancy`` (RBs held by CUE traffic and FL transfers over time, per
@@ -348,6 +379,27 @@ class OfdmaRadio(Radio):
         )
         pos = self.cues.positions_m if self.cues is not None else np.zeros((0, 2))
         return {"occupancy": occupancy, "cues": pd.DataFrame({"x_m": pos[:, 0], "y_m": pos[:, 1]})}
+
+    def coverage(self, bs: Node, devices: Sequence[Node]) -> pd.DataFrame:
+        """Per device the mean per-RB SNR [dB] of its uplink (all power in one RB under
+        power control) and downlink, and ``starved``: either direction has no rate even
+        at a fading peak exceeded with probability 1e-9 (:meth:`OfdmaCarrier.reachable`)
+        — ns-3's schedulers never serve a UE whose CQI is 0."""
+        rows = []
+        for d in devices:
+            _, up_psd, up_total = self._link(d, bs)
+            _, down, _ = self._link(bs, d)
+            up_ok = self.carriers["uplink"].reachable(up_psd, up_total)
+            down_ok = self.carriers["downlink"].reachable(down)
+            rows.append(
+                {
+                    "device": d.name,
+                    "uplink_snr_db": float(linear_to_db(min(up_psd, up_total))),
+                    "downlink_snr_db": float(linear_to_db(down)),
+                    "starved": not (up_ok and down_ok),
+                }
+            )
+        return pd.DataFrame(rows, columns=["device", "uplink_snr_db", "downlink_snr_db", "starved"])
 
     def __repr__(self) -> str:
         return f"OfdmaRadio({self.profile.name!r}, {self.carriers['uplink']!r})"

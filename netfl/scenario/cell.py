@@ -54,6 +54,8 @@ _OFDMA_KEYS = {
     "max_bps_per_hz",
     "snr_gap_db",
     "cqi_table",
+    "link_abstraction",
+    "bler_target",
     "phy_overhead_uplink",
     "phy_overhead_downlink",
     "pathloss",
@@ -128,6 +130,14 @@ class LinkSection(_Strict):
     cqi_table: Literal["64qam", "256qam"] | None = Field(
         None, description="TS 38.214 CQI table (profiles with efficiency model cqi)"
     )
+    link_abstraction: Literal["gap", "bler"] | None = Field(
+        None,
+        description="LTE profiles: gap (ns-3's CQI from a BER-5e-5 SNR gap, no errors; the "
+        "default) or bler (BLER curves of ns-3's LteMiErrorModel, OLLA to bler_target, HARQ)",
+    )
+    bler_target: float | None = Field(
+        None, gt=0.0, lt=1.0, description="bler abstraction: OLLA's BLER target (default 0.1)"
+    )
     phy_overhead_uplink: float | None = Field(None, ge=0.0, lt=1.0, description="TS 38.306 OH")
     phy_overhead_downlink: float | None = Field(None, ge=0.0, lt=1.0, description="TS 38.306 OH")
     pathloss: dict[str, Any] | None = Field(
@@ -184,6 +194,62 @@ class LinkSection(_Strict):
             self.channel_profile_resolved()  # grid, TDD pattern, power control consistent
         return self
 
+    def _efficiency(self, base: ChannelProfile) -> dict[str, Any]:
+        """The profile's efficiency model with ``max_bps_per_hz``, ``snr_gap_db``,
+        ``cqi_table``, ``link_abstraction`` and ``bler_target`` applied.
+
+        LTE profiles: ``gap`` = ``lte_amc``, ``bler`` = ``lte_bler``; ``cqi_table`` is
+        refused (TS 36.213 has its own tables). NR (``nr_bler``) profiles: ``cqi_table``
+        picks the MCS table (64qam: 1, 256qam: 2); ``gap`` = that CQI table through a
+        Shannon gap (``cqi``), ``bler`` = ``nr_bler``. Shannon profiles: ``cqi_table``
+        turns them into ``cqi`` (gap and cap kept); the abstractions do not apply."""
+        efficiency = dict(base.efficiency)
+        model = efficiency["model"]
+        if self.max_bps_per_hz is not None:
+            efficiency["max_bps_per_hz"] = self.max_bps_per_hz
+        if self.snr_gap_db is not None:
+            efficiency["gap_db"] = self.snr_gap_db
+        lte, nr = model in ("lte_amc", "lte_bler"), model == "nr_bler"
+        if self.cqi_table is not None:
+            if lte:
+                raise ValueError(
+                    f"cqi_table: channel profile {base.name!r} is LTE (TS 36.213 tables); "
+                    "the TS 38.214 tables apply to NR and Shannon-based profiles"
+                )
+            if nr:
+                efficiency["mcs_table"] = {"64qam": 1, "256qam": 2}[self.cqi_table]
+            else:  # a Shannon profile's gap and cap stay; the efficiency becomes the table's
+                efficiency = {**efficiency, "model": "cqi", "table": self.cqi_table}
+        if (self.link_abstraction or self.bler_target) and not (lte or nr):
+            key = "link_abstraction" if self.link_abstraction else "bler_target"
+            raise ValueError(
+                f"{key}: channel profile {base.name!r} is neither LTE nor NR (its efficiency "
+                f"model is {model!r}); the gap and bler abstractions apply to lte_* and "
+                "nr_* profiles"
+            )
+        keep = {k: efficiency.get(k) for k in ("reference_prbs", "bler_target")}
+        if self.link_abstraction == "gap" and lte:
+            efficiency = {
+                "model": "lte_amc",
+                "gap_db": efficiency.get("gap_db"),
+                "reference_prbs": keep["reference_prbs"],
+            }
+        elif self.link_abstraction == "bler" and lte:
+            efficiency = {"model": "lte_bler", **keep}
+        elif self.link_abstraction == "gap" and nr:
+            table = "256qam" if efficiency.get("mcs_table") == 2 else "64qam"
+            efficiency = {
+                "model": "cqi",
+                "table": table,
+                "gap_db": efficiency.get("gap_db") or 0.0,
+                "max_bps_per_hz": efficiency.get("max_bps_per_hz"),
+            }
+        if self.bler_target is not None:
+            if efficiency["model"] not in ("lte_bler", "nr_bler"):
+                raise ValueError("bler_target: applies to link_abstraction: bler")
+            efficiency["bler_target"] = self.bler_target
+        return efficiency
+
     def channel_profile_resolved(self) -> ChannelProfile:
         """The named channel profile with this section's overrides applied.
 
@@ -211,19 +277,7 @@ class LinkSection(_Strict):
             }
         if self.coherence_time_s is not None:
             fading["coherence_time_s"] = self.coherence_time_s
-        efficiency = dict(base.efficiency)
-        if self.max_bps_per_hz is not None:
-            efficiency["max_bps_per_hz"] = self.max_bps_per_hz
-        if self.snr_gap_db is not None:
-            efficiency["gap_db"] = self.snr_gap_db
-        if self.cqi_table is not None:
-            if efficiency["model"] == "lte_amc":
-                raise ValueError(
-                    f"cqi_table: channel profile {base.name!r} is LTE (TS 36.213 tables); "
-                    "the TS 38.214 CQI tables apply to NR and Shannon-based profiles"
-                )
-            # a Shannon profile's gap and cap stay; the efficiency becomes the CQI table's
-            efficiency = {**efficiency, "model": "cqi", "table": self.cqi_table}
+        efficiency = self._efficiency(base)
         overhead = dict(base.phy_overhead)
         if self.phy_overhead_uplink is not None:
             overhead["uplink"] = self.phy_overhead_uplink

@@ -119,7 +119,7 @@ def devices_frame(world: World) -> pd.DataFrame:
     """One row per node: profiles, position, samples, busy times and energy by state."""
     end = world.env.now
     rows = []
-    for n in [world.bs, *world.devices]:
+    for n in [world.bs, *world.all_devices]:
         e = n.energy
         idle_j = n.compute.idle_power_w * max(end - e.compute_s, 0.0) if n.is_device else 0.0
         rows.append(

@@ -18,7 +18,7 @@ class RunResult:
 
     ``rounds`` has one row per round, ``devices`` one per node, ``transfers`` and
     ``computes`` one per event; ``tables`` holds further tables by name: the
-    radio's (OFDMA: ``occupancy``, ``cues``) and the algorithm's (FedDif: ``diffusion``). ``manifest`` is filled when read from a run
+    radio's (OFDMA: ``occupancy``, ``cues``, ``coverage``) and the algorithm's (FedDif: ``diffusion``). ``manifest`` is filled when read from a run
     directory (provenance: versions, host, git commit).
     """
 

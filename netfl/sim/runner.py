@@ -71,7 +71,7 @@ def _run_world(
     algorithm: Algorithm = get_algorithm(scenario.algorithm.name)(world, algorithm_config(scenario))
     tr = scenario.training
     env, rec = world.env, world.recorder
-    nodes = {n.name: n for n in [world.bs, *world.devices]}
+    nodes = {n.name: n for n in [world.bs, *world.all_devices]}
     rows: list[dict[str, Any]] = []
     stop_reason = "rounds"
     start = 0
@@ -109,6 +109,7 @@ def _run_world(
                 proc.value,
             )
             row["nonfinite_updates"] = len(world.round_faults)
+            row["starved_devices"] = len(world.all_devices) - len(world.devices)
             over_budget = tr.time_budget_s is not None and env.now >= tr.time_budget_s
             last = r == tr.rounds - 1 or over_budget
             acc = loss = float("nan")
@@ -139,8 +140,9 @@ def _run_world(
         stop_reason = "interrupted" if isinstance(err, KeyboardInterrupt) else "worker_lost"
         error = str(err) if isinstance(err, WorkerLost) else None
     rounds = pd.DataFrame(rows)
-    if "nonfinite_updates" in rounds:
-        rounds["nonfinite_updates"] = rounds["nonfinite_updates"].astype(int)
+    for column in ("nonfinite_updates", "starved_devices"):
+        if column in rounds:
+            rounds[column] = rounds[column].astype(int)
     first = ["round", "sim_time_s", "accuracy", "loss"]
     rounds = rounds[first + [c for c in rounds.columns if c not in first]]
     return RunResult(
@@ -151,7 +153,12 @@ def _run_world(
         devices=devices_frame(world),
         stop_reason=stop_reason,
         wall_time_s=time.perf_counter() - wall0,
-        tables={**world.radio.tables(), **algorithm.tables()},
+        tables={
+            **world.radio.tables(),
+            # (OFDMA: which devices the cell can serve; fixed-rate links serve all)
+            **({"coverage": world.coverage_table()} if world.radio.mode == "ofdma" else {}),
+            **algorithm.tables(),
+        },
         info={
             "setup_wall_s": setup_wall_s,
             # torch's intra-op threads change the order of float sums, hence learning curves

@@ -32,6 +32,7 @@ from netfl.sim.data import build_data
 from netfl.sim.model_facts import model_facts
 
 if TYPE_CHECKING:
+    import pandas as pd
     import torch
 
 #: ModelInfo (netfl.algorithms.context) and build_data (netfl.sim.data) are re-exported
@@ -64,6 +65,8 @@ class World:
         self._build_data(source)
         self._build_nodes()
         self._build_radio()
+        self.coverage_frames: list[pd.DataFrame] = []
+        self.update_coverage()
         self.compute = ComputeEngine(self.env, self.recorder)
         self._build_model()
         self.train_config = TrainConfig(
@@ -145,7 +148,9 @@ class World:
             s.devices.count - len(specs)
         )
         overrides = s.devices.compute_overrides.model_dump()
-        self.devices = [
+        #: every device of the scenario; ``devices`` are those in coverage (see
+        #: :meth:`update_coverage`), the ones algorithms use
+        self.all_devices = [
             Node(
                 f"ue{i}",
                 "pue",
@@ -156,6 +161,7 @@ class World:
             )
             for i, (cp, lp) in enumerate(specs)
         ]
+        self.devices = list(self.all_devices)
 
     def _build_radio(self) -> None:
         link = self.scenario.cell.link
@@ -171,6 +177,7 @@ class World:
                 link.scheduler,
                 rng_for_transfer=lambda k: self.streams.generator("fading", k),
                 rng_for_link=lambda k: self.streams.generator("shadowing", k),
+                rng_for_harq=lambda k: self.streams.generator("harq", k),
                 max_rbs_per_transfer=link.max_rbs_per_transfer or float("inf"),
                 pf_window_blocks=link.pf_window_blocks or 100.0,
                 bs=self.bs,
@@ -226,8 +233,42 @@ class World:
         Algorithms may call it on demand (e.g. FedDif after each diffusion round) with
         keys such as ``(r, k)``; the same keys give the same positions.
         """
-        for node, pos in zip(self.devices, self.layout_positions(*keys), strict=True):
+        for node, pos in zip(self.all_devices, self.layout_positions(*keys), strict=True):
             node.position_m = pos
+        self.update_coverage()
+
+    def update_coverage(self) -> None:
+        """Which devices the cell can serve at their positions: a device whose uplink or
+        downlink to the BS has no rate even at a fading peak (e.g. below the lowest CQI of
+        an LTE profile) is *starved* — a scheduler never serves it, so it takes no part
+        in the rounds (``devices`` leaves it out). Each drop appends one row per device to
+        the ``coverage`` table (mean SNRs, starved or not); a starved device is logged;
+        no device in coverage is a :class:`~netfl.errors.UserError`."""
+        frame = self.radio.coverage(self.bs, self.all_devices)
+        frame.insert(0, "round", self.recorder.round)
+        self.coverage_frames.append(frame)
+        starved = set(frame.loc[frame["starved"], "device"])
+        self.devices = [d for d in self.all_devices if d.name not in starved]
+        if not self.devices:
+            raise UserError(
+                f"{self.source}: no device is in coverage of the BS (all {len(starved)} "
+                "starved: no rate even at the lowest CQI/MCS); shrink cell.radius_m, move "
+                "the devices closer (devices.layout) or raise the transmit power"
+            )
+        if starved:
+            log.warning(
+                "round %d: %d device(s) out of coverage (no rate at the lowest CQI/MCS), "
+                "left out: %s",
+                self.recorder.round,
+                len(starved),
+                ", ".join(sorted(starved, key=lambda n: (len(n), n))),
+            )
+
+    def coverage_table(self) -> pd.DataFrame:
+        """Every drop's per-device coverage rows (:meth:`update_coverage`)."""
+        import pandas as pd
+
+        return pd.concat(self.coverage_frames, ignore_index=True)
 
     def layout_positions(self, *keys: int) -> np.ndarray:
         """Every device's position [m], shape ``(devices, 2)``, from the scenario's layouts
