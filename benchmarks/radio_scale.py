@@ -83,6 +83,7 @@ def measure(num_pues: int, rounds: int, seed: int = 1, variant=None) -> dict:
         "setup_s": result.info["setup_wall_s"],
         "sim_wall_s": wall - result.info["setup_wall_s"],
         "events": CountingEnvironment.events,
+        "transfers": len(result.transfers),
         "sim_time_s": float(result.rounds["sim_time_s"].iloc[-1]),
         "mean_session_rbs_ul": (
             float(sessions_ul["session_rbs"].mean()) if sessions_ul is not None else 0.0
@@ -120,6 +121,36 @@ def main() -> None:
         print(
             f"  reference, {label}: {r['events']} events in {r['sim_wall_s']:.2f} s, "
             f"{r['events'] / r['sim_wall_s']:.0f} events/s"
+        )
+    # the link model's price (issue 22, item 6): nr_fr1_uma's nr_bler (TS 38.214 MCS/TBS,
+    # Sionna BLER curves, OLLA, HARQ tail) against the CQI-table model it replaced
+    # (link_abstraction: gap), same cell, CUEs and seed; best of 3 each
+    # — with the CUEs (whose events grow with simulated time: nr_bler's lower rates make
+    # rounds longer) and without them (the FL transfers' own cost)
+    print("\nlink model cost per FL transfer (best of 3, simulation wall / transfers):")
+    for cues in (True, False):
+        per, events = {}, {}
+        for label, abstraction in (("CQI table (before)", "gap"), ("nr_bler (now)", "bler")):
+
+            def variant(d, a=abstraction, cues=cues):
+                d = copy.deepcopy(d) if cues else without_carrier(d, None)
+                d["cell"]["link"]["link_abstraction"] = a
+                return d
+
+            runs = [measure(100, args.ref_rounds, args.seed, variant) for _ in range(3)]
+            best = min(runs, key=lambda r: r["sim_wall_s"])
+            per[label] = best["sim_wall_s"] / best["transfers"]
+            events[label] = best["events"] / best["sim_wall_s"]
+            print(
+                f"  {'with' if cues else 'without'} CUEs, {label}: {per[label] * 1e3:.3f} ms "
+                f"({best['transfers']} transfers, {best['events']} events, "
+                f"{events[label]:.0f} events/s, simulated {best['sim_time_s']:.0f} s)"
+            )
+        report(
+            f"nr_bler / CQI-table wall per transfer, {'with' if cues else 'without'} CUEs",
+            per["nr_bler (now)"] / per["CQI table (before)"],
+            1.3,
+            "x",
         )
     print(f"\nscaling ({args.scale_rounds} rounds each; wall of the simulation, setup excluded):")
     print(

@@ -29,6 +29,7 @@ from channel_models.lte import (
 )
 from channel_models.nr import NrBlerEfficiency, nr_bler_efficiency
 from channel_models.numerology import SUBFRAME_S, max_resource_blocks, rb_bandwidth_hz
+from channel_models.overheads import overhead_share, validate_overheads
 from channel_models.pathloss import PATHLOSS_MODELS, PathLoss
 from channel_models.registry import lookup
 from channel_models.units import db_to_linear, dbm_to_w
@@ -127,6 +128,9 @@ class ChannelProfile:
     tdd_pattern: str = "DDDSU"
     special_slot_symbols: tuple[int, int, int] = (10, 2, 2)
     phy_overhead: dict[str, float] = field(default_factory=lambda: {"uplink": 0.0, "downlink": 0.0})
+    #: named overheads (:mod:`channel_models.overheads`): cyclic_prefix,
+    #: reference_signals, pdcch_symbols, pucch_rbs
+    overheads: dict[str, Any] = field(default_factory=dict)
     #: what a full-power transmission spreads over: the whole ``carrier`` bandwidth
     #: (FedDif eq. (9)) or its resource blocks (``rbs``: LTE/NR, no power in the guards)
     power_spread: str = "carrier"
@@ -195,6 +199,30 @@ class ChannelProfile:
         for d, oh in self.phy_overhead.items():
             if d not in ("uplink", "downlink") or not 0.0 <= oh < 1.0:
                 raise ValueError(f"phy_overhead.{d}: {oh} must be in [0, 1) for uplink/downlink")
+        validate_overheads(self.overheads, eff, self.num_rbs)
+        if eff in TBS_MODELS and any(self.phy_overhead.values()):
+            raise ValueError(
+                f"phy_overhead: efficiency model {eff!r} is a transport block size, which "
+                "counts data resource elements only (use overheads.pdcch_symbols / pucch_rbs)"
+            )
+        named = {k for k, v in self.overheads.items() if v not in (0, "none")} - {"pucch_rbs"}
+        if named and any(self.phy_overhead.values()):
+            raise ValueError(
+                f"overheads.{sorted(named)[0]}: phy_overhead (TS 38.306's lumped factor) "
+                "counts the same resources; set one of the two"
+            )
+
+    def overhead(self, direction: str) -> float:
+        """Share of ``direction``'s rate lost to overheads: TS 38.306's lumped
+        ``phy_overhead`` or the named ones (:func:`channel_models.overheads.overhead_share`)."""
+        lumped = self.phy_overhead.get(direction, 0.0)
+        return lumped or overhead_share(self.overheads, self.efficiency["model"], direction)
+
+    def data_rbs(self, direction: str) -> int:
+        """RBs a carrier of ``direction`` schedules data on (uplink: less the PUCCH RBs)."""
+        if direction == "downlink":
+            return self.num_rbs
+        return self.num_rbs - int(self.overheads.get("pucch_rbs", 0))
 
     @property
     def rb_bandwidth_hz(self) -> float:
@@ -241,9 +269,10 @@ class ChannelProfile:
         return build_fading(self.fading)
 
     def efficiency_bps_per_hz(self, snr: np.ndarray, direction: str = "downlink") -> np.ndarray:
-        """Data bits per s per Hz at linear SNR: Shannon (gap, cap) or CQI table, × (1 − OH);
-        or ``lte_amc``: ns-3's LTE link adaptation and TS 36.213 TBS
-        (:class:`channel_models.lte.LteAmcEfficiency`; overheads are in the TBS)."""
+        """Data bits per s per Hz at linear SNR: Shannon (gap, cap) or CQI table, × (1 − OH)
+        (:meth:`overhead`); or a TBS model — ``lte_amc`` (ns-3's LTE link adaptation),
+        ``lte_bler`` / ``nr_bler`` (BLER curves, OLLA) — whose TBS holds RS and CP (only a
+        named PDCCH region applies)."""
         params = dict(self.efficiency)
         model = params.pop("model")
         cap = params.pop("max_bps_per_hz", None)
@@ -252,11 +281,11 @@ class ChannelProfile:
             se = cqi_efficiency(snr, gap, params.pop("table", "64qam"))
             if cap is not None:
                 se = np.minimum(se, cap)
-        elif model in TBS_MODELS:  # the TBS holds the overheads: no OH, no cap
-            return self.link_adaptation(direction)(snr)
+        elif model in TBS_MODELS:  # the TBS holds RS and CP: only named PDCCH; no cap
+            se = self.link_adaptation(direction)(snr)
         else:
             se = shannon_efficiency(snr, cap, gap)
-        oh = self.phy_overhead.get(direction, 0.0)
+        oh = self.overhead(direction)
         return se * (1.0 - oh) if oh else se
 
     def link_adaptation(
@@ -376,7 +405,7 @@ class Efficiency:
         self.cap = params.pop("max_bps_per_hz", None)
         self.gap_db = params.pop("gap_db", 0.0)
         self.gap = db_to_linear(self.gap_db)
-        self.oh = profile.phy_overhead.get(direction, 0.0)
+        self.oh = profile.overhead(direction)
         #: the ``lte_bler`` abstraction (its HARQ draws), else None
         self.bler_model: BlerLinkAdaptation | None = None
         if self.model in TBS_MODELS:  # the TBS holds the overheads: no OH, no cap
@@ -395,7 +424,8 @@ class Efficiency:
 
     def __call__(self, snr: np.ndarray) -> np.ndarray:
         if self.model in TBS_MODELS:
-            return self.amc(snr)
+            se = self.amc(snr)
+            return se * (1.0 - self.oh) if self.oh else se
         if self.model == "cqi":  # cqi_efficiency (x / 1.0 is x: no division without a gap)
             x = np.asarray(snr, dtype=float)
             usable = np.log2(1.0 + (x / self.gap if self.gap_db else x))

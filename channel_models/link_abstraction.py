@@ -64,8 +64,8 @@ class BlerLinkAdaptation:
     bler_target : float
         OLLA's target BLER.
 
-    Tabulated once on a 0.01-dB grid from −12 to 35 dB; a call is one ``searchsorted``
-    (the grid point at or below the SINR: never optimistic by more than 0.01 dB).
+    Tabulated once on a 0.01-dB grid from −12 to 35 dB; a call reads the grid point at
+    or below the SINR (never optimistic by more than 0.01 dB).
     """
 
     STEP_DB = 0.01
@@ -97,14 +97,19 @@ class BlerLinkAdaptation:
             self.bler, self.tbs_bits, self.bler_target
         )
         self.eff = goodput / (grant_hz * slot_s)
+        self._eff0 = np.concatenate([[0.0], self.eff])  # (index −1: below the grid)
         self.thresholds = 10.0 ** (self.grid_db / 10.0)
 
     def _index(self, sinr: np.ndarray) -> np.ndarray:
-        return self.thresholds.searchsorted(sinr, side="right") - 1
+        """Grid index at or below each SINR (−1 below the grid, capped at its top): from
+        the dB value, ~5× cheaper than a search of the 4,701 grid points (it runs for
+        every block of every flow whose share changes)."""
+        db = 10.0 * np.log10(np.maximum(sinr, 1e-30))
+        i = np.floor((db - self.GRID_DB[0]) * (1.0 / self.STEP_DB)).astype(np.intp)
+        return np.minimum(np.maximum(i, -1), self.eff.size - 1)
 
     def __call__(self, sinr: np.ndarray) -> np.ndarray:
-        i = self._index(np.asarray(sinr, dtype=float))
-        return np.where(i >= 0, self.eff[np.clip(i, 0, None)], 0.0)
+        return self._eff0[self._index(np.asarray(sinr, dtype=float)) + 1]
 
     def retransmissions(
         self, sinr: float, rng: np.random.Generator, max_transmissions: int = 4

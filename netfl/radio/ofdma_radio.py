@@ -70,9 +70,6 @@ class OfdmaRadio(Radio):
     rng_for_link : callable
         ``key → numpy Generator``; ``rng_for_link(0)`` seeds the keyed hash that gives
         every link its large-scale draws (LOS, shadowing).
-    rng_for_harq : callable, optional
-        ``k → numpy Generator`` for the HARQ draws of the k-th transfer that has them
-        (the ``lte_bler`` abstraction).
     max_rbs_per_transfer : float
         Cap on the RBs one FL transfer may hold (``inf``: no cap).
     """
@@ -91,11 +88,8 @@ class OfdmaRadio(Radio):
         pf_window_blocks: float = 100.0,
         bs: Node | None = None,
         bs_power: BsPowerModel | None = None,
-        rng_for_harq: Callable[[int], np.random.Generator] | None = None,
     ):
         super().__init__(env, recorder, bs, bs_power)
-        self._rng_for_harq = rng_for_harq or (lambda k: np.random.default_rng((k, 0x4841)))
-        self._harq_count = 0
         self.profile = profile
         self._pathloss = profile.build_pathloss()
         self._d2d_pathloss = profile.build_pathloss(d2d=True)
@@ -111,7 +105,7 @@ class OfdmaRadio(Radio):
             d: OfdmaCarrier(
                 env,
                 d,
-                profile.num_rbs,
+                profile.data_rbs(d),  # (uplink: less the PUCCH RBs)
                 profile.rb_bandwidth_hz,
                 profile.build_fading(),
                 profile.efficiency_for(d),
@@ -276,10 +270,19 @@ class OfdmaRadio(Radio):
         return max(c.num_rbs - cue, 0.0) * c.rb_bandwidth_hz * c.time_fraction
 
     def _send(
-        self, carrier: OfdmaCarrier, size_bits: float, psd: float, total: float, **kw: Any
+        self,
+        carrier: OfdmaCarrier,
+        size_bits: float,
+        psd: float,
+        total: float,
+        rng: np.random.Generator | None = None,
+        **kw: Any,
     ) -> OfdmaFlow:
-        rng = self._rng_for_transfer(self._count)
-        self._count += 1
+        """Start a flow on ``carrier`` with the fading generator ``rng`` (default: the next
+        transfer's; the grant cycles of one upload share their transfer's)."""
+        if rng is None:
+            rng = self._rng_for_transfer(self._count)
+            self._count += 1
         return carrier.send(
             size_bits, psd, rng, cap_rbs=self.max_rbs_per_transfer, snr_total=total, **kw
         )
@@ -305,24 +308,26 @@ class OfdmaRadio(Radio):
             yield flow.done
             extra = self._finish(carrier, flow, start)
         else:
-            extra = yield from self._deliver_in_grant_cycles(carrier, size_bits, psd, total, grant)
-        yield from self._harq_tail(carrier, extra)
+            extra, flow = yield from self._deliver_in_grant_cycles(
+                carrier, size_bits, psd, total, grant
+            )
+        yield from self._harq_tail(carrier, extra, flow.rng)
         return extra
 
     def _harq_tail(
-        self, carrier: OfdmaCarrier, extra: dict[str, Any]
+        self, carrier: OfdmaCarrier, extra: dict[str, Any], rng: np.random.Generator
     ) -> Generator[simpy.Event, Any, None]:
-        """The ``lte_bler`` abstraction's HARQ: the transfer's last transport block fails
-        with OLLA's BLER at the transfer's mean SINR and is resent one HARQ round trip
-        later (chase combining; :meth:`~channel_models.lte.LteBlerEfficiency.retransmissions`),
-        drawn from the transfer's own generator. The earlier blocks' failures are in the
-        goodput; only the last one's round trips add to the duration."""
+        """The ``bler`` abstractions' HARQ: the transfer's last transport block fails with
+        OLLA's BLER at the transfer's mean SINR and is resent one HARQ round trip later
+        (chase combining; :meth:`~channel_models.link_abstraction.BlerLinkAdaptation.retransmissions`).
+        Drawn from the generator of the transfer's last flow, after its fading draws (its
+        own stream, no other draw follows; no generator is made per transfer). The
+        earlier blocks' failures are in the goodput; only the last one's round trips add
+        to the duration."""
         model = getattr(carrier.efficiency, "bler_model", None)
         if model is None or not extra.get("airtime_s"):
             return
         harq = self.profile.harq
-        rng = self._rng_for_harq(self._harq_count)
-        self._harq_count += 1
         sinr = 10.0 ** (extra["mean_snr_db"] / 10.0)
         n = model.retransmissions(sinr, rng, int(harq["max_transmissions"]))
         extra["harq_retransmissions"] = n
@@ -331,7 +336,7 @@ class OfdmaRadio(Radio):
 
     def _deliver_in_grant_cycles(
         self, carrier: OfdmaCarrier, size_bits: float, psd: float, total: float, grant: dict
-    ) -> Generator[simpy.Event, Any, dict[str, float]]:
+    ) -> Generator[simpy.Event, Any, tuple[dict[str, float], OfdmaFlow]]:
         """An uplink transfer of a buffer-status-driven MAC (``profile.uplink_grant``):
         idle for the start-up delay, then one flow per grant cycle of at most
         ``bsr_max_bytes``, cycles ``cycle_gap_s`` apart (meanwhile the carrier serves the
@@ -341,8 +346,10 @@ class OfdmaRadio(Radio):
         if grant["startup_delay_s"] > 0:
             yield self.env.timeout(grant["startup_delay_s"])
         left, flows = size_bits, []
+        rng = self._rng_for_transfer(self._count)
+        self._count += 1
         while True:
-            flow = self._send(carrier, min(left, chunk_bits), psd, total)
+            flow = self._send(carrier, min(left, chunk_bits), psd, total, rng)
             yield flow.done
             flows.append(flow)
             left -= flow.size_bits
@@ -356,7 +363,7 @@ class OfdmaRadio(Radio):
             "rb_subframes": sum(f.rb_seconds for f in flows) / SUBFRAME_S,
             "mean_snr_db": float(linear_to_db(snr)),
             "airtime_s": airtime,
-        }
+        }, flows[-1]
 
     def _deliver_multicast(
         self, src: Node, receivers: list[Node], size_bits: float
@@ -367,7 +374,7 @@ class OfdmaRadio(Radio):
         flow = self._send(carrier, size_bits, float(snrs.min()), math.inf, multicast_snrs=snrs)
         yield flow.done
         extra = self._finish(carrier, flow, start)
-        yield from self._harq_tail(carrier, extra)
+        yield from self._harq_tail(carrier, extra, flow.rng)
         return extra
 
     def tables(self) -> dict[str, pd.DataFrame]:

@@ -58,6 +58,7 @@ _OFDMA_KEYS = {
     "bler_target",
     "phy_overhead_uplink",
     "phy_overhead_downlink",
+    "overheads",
     "pathloss",
     "channel_profile_file",
     "shadowing",
@@ -140,6 +141,12 @@ class LinkSection(_Strict):
     )
     phy_overhead_uplink: float | None = Field(None, ge=0.0, lt=1.0, description="TS 38.306 OH")
     phy_overhead_downlink: float | None = Field(None, ge=0.0, lt=1.0, description="TS 38.306 OH")
+    overheads: dict[str, Any] | None = Field(
+        None,
+        description="named overheads merged into the profile's: cyclic_prefix (normal, "
+        "extended, none), reference_signals (lte, nr, none), pdcch_symbols (0..3), "
+        "pucch_rbs (uplink RBs kept for PUCCH); channel_models.overheads gives each source",
+    )
     pathloss: dict[str, Any] | None = Field(
         None,
         description="cellular path-loss law replacing the profile's: {model: NAME, ...its "
@@ -299,6 +306,7 @@ class LinkSection(_Strict):
             uplink_power_control=pc,
             efficiency=efficiency,
             phy_overhead=overhead,
+            overheads={**base.overheads, **(self.overheads or {})},
             pathloss=self._shadowed(self.pathloss or base.pathloss, "pathloss"),
             d2d_pathloss=self._shadowed(base.d2d_pathloss, "d2d"),
         )

@@ -177,7 +177,6 @@ class World:
                 link.scheduler,
                 rng_for_transfer=lambda k: self.streams.generator("fading", k),
                 rng_for_link=lambda k: self.streams.generator("shadowing", k),
-                rng_for_harq=lambda k: self.streams.generator("harq", k),
                 max_rbs_per_transfer=link.max_rbs_per_transfer or float("inf"),
                 pf_window_blocks=link.pf_window_blocks or 100.0,
                 bs=self.bs,

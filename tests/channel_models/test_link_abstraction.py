@@ -58,6 +58,7 @@ def test_profile_applies_overhead_per_direction():
     p = get_channel_profile("nr_fr1_uma").with_overrides(  # its CQI-table variant
         efficiency={"model": "cqi", "table": "64qam", "gap_db": 0.0, "max_bps_per_hz": None},
         phy_overhead={"uplink": 0.08, "downlink": 0.14},
+        overheads={},
     )
     snr = np.array([100.0])
     raw = cqi_efficiency(snr)[0]

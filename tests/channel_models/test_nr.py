@@ -70,7 +70,7 @@ def test_olla_holds_the_target_and_efficiency_rises(direction, table):
 def test_256qam_table_reaches_further():
     t1 = nr_bler_efficiency("downlink", 273, 1, 360e3, 1)
     t2 = nr_bler_efficiency("downlink", 273, 1, 360e3, 2)
-    high = np.array([10 ** 3.0])
+    high = np.array([10**3.0])
     assert t2(high)[0] > 1.2 * t1(high)[0]
 
 

@@ -60,14 +60,21 @@ def main() -> int:
     db0, db1, step = GRID_DB
     n = int(round((db1 - db0) / step)) + 1
     curves: dict[str, dict] = {}
-    for direction, tbs_of in (("uplink", amc.GetUlTbSizeFromMcs), ("downlink", amc.GetDlTbSizeFromMcs)):
+    for direction, tbs_of in (
+        ("uplink", amc.GetUlTbSizeFromMcs),
+        ("downlink", amc.GetDlTbSizeFromMcs),
+    ):
         per_prbs = {}
         for prbs in PRBS:
             rows = []
             for mcs in range(29):
                 tbs_bits = int(tbs_of(mcs, prbs))
                 b = list(cppyy.gbl.netfl_bler_curve(prbs, tbs_bits // 8, mcs, db0, step, n))
-                assert all(x >= y - 1e-12 for x, y in zip(b, b[1:], strict=False)), (direction, prbs, mcs)
+                assert all(x >= y - 1e-12 for x, y in zip(b, b[1:], strict=False)), (
+                    direction,
+                    prbs,
+                    mcs,
+                )
                 lo = max([k for k, x in enumerate(b) if x >= 1 - TAIL], default=0)
                 hi = min([k for k, x in enumerate(b) if x <= TAIL], default=n - 1)
                 rows.append(
