@@ -139,6 +139,11 @@ class ChannelProfile:
     #: status report → grant) and is granted at most ``bsr_max_bytes`` (the top level
     #: of a buffer status report) per cycle, cycles ``cycle_gap_s`` apart
     uplink_grant: dict[str, float] | None = None
+    #: the SINR link adaptation follows on a full-carrier uplink: ``wideband`` (power
+    #: over the carrier, as a full-band sounding signal measures it; ns-3's rule) or
+    #: ``allocation`` (the UE's power on the RBs it holds). Open-loop power control
+    #: always gives the allocation's SINR.
+    cqi_sinr: str = "wideband"
     #: HARQ of the ``lte_bler`` abstraction: a failed transport block is resent
     #: ``rtt_s`` later, at most ``max_transmissions`` times in all
     harq: dict[str, float] = field(
@@ -176,6 +181,8 @@ class ChannelProfile:
                     raise ValueError(f"uplink_grant.{k}: {v!r} must be a finite number >= 0")
             if self.uplink_grant["bsr_max_bytes"] <= 0:
                 raise ValueError("uplink_grant.bsr_max_bytes: must be positive")
+        if self.cqi_sinr not in ("wideband", "allocation"):
+            raise ValueError(f"cqi_sinr: {self.cqi_sinr!r} (valid: wideband, allocation)")
         if self.power_spread not in ("carrier", "rbs"):
             raise ValueError(f"power_spread: {self.power_spread!r} (valid: carrier, rbs)")
         eff = self.efficiency.get("model")
@@ -294,23 +301,23 @@ class ChannelProfile:
         """The TBS-based link abstraction of ``direction``: ``lte_amc`` (ns-3's gap-based
         CQI → MCS, no errors), ``lte_bler`` or ``nr_bler`` (BLER curves, OLLA, HARQ)."""
         p = self.efficiency
+        target = 0.1 if p.get("bler_target") is None else float(p["bler_target"])
+        cap = p.get("max_mcs")
         if p["model"] == "nr_bler":
-            target = p.get("bler_target")
             return nr_bler_efficiency(
                 direction,
                 int(p.get("reference_prbs") or self.num_rbs),
                 self.numerology,
                 self.rb_bandwidth_hz,
                 int(p.get("mcs_table") or 1),
-                0.1 if target is None else float(target),
+                target,
+                None if cap is None else int(cap),
             )
         prbs = int(p.get("reference_prbs") or min(self.num_rbs, 110))
+        cap = 28 if cap is None else int(cap)
         if p["model"] == "lte_bler":
-            target = p.get("bler_target")
-            return lte_bler_efficiency(
-                direction, prbs, self.rb_bandwidth_hz, 0.1 if target is None else float(target)
-            )
-        return lte_amc_efficiency(direction, prbs, self.rb_bandwidth_hz, p.get("gap_db"))
+            return lte_bler_efficiency(direction, prbs, self.rb_bandwidth_hz, target, cap)
+        return lte_amc_efficiency(direction, prbs, self.rb_bandwidth_hz, p.get("gap_db"), cap)
 
     def efficiency_for(self, direction: str) -> Efficiency:
         """``snr → efficiency`` of one direction (a carrier's rate function): equal to

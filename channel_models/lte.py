@@ -133,13 +133,16 @@ class LteAmcEfficiency:
         reference_prbs: int,
         rb_bandwidth_hz: float = 180e3,
         gap_db: float | None = None,
+        max_mcs: int = 28,
     ):
         if not 1 <= reference_prbs <= 110:
             raise ValueError(f"reference_prbs: {reference_prbs} outside the TBS table's 1..110")
+        if not 0 <= max_mcs <= 28:
+            raise ValueError(f"max_mcs: {max_mcs} outside the LTE MCS range 0..28")
         self.uplink = direction == "uplink"
         self.gap_db = ber_gap_db() if gap_db is None else float(gap_db)
         table = ul_tbs_bits if self.uplink else dl_tbs_bits
-        mcs = mcs_from_cqi(np.arange(16))
+        mcs = np.minimum(mcs_from_cqi(np.arange(16)), max_mcs)  # (the MCS cap)
         tbs = table(mcs, reference_prbs).astype(float)
         tbs[0] = 0.0  # CQI 0: out of range, not scheduled
         self.by_cqi = tbs / (reference_prbs * rb_bandwidth_hz * TTI_S)
@@ -187,10 +190,14 @@ class LteAmcEfficiency:
 
 @lru_cache(maxsize=64)
 def lte_amc_efficiency(
-    direction: str, reference_prbs: int, rb_bandwidth_hz: float = 180e3, gap_db: float | None = None
+    direction: str,
+    reference_prbs: int,
+    rb_bandwidth_hz: float = 180e3,
+    gap_db: float | None = None,
+    max_mcs: int = 28,
 ) -> LteAmcEfficiency:
     """A shared :class:`LteAmcEfficiency` (its thresholds take ~50 ms to find)."""
-    return LteAmcEfficiency(direction, reference_prbs, rb_bandwidth_hz, gap_db)
+    return LteAmcEfficiency(direction, reference_prbs, rb_bandwidth_hz, gap_db, max_mcs)
 
 
 #: LTE FDD HARQ round-trip time: a NACKed transport block is retransmitted 8 TTIs later
@@ -230,11 +237,14 @@ class LteBlerEfficiency(BlerLinkAdaptation):
         reference_prbs: int,
         rb_bandwidth_hz: float = 180e3,
         bler_target: float = 0.1,
+        max_mcs: int = 28,
     ):
         if not 1 <= reference_prbs <= 110:
             raise ValueError(f"reference_prbs: {reference_prbs} outside the TBS table's 1..110")
+        if not 0 <= max_mcs <= 28:
+            raise ValueError(f"max_mcs: {max_mcs} outside the LTE MCS range 0..28")
         table = ul_tbs_bits if direction == "uplink" else dl_tbs_bits
-        tbs = table(np.arange(29), reference_prbs).astype(float)
+        tbs = table(np.arange(max_mcs + 1), reference_prbs).astype(float)
         super().__init__(
             tbs,
             lambda m, db: bler_curve_db(direction, reference_prbs, m, db),
@@ -247,7 +257,11 @@ class LteBlerEfficiency(BlerLinkAdaptation):
 
 @lru_cache(maxsize=64)
 def lte_bler_efficiency(
-    direction: str, reference_prbs: int, rb_bandwidth_hz: float = 180e3, bler_target: float = 0.1
+    direction: str,
+    reference_prbs: int,
+    rb_bandwidth_hz: float = 180e3,
+    bler_target: float = 0.1,
+    max_mcs: int = 28,
 ) -> LteBlerEfficiency:
     """A shared :class:`LteBlerEfficiency` (tabulating it takes ~0.1 s)."""
-    return LteBlerEfficiency(direction, reference_prbs, rb_bandwidth_hz, bler_target)
+    return LteBlerEfficiency(direction, reference_prbs, rb_bandwidth_hz, bler_target, max_mcs)

@@ -90,10 +90,18 @@ class NrBlerEfficiency(BlerLinkAdaptation):
         rb_bandwidth_hz: float,
         mcs_table: int = 1,
         bler_target: float = 0.1,
+        max_mcs: int | None = None,
     ):
         prbs = nr_allocation_prbs(reference_prbs)
+        tbs = nr_tbs_bits(direction, mcs_table, prbs)
+        if max_mcs is not None:
+            if not 0 <= max_mcs < tbs.size:
+                raise ValueError(
+                    f"max_mcs: {max_mcs} outside MCS table {mcs_table}'s 0..{tbs.size - 1}"
+                )
+            tbs = tbs[: max_mcs + 1]
         super().__init__(
-            nr_tbs_bits(direction, mcs_table, prbs),
+            tbs,
             lambda m, db: nr_bler_curve_db(direction, mcs_table, prbs, m, db),
             1e-3 / 2**numerology,
             prbs * rb_bandwidth_hz,
@@ -110,8 +118,9 @@ def nr_bler_efficiency(
     rb_bandwidth_hz: float,
     mcs_table: int = 1,
     bler_target: float = 0.1,
+    max_mcs: int | None = None,
 ) -> NrBlerEfficiency:
     """A shared :class:`NrBlerEfficiency`."""
     return NrBlerEfficiency(
-        direction, reference_prbs, numerology, rb_bandwidth_hz, mcs_table, bler_target
+        direction, reference_prbs, numerology, rb_bandwidth_hz, mcs_table, bler_target, max_mcs
     )

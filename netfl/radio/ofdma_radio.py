@@ -190,10 +190,18 @@ class OfdmaRadio(Radio):
         v = ((_mix64(h ^ np.uint64(2)) >> np.uint64(11)).astype(float) + 0.5) * 2.0**-53
         return u, ndtri(v)
 
-    def snr_terms(self, loss_db, from_bs: bool, to_bs: bool) -> tuple[Any, Any]:
+    def snr_terms(
+        self, loss_db, from_bs: bool, to_bs: bool, wideband: bool = False
+    ) -> tuple[Any, Any]:
         """``(snr_per_rb, snr_total)`` of a link with ``loss_db`` (a number or an array):
         the per-RB SNR is ``min(snr_total / M, snr_per_rb)`` for M RBs (``snr_total`` =
         inf: no power control).
+
+        A full-carrier UE transmitter's SNR is the wideband one (power over the carrier,
+        as a sounding signal measures it) unless the profile's ``cqi_sinr`` is
+        ``allocation``: then its power concentrates on the M RBs it holds (``snr_total``
+        = all power in one RB, never more than that per RB). ``wideband`` asks for the
+        wideband SNR whatever the option (FedDif's link planning).
         """
         p = self.profile
         beta = 10.0 ** (-np.asarray(loss_db, dtype=float) / 10.0)
@@ -202,6 +210,9 @@ class OfdmaRadio(Radio):
             return p.bs_tx_power_w * beta / p.noise_w(receiver), math.inf
         pc = p.uplink_power_control
         if pc["model"] == "full_carrier":
+            if p.cqi_sinr == "allocation" and not wideband:
+                one_rb = p.ue_tx_power_w * beta / p.noise_w(receiver, p.rb_bandwidth_hz)
+                return one_rb, one_rb
             return p.ue_tx_power_w * beta / p.noise_w(receiver), math.inf
         noise_rb = p.noise_w(receiver, p.rb_bandwidth_hz)
         psd_dbm = pc["p0_dbm"] + 10.0 * math.log10(2.0**p.numerology) + pc["alpha"] * loss_db
@@ -231,7 +242,10 @@ class OfdmaRadio(Radio):
             return snr, snr.copy()
         (direction,) = directions
         psd, _ = self.snr_terms(
-            self.link_loss_matrix_db(srcs, dsts), direction == "downlink", direction == "uplink"
+            self.link_loss_matrix_db(srcs, dsts),
+            direction == "downlink",
+            direction == "uplink",
+            wideband=True,
         )
         self_pair = np.array([[s is d for d in dsts] for s in srcs], dtype=bool)
         snr = np.where(self_pair, 0.0, psd)

@@ -56,6 +56,8 @@ _OFDMA_KEYS = {
     "cqi_table",
     "link_abstraction",
     "bler_target",
+    "max_mcs",
+    "cqi_sinr",
     "phy_overhead_uplink",
     "phy_overhead_downlink",
     "overheads",
@@ -138,6 +140,14 @@ class LinkSection(_Strict):
     )
     bler_target: float | None = Field(
         None, gt=0.0, lt=1.0, description="bler abstraction: OLLA's BLER target (default 0.1)"
+    )
+    cqi_sinr: Literal["wideband", "allocation"] | None = Field(
+        None,
+        description="full-carrier uplink: link adaptation from the wideband (sounding) "
+        "SINR (default) or from the SINR of the UE's power on the RBs it holds",
+    )
+    max_mcs: NonNegativeInt | None = Field(
+        None, description="MCS cap of the LTE/NR link abstractions (LTE 0..28; NR per table)"
     )
     phy_overhead_uplink: float | None = Field(None, ge=0.0, lt=1.0, description="TS 38.306 OH")
     phy_overhead_downlink: float | None = Field(None, ge=0.0, lt=1.0, description="TS 38.306 OH")
@@ -234,12 +244,13 @@ class LinkSection(_Strict):
                 f"model is {model!r}); the gap and bler abstractions apply to lte_* and "
                 "nr_* profiles"
             )
-        keep = {k: efficiency.get(k) for k in ("reference_prbs", "bler_target")}
+        keep = {k: efficiency.get(k) for k in ("reference_prbs", "bler_target", "max_mcs")}
         if self.link_abstraction == "gap" and lte:
             efficiency = {
                 "model": "lte_amc",
                 "gap_db": efficiency.get("gap_db"),
                 "reference_prbs": keep["reference_prbs"],
+                "max_mcs": keep["max_mcs"],
             }
         elif self.link_abstraction == "bler" and lte:
             efficiency = {"model": "lte_bler", **keep}
@@ -251,6 +262,13 @@ class LinkSection(_Strict):
                 "gap_db": efficiency.get("gap_db") or 0.0,
                 "max_bps_per_hz": efficiency.get("max_bps_per_hz"),
             }
+        if self.max_mcs is not None:
+            if efficiency["model"] not in ("lte_amc", "lte_bler", "nr_bler"):
+                raise ValueError(
+                    f"max_mcs: the efficiency model {efficiency['model']!r} has no MCS table "
+                    "(cap a Shannon or CQI rate with max_bps_per_hz)"
+                )
+            efficiency["max_mcs"] = self.max_mcs
         if self.bler_target is not None:
             if efficiency["model"] not in ("lte_bler", "nr_bler"):
                 raise ValueError("bler_target: applies to link_abstraction: bler")
@@ -307,6 +325,7 @@ class LinkSection(_Strict):
             efficiency=efficiency,
             phy_overhead=overhead,
             overheads={**base.overheads, **(self.overheads or {})},
+            cqi_sinr=self.cqi_sinr,
             pathloss=self._shadowed(self.pathloss or base.pathloss, "pathloss"),
             d2d_pathloss=self._shadowed(base.d2d_pathloss, "d2d"),
         )

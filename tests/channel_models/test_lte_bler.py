@@ -88,3 +88,19 @@ def test_harq_retransmits_the_last_block_with_olla_s_bler():
     assert (counts > 1).mean() < 0.002
     assert np.all(counts <= 3)
     assert all(e.retransmissions(10.0, rng, 1) == 0 for _ in range(100))  # no HARQ
+
+
+def test_an_mcs_cap_bounds_every_abstraction():
+    from channel_models.lte import lte_amc_efficiency
+    from channel_models.nr import nr_bler_efficiency
+
+    high = np.array([1e4])
+    assert lte_amc_efficiency("uplink", 100, 180e3, None, 10)(high)[0] == pytest.approx(
+        ul_tbs_bits(10, 100) / (100 * 180e3 * 1e-3)
+    )
+    capped = lte_bler_efficiency("uplink", 100, 180e3, 0.1, 10)
+    assert capped.mcs.max() == 10 and capped(high)[0] < lte_bler_efficiency("uplink", 100)(high)[0]
+    nr = nr_bler_efficiency("downlink", 273, 1, 360e3, 1, 0.1, 15)
+    assert nr.mcs.max() == 15
+    with pytest.raises(ValueError, match="max_mcs: 29 outside"):
+        lte_bler_efficiency("uplink", 100, 180e3, 0.1, 29)

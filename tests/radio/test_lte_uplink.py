@@ -210,3 +210,33 @@ def test_link_abstraction_keys_are_checked(link, message):
     data["cell"]["link"].setdefault("channel_profile", "lte_20mhz")
     with pytest.raises((ScenarioError, ValueError), match=message):
         World(parse_scenario(data))
+
+
+def test_max_mcs_caps_the_upload_rate_and_is_refused_without_an_mcs_table():
+    from netfl.errors import ScenarioError
+
+    free = run(_scenario(100_000, [[30.0, 0.0]])).transfers["airtime_s"].iloc[0]
+    capped = run(_scenario(100_000, [[30.0, 0.0]], max_mcs=10)).transfers["airtime_s"].iloc[0]
+    assert capped == pytest.approx(free * ul_tbs_bits(28, 100) / ul_tbs_bits(10, 100), rel=1e-9)
+    data = tiny_scenario(cell={"radius_m": 300, "link": {"mode": "ofdma", "max_mcs": 10}})
+    data["cell"]["link"]["channel_profile"] = "feddif"
+    with pytest.raises((ScenarioError, ValueError), match="has no MCS table"):
+        World(parse_scenario(data))
+
+
+def test_cqi_from_the_allocation_sinr_concentrates_the_power_on_the_held_rbs():
+    """Five UEs at one spot share 100 PRBs (20 each): with ``cqi_sinr: allocation`` each
+    UE's SINR is 10·log10(100/20) ≈ 7 dB above the wideband one, so its MCS (and rate)
+    is the one of that SINR; a lone UE holding every RB sees no difference."""
+    from channel_models.lte import lte_amc_efficiency
+
+    spot = [[200.0, 0.0]]
+    alone = [run(_scenario(50_000, spot, cqi_sinr=m)).transfers for m in ("wideband", "allocation")]
+    assert alone[0]["end_s"].tolist() == pytest.approx(alone[1]["end_s"].tolist(), rel=1e-12)
+    world = World(_scenario(50_000, spot * 5))
+    wide = world.radio.mean_snr(world.devices[0], world.bs)
+    eff = lte_amc_efficiency("uplink", 100)
+    for mode, snr in (("wideband", wide), ("allocation", 5 * wide)):
+        up = run(_scenario(50_000, spot * 5, cqi_sinr=mode)).transfers
+        rate_bps = eff(np.array([snr]))[0] * 20 * 180e3  # 20 PRBs each
+        assert up["airtime_s"].iloc[0] == pytest.approx(8 * 50_000 * 1.0 / rate_bps, rel=1e-6)
