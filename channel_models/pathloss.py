@@ -105,6 +105,14 @@ class PathLoss(ABC):
             loss = loss + shadow_normal * self.shadowing_std_db
         return loss
 
+    def at_heights(self, height_tx_m: float, height_rx_m: float) -> PathLoss:
+        """The same law for antennas at other heights [m] (a copy; per-device heights)."""
+        import copy
+
+        law = copy.copy(self)
+        law.height_tx_m, law.height_rx_m = float(height_tx_m), float(height_rx_m)
+        return law
+
     def __repr__(self) -> str:
         return (
             f"{type(self).__name__}(h_tx={self.height_tx_m:g} m, h_rx={self.height_rx_m:g} m, "
@@ -286,7 +294,19 @@ class _TR38901Scenario(_TR38901):
 
 
 class UMa(_TR38901Scenario):
-    """3GPP TR 38.901 Table 7.4.1-1, UMa (h_BS = 25 m, 1.5 m ≤ h_UT ≤ 13 m here)."""
+    """3GPP TR 38.901 Table 7.4.1-1, UMa (h_BS = 25 m, 1.5 m ≤ h_UT ≤ 22.5 m)."""
+
+    def los_probability(self, distance_2d_m: ArrayLike) -> np.ndarray:
+        """Table 7.4.2-1, UMa: the d2D term × (1 + C'(h_UT)·5/4·(d2D/100)³·exp(−d2D/150))
+        beyond 18 m, C'(h_UT) = ((h_UT − 13)/10)^1.5 above 13 m (0 below)."""
+        p = super().los_probability(distance_2d_m)
+        if self.height_rx_m <= 13.0:
+            return p
+        d = np.asarray(distance_2d_m, dtype=float)
+        c = ((self.height_rx_m - 13.0) / 10.0) ** 1.5
+        return np.where(
+            d <= 18.0, 1.0, p * (1.0 + c * 1.25 * (d / 100.0) ** 3 * np.exp(-d / 150.0))
+        )
 
     coefficients = _Coefficients(
         a=28.0, b=22.0, c=9.0, na=13.54, nb=39.08, nf=20.0, nh=0.6, los_decay_m=63.0

@@ -118,8 +118,8 @@ def test_csv_layout_is_read_relative_to_the_scenario_and_recorded_in_full(tmp_pa
             r"inner_m \(90.0\) must be below outer_m",
         ),
         (
-            {"count": 1, "layout": {"kind": "positions", "positions_m": [[1, 2, 3]]}},
-            r"per-device heights are not modelled yet",
+            {"count": 1, "layout": {"kind": "positions", "positions_m": [[1, 2, -3]]}},
+            r"positions_m\[0\]: height z = -3.0 m must be positive",
         ),
         ({"count": 1, "layout": {"kind": "hexagon"}}, r"devices\.layout\.kind"),
         (

@@ -47,7 +47,8 @@ first, until every chain has visited every reachable PUE.
 Per-round columns (``rounds.csv``): ``diffusion_rounds``, ``control_bits``,
 ``matching_time_s`` (simulated), ``iid_distance_start/end_mean/max``,
 ``diffusion_stop`` (1 = every model within ε, 2 = no schedulable pair,
-3 = ``max_diffusion_rounds``, 0 = none planned). The ``diffusion`` table has a
+3 = ``max_diffusion_rounds``, 4 = mean diffusion efficiency (14) ≤
+``efficiency_epsilon`` under ``stop: mean_efficiency``, 0 = none planned). The ``diffusion`` table has a
 row per (round, diffusion round, model): holder, chain length and data
 size, IID distance, and the pair chosen (receiver, valuation, weight, γ̃,
 B̃), with the wall-clock time of the Kuhn–Munkres call (``matching_wall_s``)
@@ -63,7 +64,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import simpy
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from netfl.algorithms.base import RoundSummary, register
 from netfl.algorithms.context import RoundContext
@@ -72,6 +73,7 @@ from netfl.algorithms.feddif_state import (
     Chain,
     candidate_dol,
     chain_weights,
+    diffusion_efficiency,
     dsi,
     edge_weights,
     fit_bandwidth,
@@ -89,13 +91,35 @@ if TYPE_CHECKING:
 __all__ = ["FedDif", "FedDifConfig", "DIFFUSION_STOP"]
 
 #: codes of the ``diffusion_stop`` column
-DIFFUSION_STOP = {"none_planned": 0, "iid": 1, "no_pair": 2, "max_rounds": 3}
+DIFFUSION_STOP = {"none_planned": 0, "iid": 1, "no_pair": 2, "max_rounds": 3, "efficiency": 4}
 
 
 class FedDifConfig(FedAvgConfig):
     epsilon: float = Field(
         0.04, ge=0.0, description="ε: diffusion stops when every model's IID distance is ≤ ε"
     )
+    stop: Literal["per_model", "mean_efficiency"] = Field(
+        "per_model",
+        description="per_model: Algorithm 2, line 10 (every model within ε; a model within ε "
+        "gets no edges); mean_efficiency: the authors' code, diffusion ends when the mean "
+        "diffusion efficiency (14) of the scheduled pairs is ≤ efficiency_epsilon",
+    )
+    efficiency_epsilon: float | None = Field(
+        None,
+        ge=0.0,
+        description="stop: mean_efficiency — threshold on (14) in netfl's units, IID-distance "
+        "drop per Hz of a pair's (16f) bandwidth (required with that rule: the authors' 5e-3 "
+        "is on their code's scale; read the diffusion table's mean_efficiency to set it)",
+    )
+
+    @model_validator(mode="after")
+    def _efficiency_threshold(self) -> FedDifConfig:
+        if self.stop == "mean_efficiency" and self.efficiency_epsilon is None:
+            raise ValueError(
+                "stop: mean_efficiency needs efficiency_epsilon (IID-distance drop per Hz; "
+                "the diffusion table's mean_efficiency column shows the scale)"
+            )
+        return self
     min_efficiency_bps_per_hz: float = Field(
         1.0, ge=0.0, description="γ_min (16e): least expected D2D spectral efficiency [bit/s/Hz]"
     )
@@ -130,6 +154,8 @@ class FedDif(FedAvg):
     name = "feddif"
     Config = FedDifConfig
     config: FedDifConfig
+    #: Algorithm 2's rule that a model within ε is not diffused further (FedSwap: off)
+    within_epsilon_gets_no_edges = True
 
     def __init__(self, world: RoundContext, config: FedDifConfig):
         super().__init__(world, config)
@@ -164,8 +190,24 @@ class FedDif(FedAvg):
         )
 
     def diffusion_done(self, chains: list[Chain], distances: np.ndarray, n_pues: int) -> bool:
-        """Algorithm 2, line 10: stop once every model's IID distance is ≤ ε."""
+        """Algorithm 2, line 10: stop once every model's IID distance is ≤ ε (``stop:
+        per_model``; with ``mean_efficiency`` the schedule decides, :meth:`efficiency_done`)."""
+        if self.config.stop == "mean_efficiency":
+            return False
         return bool(np.all(distances <= self.config.epsilon))
+
+    def efficiency_done(self, decision: dict[str, Any]) -> tuple[bool, float]:
+        """``stop: mean_efficiency`` (the authors' code): the mean diffusion efficiency (14)
+        E = (1/M)·Σ_m δ_m / B_m of the scheduled pairs — δ the IID-distance drop (the
+        valuation (17)), B the pair's bandwidth (16f) — and whether it is ≤
+        ``efficiency_epsilon``. (False, nan) under ``per_model``."""
+        pairs = decision["pairs"]
+        if self.config.stop != "mean_efficiency" or not pairs:
+            return False, float("nan")
+        e = diffusion_efficiency(
+            [decision["values"][p] for p in pairs], [decision["bandwidth"][p] for p in pairs]
+        )
+        return e <= self.config.efficiency_epsilon, e
 
     def bid_values_per_model(self) -> int:
         """Numbers per model in a PUE's bid: its valuation and the link's channel state."""
@@ -237,6 +279,11 @@ class FedDif(FedAvg):
             if not decision["pairs"]:
                 self._log(r, k, chains, distances, decision, "no_pair")
                 stop = "no_pair"
+                break
+            done, decision["mean_efficiency"] = self.efficiency_done(decision)
+            if done:
+                self._log(r, k, chains, distances, decision, "efficiency")
+                stop = "efficiency"
                 break
             self._log(r, k, chains, distances, decision, "")
             extra["control_bits"] += yield from self._control(
@@ -369,6 +416,10 @@ class FedDif(FedAvg):
         weights = edge_weights(
             values, gamma, snr, in_chain, bits, cfg.min_efficiency_bps_per_hz, cfg.max_outage
         )
+        if cfg.stop == "per_model" and self.within_epsilon_gets_no_edges:
+            # Algorithm 2: a model already within ε needs no more diffusion
+            done = self._distances(chains) <= cfg.epsilon
+            weights = np.where(done[:, None], 0.0, weights)
         with np.errstate(divide="ignore"):
             bandwidth = np.where(gamma > 0, bits / (gamma * cfg.bandwidth_window_s), np.inf)
         wall0 = time.perf_counter()
@@ -420,6 +471,7 @@ class FedDif(FedAvg):
                 "bandwidth_hz": float("nan"),
                 "matching_wall_s": decision.get("matching_wall_s", float("nan")),
                 "schedule_wall_s": decision.get("schedule_wall_s", float("nan")),
+                "mean_efficiency": decision.get("mean_efficiency", float("nan")),
                 "stop": stop,
             }
             if i >= 0:

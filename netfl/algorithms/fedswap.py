@@ -23,6 +23,7 @@ class FedSwap(FedDif):
     """
 
     name = "fedswap"
+    within_epsilon_gets_no_edges = False  # (full diffusion: every model goes on)
 
     def valuations(self, chains: list[Chain], pues: list[Node]) -> np.ndarray:
         return np.ones((len(chains), len(pues)))

@@ -12,8 +12,9 @@ Round r:
 1. the server selects a portion p (``fraction``) of the devices; the others
    are stragglers and keep their parameters;
 2. every selected device trains T_l (``training.local_epochs``) epochs on
-   CE + λ‖w_k − w_k^{last}‖² (9) — w_k^{last} is what it last received, i.e.
-   the parameters it starts the round with — and uploads its own model;
+   (9), Σ_{D_k} CE + λ‖w_k − w_k^{last}‖² — w_k^{last} is what it last received,
+   i.e. the parameters it starts the round with — as batch-mean CE plus
+   (λ/|D_k|)‖·‖² (the same objective divided by |D_k|), and uploads its own model;
 3. the server runs Algorithm 3 over the uploaded models (generator and F
    adversarially, then F distilled into each device model), charged on the
    server's compute profile from the FLOPs of exactly those steps while the
@@ -49,7 +50,12 @@ __all__ = ["FedZKT", "FedZKTConfig"]
 class FedZKTConfig(AlgorithmConfig):
     fraction: float = Field(1.0, gt=0.0, le=1.0, description="p: share of devices active per round")
     min_clients: int = Field(1, ge=1, description="at least this many active devices per round")
-    l2_weight: float = Field(1.0, ge=0.0, description="λ of (9) (0: no ℓ2 pull)")
+    l2_weight: float = Field(
+        1.0,
+        ge=0.0,
+        description="λ of (9) on the paper's scale: (9) sums CE over the device's |D_k| samples "
+        "plus λ‖w − w_last‖² (the paper: λ = 1); a batch-mean CE gets λ/|D_k| (0: no ℓ2 pull)",
+    )
     server_iterations: int = Field(200, ge=1, description="n_D of Algorithm 3")
     distill_batch_size: int = Field(256, ge=2, description="generated samples per iteration")
     noise_dim: int = Field(100, ge=1, description="length of the generator's noise z")
@@ -58,8 +64,15 @@ class FedZKTConfig(AlgorithmConfig):
     server_lr: float = Field(0.01, gt=0.0, description="SGD learning rate of F and device models")
     server_momentum: float = Field(0.0, ge=0.0, lt=1.0, description="SGD momentum on the server")
     lr_decay: float = Field(0.3, gt=0.0, le=1.0, description="factor at 1/2 and 3/4 of n_D")
-    loss: Literal["sl", "kl", "l1"] = Field(
-        "sl", description="disagreement: softmax-ℓ1 (5), KL (3) or ℓ1 on logits (4)"
+    loss: Literal["sl", "kl", "kl_ens", "l1"] = Field(
+        "sl",
+        description="disagreement: softmax-ℓ1 (5), KL (3) as the paper writes it KL(F ‖ f_ens), "
+        "its reverse KL(f_ens ‖ F), or ℓ1 on logits (4)",
+    )
+    device_bn: Literal["frozen", "update"] = Field(
+        "frozen",
+        description="device models' BatchNorm while distilled on generated images: frozen "
+        "(running statistics of the device's real data kept) or update",
     )
 
 
@@ -88,6 +101,7 @@ class FedZKT(HeterogeneousFL):
             model_momentum=config.server_momentum,
             lr_decay=config.lr_decay,
             loss=config.loss,
+            device_bn=config.device_bn,
         )
         x = world.dataset.train_x
         self.value_range = (x.amin(dim=(0, 2, 3)), x.amax(dim=(0, 2, 3)))
@@ -144,7 +158,10 @@ class FedZKT(HeterogeneousFL):
 
     # -- device side -----------------------------------------------------------
     def local_update(self, r, device, state, epochs=None, seed_key=()):
-        """T_l epochs of CE + λ‖w − w^{last}‖² (9) on the device's own architecture."""
+        """T_l epochs of (9) on the device's own architecture: (9) is Σ_{D_k} CE + λ‖w −
+        w^{last}‖²; training minimises it divided by |D_k| — the batch-mean CE plus
+        (λ/|D_k|)‖w − w^{last}‖² — so λ keeps the paper's scale."""
+        weight = self.config.l2_weight / max(self.world.num_samples(device), 1)
         return (
             yield from super().local_update(
                 r,
@@ -152,7 +169,7 @@ class FedZKT(HeterogeneousFL):
                 self.device_states.get(device.index),
                 epochs,
                 seed_key,
-                self.config.l2_weight,
+                weight,
             )
         )
 

@@ -22,7 +22,8 @@ class Node:
 
     ``link`` is the node's fixed-rate access profile (None for the BS, whose
     capacity is configured on the radio). ``index`` is the device index
-    (0..N-1) for PUEs and -1 for the BS.
+    (0..N-1) for PUEs and -1 for the BS. ``height_m`` is the antenna height of a
+    device placed with one (NaN: the path-loss law's UE height applies).
     """
 
     name: str
@@ -32,6 +33,7 @@ class Node:
     compute: ComputeProfile
     link: LinkProfile | None = None
     energy: EnergyMeter = field(default_factory=EnergyMeter)
+    height_m: float = float("nan")
 
     @property
     def is_device(self) -> bool:

@@ -12,13 +12,17 @@ ICDCS 2022 (arXiv 2109.03775), Algorithm 3 and Sec. III-B.
 - :func:`disagreement`: the loss L between the global model F and the
   ensemble of device models, per sample summed over classes and averaged
   over the batch: SL (5) ‖softmax F(x) − mean_k softmax f_k(x)‖₁ (default),
-  KL (3) KL(mean_k softmax f_k(x) ‖ softmax F(x)), ℓ1 on logits (4)
-  ‖F(x) − mean_k f_k(x)‖₁.
+  KL (3) as the paper writes it, Σ F·log(F / f_ens) = KL(F ‖ f_ens) with F the
+  global softmax (``kl``), or the other direction KL(f_ens ‖ F) (``kl_ens``, the
+  usual distillation direction), ℓ1 on logits (4) ‖F(x) − mean_k f_k(x)‖₁.
 - :func:`server_update`: n_D iterations of a generator step (maximise L)
   and a global-model step (minimise L on fresh noise), then n_D iterations
   distilling F into every device model with KL(F(x) ‖ f_k(x)) (8). Adam for
   the generator, SGD for the models; learning rates × ``lr_decay`` at 1/2
-  and 3/4 of the iterations.
+  and 3/4 of the iterations. The device models' BatchNorm layers stay in
+  evaluation mode while they learn from generated images (``device_bn: frozen``):
+  their running statistics are those of the device's real data, which the
+  device keeps using; ``device_bn: update`` re-estimates them on generated images.
 - :func:`server_update_flops`: the FLOPs of exactly those steps.
 - :func:`proximal_loss`: the ℓ2 pull λ‖w_k − w_k^{last}‖² of the device update (9).
 """
@@ -47,7 +51,7 @@ __all__ = [
     "server_update_flops",
 ]
 
-DisagreementLoss = Literal["sl", "kl", "l1"]
+DisagreementLoss = Literal["sl", "kl", "kl_ens", "l1"]
 
 
 class Generator(nn.Module):
@@ -111,7 +115,9 @@ def disagreement(
     """L(F(x), f_ens(x)) of FedZKT, per sample summed over classes, mean over the batch.
 
     ``sl`` (5): ‖softmax F − f_ens‖₁ with f_ens the mean device softmax;
-    ``kl`` (3): KL(f_ens ‖ softmax F); ``l1`` (4): ‖F − mean_k f_k‖₁ on logits.
+    ``kl`` (3) as written in the paper: Σ F·log(F / f_ens) = KL(softmax F ‖ f_ens);
+    ``kl_ens``: the other direction, KL(f_ens ‖ softmax F);
+    ``l1`` (4): ‖F − mean_k f_k‖₁ on logits.
     """
     if kind == "l1":
         ens_logits = torch.stack(device_logits).mean(dim=0)
@@ -119,10 +125,13 @@ def disagreement(
     ens = torch.stack([F.softmax(lg, dim=1) for lg in device_logits]).mean(dim=0)
     if kind == "sl":
         return (F.softmax(global_logits, dim=1) - ens).abs().sum(dim=1).mean()
+    log_f = F.log_softmax(global_logits, dim=1)
+    log_ens = ens.clamp_min(1e-12).log()
     if kind == "kl":
-        log_q = F.log_softmax(global_logits, dim=1)
-        return (ens * (ens.clamp_min(1e-12).log() - log_q)).sum(dim=1).mean()
-    raise ValueError(f"unknown disagreement loss {kind!r} (valid: sl, kl, l1)")
+        return (log_f.exp() * (log_f - log_ens)).sum(dim=1).mean()
+    if kind == "kl_ens":
+        return (ens * (log_ens - log_f)).sum(dim=1).mean()
+    raise ValueError(f"unknown disagreement loss {kind!r} (valid: sl, kl, kl_ens, l1)")
 
 
 def kl_global_to_device(global_logits: torch.Tensor, device_logits: torch.Tensor) -> torch.Tensor:
@@ -136,7 +145,8 @@ def proximal_loss(
     weight: float, anchor: State
 ) -> Callable[[nn.Module, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]:
     """The ℓ2 term of (9), ``weight · Σ ‖w − w^{last}‖²`` over the trainable parameters,
-    as an ``extra_loss`` of :func:`netfl.learning.train.train_local`."""
+    as an ``extra_loss`` of :func:`netfl.learning.train.train_local` (whose CE is a batch
+    mean: pass ``λ/|D_k|`` for the balance of (9), see :class:`FedZKTConfig`)."""
     cache: dict[torch.device, dict[str, torch.Tensor]] = {}
 
     def extra(model: nn.Module, _xb, _yb, _logits) -> torch.Tensor:
@@ -163,6 +173,9 @@ class ZKTServerConfig:
     model_momentum: float = 0.0
     lr_decay: float = 0.3
     loss: DisagreementLoss = "sl"
+    #: device models' BatchNorm during distillation from generated images: ``frozen``
+    #: (evaluation mode: real-data running statistics kept) or ``update``
+    device_bn: Literal["frozen", "update"] = "frozen"
 
 
 @dataclass
@@ -175,6 +188,15 @@ class ZKTServerResult:
     generator_loss: float
     global_loss: float
     transfer_loss: float
+
+
+def _freeze_batchnorm(model: nn.Module) -> None:
+    """Put ``model``'s BatchNorm layers in evaluation mode: they normalise with their
+    running statistics (the device's real data) and do not update them; their affine
+    weights still learn."""
+    for m in model.modules():
+        if isinstance(m, nn.modules.batchnorm._BatchNorm):
+            m.eval()
 
 
 def _milestones(n: int) -> list[int]:
@@ -257,6 +279,8 @@ def server_update(
     for m in devices:
         m.requires_grad_(True)
         m.train()
+        if config.device_bn == "frozen":
+            _freeze_batchnorm(m)
         opts.append(
             torch.optim.SGD(m.parameters(), lr=config.model_lr, momentum=config.model_momentum)
         )

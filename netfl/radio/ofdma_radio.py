@@ -97,6 +97,7 @@ class OfdmaRadio(Radio):
         self._rng_for_link = rng_for_link or (lambda k: np.random.default_rng(k))
         self._name_keys: dict[str, np.uint64] = {}
         self._loss_cache: dict[tuple, float] = {}
+        self._laws_at: dict[tuple, Any] = {}
         self._link_seed = np.uint64(self._rng_for_link(0).integers(2**63))
         self._count = 0
         self.max_rbs_per_transfer = max_rbs_per_transfer
@@ -157,6 +158,9 @@ class OfdmaRadio(Radio):
         b = np.array([n.position_m for n in dsts], dtype=float)
         dist = np.hypot(*np.moveaxis(a[:, None, :] - b[None, :, :], -1, 0))
         d2d = np.array([[s.is_device and d.is_device for d in dsts] for s in srcs])
+        h_src = np.array([n.height_m for n in srcs], dtype=float)
+        h_dst = np.array([n.height_m for n in dsts], dtype=float)
+        heights = bool(np.isfinite(h_src).any() or np.isfinite(h_dst).any())
         for law, mask in ((self._d2d_pathloss, d2d), (self._pathloss, ~d2d)):
             if not mask.any():
                 continue
@@ -164,8 +168,38 @@ class OfdmaRadio(Radio):
             if law.random:
                 los_u, shadow_z = self._link_variates(srcs, dsts, a, b)
                 los_u, shadow_z = los_u[mask], shadow_z[mask]
-            out[mask] = law.loss_db_given(dist[mask], los_u, shadow_z)
+            if not heights:
+                out[mask] = law.loss_db_given(dist[mask], los_u, shadow_z)
+                continue
+            # per-device heights: cellular links put the device's height on the law's UE
+            # side (whichever end it is), D2D links the sender's and receiver's
+            if law is self._d2d_pathloss:
+                htx = np.broadcast_to(h_src[:, None], dist.shape)[mask]
+                hrx = np.broadcast_to(h_dst[None, :], dist.shape)[mask]
+            else:
+                htx = np.full(int(mask.sum()), np.nan)
+                hrx = np.fmax(h_src[:, None], h_dst[None, :])[mask]  # (the BS's is NaN)
+            htx = np.where(np.isnan(htx), law.height_tx_m, htx)
+            hrx = np.where(np.isnan(hrx), law.height_rx_m, hrx)
+            vals = np.empty(htx.size)
+            pairs = np.stack([htx, hrx], axis=1)
+            for ht, hr in np.unique(pairs, axis=0):
+                sel = (htx == ht) & (hrx == hr)
+                vals[sel] = self._law_at(law, float(ht), float(hr)).loss_db_given(
+                    dist[mask][sel],
+                    None if los_u is None else los_u[sel],
+                    None if shadow_z is None else shadow_z[sel],
+                )
+            out[mask] = vals
         return out
+
+    def _law_at(self, law, height_tx_m: float, height_rx_m: float):
+        """``law`` at other antenna heights, kept per law and heights."""
+        key = (id(law), height_tx_m, height_rx_m)
+        found = self._laws_at.get(key)
+        if found is None:
+            found = self._laws_at[key] = law.at_heights(height_tx_m, height_rx_m)
+        return found
 
     def _node_key(self, node: Node) -> np.uint64:
         key = self._name_keys.get(node.name)

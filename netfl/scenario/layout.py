@@ -11,10 +11,15 @@ annulus         ``inner_m``, ``outer_m`` (default: the cell radius)            y
 line            ``start_m: [x, y]``, ``end_m: [x, y]`` (evenly spaced)         no
 ring            ``radius_m``, ``phase_deg`` (evenly spaced in angle)           no
 grid            ``spacing_m``, ``columns`` (centred on the BS)                 no
-positions       ``positions_m: [[x, y], ...]``, one per device                 no
-csv             ``file`` (columns ``x_m, y_m`` or ``x, y``; relative paths     no
-                are relative to the scenario file), one row per device
+positions       ``positions_m: [[x, y], ...]`` or ``[[x, y, z], ...]``, one     no
+                per device
+csv             ``file`` (columns ``x_m, y_m`` or ``x, y``, optionally ``z_m`` no
+                or ``z``; relative paths are relative to the scenario file)
 ==============  =============================================================  ==========
+
+Every kind also takes ``height_m``: the antenna height of its devices [m]. A third
+coordinate ``z`` of an explicit position is that device's height (it wins over
+``height_m``). Without either, the path-loss law's UE height (``height_rx_m``) applies.
 
 A ``csv`` layout is read when the scenario is validated and becomes a ``positions``
 layout, so a run directory's ``scenario.yaml`` records every position. The base
@@ -63,9 +68,10 @@ _REQUIRED = {
 MAX_LAYOUT_POSITIONS = 100_000
 
 
-def read_positions_csv(path: Path) -> list[tuple[float, float]]:
-    """``(x, y)`` per row of a CSV with columns ``x_m, y_m`` (or ``x, y``) [m];
-    ``ValueError`` says what is wrong (missing columns, a value that is no number)."""
+def read_positions_csv(path: Path) -> list[tuple[float, ...]]:
+    """``(x, y)`` — or ``(x, y, z)`` with a ``z_m`` (or ``z``) column — per row of a CSV
+    with columns ``x_m, y_m`` (or ``x, y``) [m]; ``ValueError`` says what is wrong
+    (missing columns, a value that is no number)."""
     try:
         with open(path, newline="", encoding="utf-8") as f:
             reader = csv.DictReader(f)
@@ -80,16 +86,18 @@ def read_positions_csv(path: Path) -> list[tuple[float, float]]:
         raise ValueError(f"{path} has no x_m, y_m (or x, y) columns (columns: {header})")
     if len(rows) > MAX_LAYOUT_POSITIONS:
         raise ValueError(f"{path} has {len(rows)} rows; at most {MAX_LAYOUT_POSITIONS}")
+    zcol = next((z for z in ("z_m", "z") if z in header), None)
+    names = [*cols, *([zcol] if zcol else [])]
     out = []
     for i, row in enumerate(rows, start=2):
         row = {k.strip(): v for k, v in row.items() if k is not None}
         try:
-            x, y = float(row[cols[0]]), float(row[cols[1]])
+            values = tuple(float(row[c]) for c in names)
         except (TypeError, ValueError):
-            raise ValueError(f"{path} line {i}: {cols[0]}, {cols[1]} must be numbers") from None
-        if not (math.isfinite(x) and math.isfinite(y)):
+            raise ValueError(f"{path} line {i}: {', '.join(names)} must be numbers") from None
+        if not all(math.isfinite(v) for v in values):
             raise ValueError(f"{path} line {i}: positions must be finite")
-        out.append((x, y))
+        out.append(values)
     return out
 
 
@@ -110,11 +118,14 @@ class LayoutSection(_Strict):
     positions_m: list[list[float]] | None = Field(
         None, max_length=MAX_LAYOUT_POSITIONS, description="positions: [[x, y], ...] [m]"
     )
-    file: str | None = Field(None, description="csv: a file with x_m, y_m columns")
+    file: str | None = Field(None, description="csv: a file with x_m, y_m (and z_m) columns")
+    height_m: PositiveFloat | None = Field(
+        None, description="antenna height of these devices [m] (default: the law's height_rx_m)"
+    )
 
     @model_validator(mode="after")
     def _keys_of_kind(self) -> LayoutSection:
-        given = self.model_fields_set - {"kind"}
+        given = self.model_fields_set - {"kind", "height_m"}
         stray = sorted(given - KIND_KEYS[self.kind])
         if stray:
             raise ValueError(
@@ -129,13 +140,10 @@ class LayoutSection(_Strict):
                 raise ValueError(f"inner_m ({self.inner_m}) must be below outer_m ({self.outer_m})")
         if self.positions_m is not None:
             for i, p in enumerate(self.positions_m):
-                if len(p) == 3:
-                    raise ValueError(
-                        f"positions_m[{i}]: per-device heights are not modelled yet (the "
-                        "path-loss law's height_rx_m applies); give [x, y]"
-                    )
-                if len(p) != 2:
-                    raise ValueError(f"positions_m[{i}]: expected [x, y] [m], got {p}")
+                if len(p) not in (2, 3):
+                    raise ValueError(f"positions_m[{i}]: expected [x, y] or [x, y, z] [m], got {p}")
+                if len(p) == 3 and not p[2] > 0:
+                    raise ValueError(f"positions_m[{i}]: height z = {p[2]} m must be positive")
         return self
 
     @property
@@ -157,7 +165,9 @@ class LayoutSection(_Strict):
         if not path.is_absolute() and base_dir is not None:
             path = base_dir / path
         points = read_positions_csv(path)
-        return LayoutSection(kind="positions", positions_m=[list(p) for p in points])
+        return LayoutSection(
+            kind="positions", positions_m=[list(p) for p in points], height_m=self.height_m
+        )
 
     def positions(self, count: int, rng: np.random.Generator, cell_radius_m: float) -> np.ndarray:
         """``(count, 2)`` positions [m]; random kinds draw from ``rng``."""
@@ -174,8 +184,18 @@ class LayoutSection(_Strict):
         if self.kind == "grid":
             return grid_positions(count, self.spacing_m, self.columns)  # type: ignore[arg-type]
         if self.kind == "positions":
-            return np.asarray(self.positions_m, dtype=float).reshape(-1, 2)
+            return np.array([p[:2] for p in self.positions_m or []], dtype=float).reshape(-1, 2)
         raise ValueError("a csv layout must be resolved (resolve_file) before use")
+
+    def heights(self, count: int) -> np.ndarray:
+        """``(count,)`` antenna heights [m]: an explicit position's ``z``, else
+        ``height_m``, else NaN (the path-loss law's UE height applies)."""
+        out = np.full(count, np.nan if self.height_m is None else float(self.height_m))
+        if self.kind == "positions":
+            for i, p in enumerate(self.positions_m or []):
+                if len(p) == 3:
+                    out[i] = float(p[2])
+        return out
 
     def max_extent_m(self, count: int, cell_radius_m: float) -> float:
         """The largest distance from the BS a device of this layout can have [m] (a

@@ -131,6 +131,7 @@ def devices_frame(world: World) -> pd.DataFrame:
                 "num_samples": world.num_samples(n) if n.is_device else 0,
                 "x_m": float(n.position_m[0]),
                 "y_m": float(n.position_m[1]),
+                "height_m": n.height_m,  # (NaN: the path-loss law's UE height)
                 **{f: getattr(e, f) for f in METER_FIELDS},
                 "idle_energy_j": idle_j,
                 "energy_j": e.total_j,

@@ -161,6 +161,8 @@ class World:
             )
             for i, (cp, lp) in enumerate(specs)
         ]
+        for node, h in zip(self.all_devices, self.layout_heights(), strict=True):
+            node.height_m = float(h)
         self.devices = list(self.all_devices)
 
     def _build_radio(self) -> None:
@@ -280,6 +282,14 @@ class World:
             stream = keys if group is None else (*keys, group + 1)
             rng = self.streams.generator("placement", *stream) if layout.random else None
             out[devices] = layout.positions(len(devices), rng, s.cell.radius_m)
+        return out
+
+    def layout_heights(self) -> np.ndarray:
+        """Every device's antenna height [m] from its layout (NaN: the law's UE height)."""
+        s = self.scenario
+        out = np.full(s.devices.count, np.nan)
+        for _, layout, devices, _ in s.layout_slots():
+            out[devices] = layout.heights(len(devices))
         return out
 
     def _build_model(self) -> None:

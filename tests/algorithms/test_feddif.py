@@ -166,3 +166,45 @@ def test_diffusion_improves_iid_distance_and_redrop_moves_ues():
     r = res.rounds
     assert (r["iid_distance_end_mean"] <= r["iid_distance_start_mean"]).all()
     assert (r["diffusion_rounds"] >= 1).all()
+
+
+def test_mean_efficiency_stop_by_hand():
+    """``stop: mean_efficiency``: every scheduled diffusion round's pairs have a mean
+    (14) — IID-distance drop over bandwidth, averaged — above the threshold, and the
+    round that stops has it at or below, computed here from the logged pairs."""
+    from netfl.algorithms.feddif_state import diffusion_efficiency
+
+    eps = 1.5e-5  # (14) here: 6.5e-5, 2.0e-5, 2.1e-5, 1.2e-5 ... in diffusion rounds 0, 1, 2, 3
+    result = run(_scenario({"name": "feddif", "stop": "mean_efficiency", "efficiency_epsilon": eps}))
+    d = _diffusion(result)
+    stopped = d[d["stop"] == "efficiency"]
+    assert len(stopped) and (result.rounds["diffusion_stop"] == DIFFUSION_STOP["efficiency"]).any()
+    for (_, _), rows in d.groupby(["round", "diffusion_round"]):
+        pairs = rows[rows["receiver"] >= 0]
+        if not len(pairs):
+            continue
+        e = diffusion_efficiency(pairs["valuation"], pairs["bandwidth_hz"])
+        assert rows["mean_efficiency"].iloc[0] == pytest.approx(e, rel=1e-12)
+        assert (e <= eps) == (rows["stop"].iloc[0] == "efficiency")
+    # ε of Algorithm 2 plays no part: even a huge one does not end diffusion
+    huge = run(
+        _scenario(
+            {"name": "feddif", "stop": "mean_efficiency", "efficiency_epsilon": eps, "epsilon": 10.0}
+        )
+    )
+    assert (huge.rounds["diffusion_rounds"] == result.rounds["diffusion_rounds"]).all()
+
+
+def test_a_model_within_epsilon_gets_no_edges():
+    """``stop: per_model``: once a model's IID distance is ≤ ε it is never scheduled
+    again in that round, while the others may still diffuse."""
+    result = run(_scenario({"name": "feddif", "epsilon": 0.35}))
+    d = _diffusion(result)
+    within = d[(d["iid_distance"] <= 0.35) & (d["stop"] == "")]
+    assert (within["receiver"] == -1).all()
+    assert (d["receiver"] >= 0).any()
+
+
+def test_mean_efficiency_needs_its_threshold():
+    with pytest.raises(ScenarioError, match="needs efficiency_epsilon"):
+        World(_scenario({"name": "feddif", "stop": "mean_efficiency"}))

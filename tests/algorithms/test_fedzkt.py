@@ -172,3 +172,22 @@ def test_public_images_are_resized_and_standardised():
     assert torch.allclose(out.mean(dim=(0, 2, 3)), torch.zeros(3), atol=1e-5)
     assert torch.allclose(out.std(dim=(0, 2, 3)), torch.ones(3), atol=1e-3)
     assert adapt_images(torch.rand(4, 3, 32, 32), (1, 28, 28)).shape == (4, 1, 28, 28)
+
+
+def test_l2_weight_keeps_the_scale_of_9_per_device():
+    """(9) sums CE over D_k and adds λ‖w − w_last‖² once; the batch-mean CE the device
+    minimises gets λ/|D_k|: the weight each device's task carries."""
+    scenario = _scenario({**ZKT, "l2_weight": 3.0})
+    world, alg = _build(scenario)
+    seen = []
+    original = world.submit_device_job
+
+    def spy(task_type, r, device, **fields):
+        seen.append((device.index, fields.get("proximal_weight")))
+        return original(task_type, r, device, **fields)
+
+    world.submit_device_job = spy
+    _round(world, alg, 0)
+    assert seen
+    for index, weight in seen:
+        assert weight == pytest.approx(3.0 / len(world.partitions[index]))

@@ -43,15 +43,26 @@ def test_sl_loss_matches_hand_computation():
     assert disagreement(g, [d1, d2], "sl").item() == pytest.approx(expected, rel=1e-6)
 
 
-def test_kl_and_l1_losses_match_hand_computation():
+def test_kl_3_as_the_paper_writes_it_and_its_reverse_by_hand_on_three_classes():
+    """(3): Σ F·log(F / f_ens) — KL(F ‖ f_ens), F the global softmax; ``kl_ens`` is
+    KL(f_ens ‖ F). Different numbers on an asymmetric example, both ≥ 0."""
+    g = torch.tensor([[1.0, -1.0, 0.5]])
+    d1, d2 = torch.tensor([[0.0, 0.0, 0.0]]), torch.tensor([[2.0, 0.0, -3.0]])
+    f = _softmax_row([1.0, -1.0, 0.5])
+    ens = [
+        (a + b) / 2
+        for a, b in zip(_softmax_row([0.0, 0.0, 0.0]), _softmax_row([2.0, 0.0, -3.0]), strict=True)
+    ]
+    paper = sum(p * math.log(p / e) for p, e in zip(f, ens, strict=True))
+    reverse = sum(e * math.log(e / p) for p, e in zip(f, ens, strict=True))
+    assert disagreement(g, [d1, d2], "kl").item() == pytest.approx(paper, rel=1e-6)
+    assert disagreement(g, [d1, d2], "kl_ens").item() == pytest.approx(reverse, rel=1e-6)
+    assert paper > 0 and reverse > 0 and abs(paper - reverse) > 1e-3
+
+
+def test_l1_and_transfer_losses_match_hand_computation():
     g = torch.tensor([[1.0, -1.0]])
     d1, d2 = torch.tensor([[0.0, 0.0]]), torch.tensor([[2.0, 0.0]])
-    q = _softmax_row([1.0, -1.0])
-    ens = [
-        (a + b) / 2 for a, b in zip(_softmax_row([0.0, 0.0]), _softmax_row([2.0, 0.0]), strict=True)
-    ]
-    kl = sum(e * (math.log(e) - math.log(p)) for e, p in zip(ens, q, strict=True))
-    assert disagreement(g, [d1, d2], "kl").item() == pytest.approx(kl, rel=1e-6)
     # ℓ1 on logits: |1 − 1| + |−1 − 0|
     assert disagreement(g, [d1, d2], "l1").item() == pytest.approx(1.0)
     # (8): KL(F ‖ f_k) is zero for identical logits and positive otherwise
@@ -59,7 +70,7 @@ def test_kl_and_l1_losses_match_hand_computation():
     assert kl_global_to_device(g, d1).item() > 0
 
 
-@pytest.mark.parametrize("kind", ["sl", "kl", "l1"])
+@pytest.mark.parametrize("kind", ["sl", "kl", "kl_ens", "l1"])
 def test_disagreement_gradients_are_finite_even_for_saturated_logits(kind):
     g = torch.tensor([[80.0, -80.0, 0.0], [0.0, 0.0, 0.0]], requires_grad=True)
     devs = [torch.tensor([[-90.0, 90.0, 0.0], [1e3, 0.0, -1e3]]), torch.zeros(2, 3)]
@@ -196,3 +207,38 @@ def test_heterogeneous_model_zoo_maps_images_to_logits(name, shape):
     loss = F.cross_entropy(out, torch.tensor([1, 2]))
     loss.backward()
     assert all(p.grad is not None for p in model.parameters())
+
+
+def _bn_net() -> torch.nn.Module:
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(1, 4, 3, padding=1),
+        torch.nn.BatchNorm2d(4),
+        torch.nn.ReLU(),
+        torch.nn.Flatten(),
+        torch.nn.Linear(4 * 8 * 8, 5),
+    )
+
+
+@pytest.mark.parametrize("device_bn", ["frozen", "update"])
+def test_device_batchnorm_statistics_are_left_to_real_data_unless_asked(device_bn):
+    """Distilling F into a device model on generated images: with ``frozen`` its
+    BatchNorm running mean/variance (learnt from the device's real data) come back
+    unchanged while its weights (BN affine ones included) learn; ``update``
+    re-estimates them on the generated images."""
+    gen, glob, _ = _setup()
+    torch.manual_seed(3)
+    net = _bn_net()
+    with torch.no_grad():  # statistics "from real data", not those of what G produces
+        net[1].running_mean.fill_(0.3)
+        net[1].running_var.fill_(2.0)
+    state = {k: v.clone() for k, v in net.state_dict().items()}
+    cfg = ZKTServerConfig(
+        iterations=4, batch_size=16, noise_dim=8, generator_width=4, device_bn=device_bn
+    )
+    out = server_update(glob, glob.state_dict(), gen, gen.state_dict(), [(net, state)], cfg, seed=2)
+    after = out.device_states[0]
+    stats = ("1.running_mean", "1.running_var")
+    unchanged = all(torch.equal(after[k], state[k]) for k in stats)
+    assert unchanged == (device_bn == "frozen")
+    assert not torch.equal(after["1.weight"], state["1.weight"])  # affine weights learn
+    assert not torch.equal(after["0.weight"], state["0.weight"])

@@ -240,3 +240,43 @@ def test_cqi_from_the_allocation_sinr_concentrates_the_power_on_the_held_rbs():
         up = run(_scenario(50_000, spot * 5, cqi_sinr=mode)).transfers
         rate_bps = eff(np.array([snr]))[0] * 20 * 180e3  # 20 PRBs each
         assert up["airtime_s"].iloc[0] == pytest.approx(8 * 50_000 * 1.0 / rate_bps, rel=1e-6)
+
+
+def test_a_device_height_enters_the_3d_distance_of_its_link():
+    """``[x, y, z]``: the log-distance law's 3D distance uses the device's z in place of
+    the law's UE height (here the ns-3 cell's: BS 23.5 m over UEs at 0 m)."""
+    flat = World(_scenario(1_000, [[100.0, 0.0], [100.0, 0.0]]))
+    raised = World(_scenario(1_000, [[100.0, 0.0, 10.0], [100.0, 0.0]]))
+    loss = [raised.radio.link_loss_db(d, raised.bs) for d in raised.devices]
+    assert loss[1] == pytest.approx(flat.radio.link_loss_db(flat.devices[1], flat.bs))
+    expected = 30.0 + 37.5 * math.log10(math.hypot(100.0, 23.5 - 10.0))
+    assert loss[0] == pytest.approx(expected, rel=1e-12)
+    assert loss[0] == pytest.approx(raised.radio.link_loss_db(raised.bs, raised.devices[0]))
+    assert raised.devices[0].height_m == 10.0 and math.isnan(raised.devices[1].height_m)
+
+
+def test_a_layout_height_and_a_csv_z_column(tmp_path):
+    from netfl.scenario.layout import LayoutSection, read_positions_csv
+
+    f = tmp_path / "ues.csv"
+    f.write_text("x_m,y_m,z_m\n10,0,4.5\n20,0,1.5\n")
+    assert read_positions_csv(f) == [(10.0, 0.0, 4.5), (20.0, 0.0, 1.5)]
+    layout = LayoutSection(kind="csv", file=str(f), height_m=2.0).resolve_file(None)
+    np.testing.assert_array_equal(layout.heights(2), [4.5, 1.5])
+    ring = LayoutSection(kind="ring", radius_m=50.0, height_m=2.0)
+    np.testing.assert_array_equal(ring.heights(3), [2.0, 2.0, 2.0])
+    with pytest.raises(ValueError, match="height z = 0.0 m must be positive"):
+        LayoutSection(kind="positions", positions_m=[[1.0, 2.0, 0.0]])
+
+
+def test_uma_los_probability_rises_for_high_ues():
+    """TR 38.901 Table 7.4.2-1: C'(h_UT) = ((h_UT − 13)/10)^1.5 above 13 m."""
+    from channel_models.pathloss import UMa
+
+    low, high = UMa(3.5e9, height_rx_m=13.0), UMa(3.5e9).at_heights(25.0, 23.0)
+    d = np.array([10.0, 100.0, 300.0])
+    c = 1.0
+    base = 18 / d + np.exp(-d / 63) * (1 - 18 / d)
+    expected = np.where(d <= 18, 1.0, base * (1 + c * 1.25 * (d / 100) ** 3 * np.exp(-d / 150)))
+    np.testing.assert_allclose(high.los_probability(d), expected)
+    np.testing.assert_allclose(low.los_probability(d), np.where(d <= 18, 1.0, base))
