@@ -46,6 +46,11 @@ class DFLConfig(FedAvgConfig):
     threshold: float = Field(0.6, ge=0.0, le=1.0, description="T of (10)")
     fixed_ratio: float = Field(0.5, ge=0.0, le=1.0, description="ρ when ratio is fixed")
     temperature: float = Field(1.0, gt=0.0, description="softmax temperature of the soft targets")
+    kl_direction: Literal["model_to_targets", "targets_to_model"] = Field(
+        "model_to_targets",
+        description="KL term of (7): KL(f(x) ‖ Y[y]) as the paper writes it, or KL(Y[y] ‖ f(x)) "
+        "(standard distillation's direction; the paper does not say which it means)",
+    )
     value_bits: int = Field(32, ge=1, description="bits per soft-target value on the wire")
 
 
@@ -87,6 +92,7 @@ class _SoftTargets(FedAvg):
                 ce_weight=ce,
                 kl_weight=kl,
                 temperature=self.config.temperature,
+                kl_direction=self.config.kl_direction,
             )
         yield world.compute.run(device, self.train_flops(device), "train")
         return future.result() if future is not None else None

@@ -120,6 +120,7 @@ class FedDifConfig(FedAvgConfig):
                 "the diffusion table's mean_efficiency column shows the scale)"
             )
         return self
+
     min_efficiency_bps_per_hz: float = Field(
         1.0, ge=0.0, description="γ_min (16e): least expected D2D spectral efficiency [bit/s/Hz]"
     )

@@ -82,13 +82,23 @@ def aggregate_soft_targets(
 
 
 def kl_to_soft_targets(
-    logits: torch.Tensor, labels: torch.Tensor, targets: torch.Tensor, temperature: float = 1.0
+    logits: torch.Tensor,
+    labels: torch.Tensor,
+    targets: torch.Tensor,
+    temperature: float = 1.0,
+    direction: str = "model_to_targets",
 ) -> torch.Tensor:
-    """KL(f(x) ‖ Y[y]) of (7), averaged over the batch: Σ p·(log p − log q) with
-    p = softmax(f(x)/τ) and q = Y[y] (clamped away from 0)."""
+    """The KL term of (7), averaged over the batch, with p = softmax(f(x)/τ) and q = Y[y]
+    (clamped away from 0): ``model_to_targets`` KL(f(x) ‖ Y[y]) = Σ p·(log p − log q), as
+    (7) is written; ``targets_to_model`` KL(Y[y] ‖ f(x)) = Σ q·(log q − log p), the
+    direction of standard distillation (the paper does not say which it means)."""
     log_p = F.log_softmax(logits / temperature, dim=1)
     q = targets.to(logits.device)[labels].clamp_min(1e-12)
-    return (log_p.exp() * (log_p - q.log())).sum(dim=1).mean()
+    if direction == "model_to_targets":
+        return (log_p.exp() * (log_p - q.log())).sum(dim=1).mean()
+    if direction == "targets_to_model":
+        return (q * (q.log() - log_p)).sum(dim=1).mean()
+    raise ValueError(f"kl_direction: {direction!r} (valid: model_to_targets, targets_to_model)")
 
 
 def dynamic_ratio(round_index: int, total_rounds: int, threshold: float) -> float:
@@ -121,9 +131,11 @@ def train_distill(
     num_classes: int,
     temperature: float = 1.0,
     device: torch.device = CPU,
+    kl_direction: str = "model_to_targets",
 ) -> DistillResult:
-    """Local SGD on ce_weight·CE + kl_weight·KL(f(x) ‖ Y[y]), then the device's soft
-    targets. With kl_weight = 0 and ce_weight = 1 the steps are exactly FedAvg's."""
+    """Local SGD on ce_weight·CE + kl_weight·KL (``kl_direction``: KL(f(x) ‖ Y[y]) as (7)
+    writes it, or KL(Y[y] ‖ f(x))), then the device's soft targets. With kl_weight = 0
+    and ce_weight = 1 the steps are exactly FedAvg's."""
     ce = nn.CrossEntropyLoss()
 
     def loss_fn(logits, yb):
@@ -133,7 +145,7 @@ def train_distill(
     if kl_weight != 0.0:
 
         def extra(_model, _xb, yb, logits):
-            return kl_weight * kl_to_soft_targets(logits, yb, targets, temperature)
+            return kl_weight * kl_to_soft_targets(logits, yb, targets, temperature, kl_direction)
 
     res = train_local(model, state, x, y, config, seed, loss_fn, device, extra_loss=extra)
     rows, counts = soft_targets(model, res.state, x, y, num_classes, temperature, device=device)

@@ -179,6 +179,7 @@ class LearningContext:
             self.num_classes,
             task.temperature,
             self.device,
+            task.kl_direction,
         )
 
     def _run_split(self, task: SplitTask) -> Any:

@@ -131,6 +131,7 @@ class DistillTask:
     ce_weight: float
     kl_weight: float
     temperature: float = 1.0
+    kl_direction: str = "model_to_targets"
 
 
 @dataclass

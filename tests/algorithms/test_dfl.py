@@ -73,3 +73,28 @@ def test_fd_uploads_no_weights_and_keeps_models_on_devices():
     assert iid.rounds["accuracy"].iloc[-1] > 0.4  # chance is 0.1
     # non-IID local models are poor on the balanced test set: FD's known weakness
     assert result.rounds["accuracy"].iloc[-1] < iid.rounds["accuracy"].iloc[-1]
+
+
+def test_kl_direction_reaches_every_device_job():
+    """``kl_direction`` is carried to every device's distillation job."""
+    from netfl.learning.tasks import DistillTask
+
+    seen = []
+    for direction in ("model_to_targets", "targets_to_model"):
+        scenario = _scenario(
+            {"name": "dfl", "ratio": "fixed", "fixed_ratio": 0.3, "kl_direction": direction}
+        )
+        world = World(scenario)
+        alg = ALGORITHMS["dfl"](world, algorithm_config(scenario))
+        original = world.submit_device_job
+
+        def spy(task_type, r, device, original=original, **fields):
+            assert task_type is DistillTask
+            seen.append(fields["kl_direction"])
+            return original(task_type, r, device, **fields)
+
+        world.submit_device_job = spy
+        for r in range(2):
+            world.recorder.round = r
+            world.env.run(until=world.env.process(alg.round(r)))
+    assert set(seen) == {"model_to_targets", "targets_to_model"}

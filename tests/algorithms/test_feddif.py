@@ -175,7 +175,9 @@ def test_mean_efficiency_stop_by_hand():
     from netfl.algorithms.feddif_state import diffusion_efficiency
 
     eps = 1.5e-5  # (14) here: 6.5e-5, 2.0e-5, 2.1e-5, 1.2e-5 ... in diffusion rounds 0, 1, 2, 3
-    result = run(_scenario({"name": "feddif", "stop": "mean_efficiency", "efficiency_epsilon": eps}))
+    result = run(
+        _scenario({"name": "feddif", "stop": "mean_efficiency", "efficiency_epsilon": eps})
+    )
     d = _diffusion(result)
     stopped = d[d["stop"] == "efficiency"]
     assert len(stopped) and (result.rounds["diffusion_stop"] == DIFFUSION_STOP["efficiency"]).any()
@@ -189,7 +191,12 @@ def test_mean_efficiency_stop_by_hand():
     # ε of Algorithm 2 plays no part: even a huge one does not end diffusion
     huge = run(
         _scenario(
-            {"name": "feddif", "stop": "mean_efficiency", "efficiency_epsilon": eps, "epsilon": 10.0}
+            {
+                "name": "feddif",
+                "stop": "mean_efficiency",
+                "efficiency_epsilon": eps,
+                "epsilon": 10.0,
+            }
         )
     )
     assert (huge.rounds["diffusion_rounds"] == result.rounds["diffusion_rounds"]).all()

@@ -58,6 +58,24 @@ def test_kl_term_is_the_formula_and_zero_at_the_target():
     )
 
 
+def test_kl_direction_by_hand():
+    """KL(f ‖ Y[y]) (as (7) is written) and KL(Y[y] ‖ f) on a 3-class row, by hand."""
+    logits = torch.tensor([[2.0, 0.0, -1.0]])
+    targets = torch.tensor([[0.6, 0.1, 0.3], [1 / 3] * 3, [1 / 3] * 3])
+    p = [math.exp(v) for v in (2.0, 0.0, -1.0)]
+    p = [v / sum(p) for v in p]
+    q = [0.6, 0.1, 0.3]
+    forward = sum(a * math.log(a / b) for a, b in zip(p, q, strict=True))
+    reverse = sum(b * math.log(b / a) for a, b in zip(p, q, strict=True))
+    label = torch.tensor([0])
+    assert float(kl_to_soft_targets(logits, label, targets)) == pytest.approx(forward, rel=1e-6)
+    got = kl_to_soft_targets(logits, label, targets, direction="targets_to_model")
+    assert float(got) == pytest.approx(reverse, rel=1e-6)
+    assert abs(forward - reverse) > 1e-2
+    with pytest.raises(ValueError, match="kl_direction"):
+        kl_to_soft_targets(logits, label, targets, direction="both")
+
+
 @pytest.mark.parametrize("threshold", [0.0, 0.3, 0.6, 1.0])
 def test_dynamic_ratio_is_eq10(threshold):
     rounds = 50
