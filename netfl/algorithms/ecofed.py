@@ -6,11 +6,19 @@ Federated Learning", arXiv 2304.05495 (Algorithm 1).
 
 w_C is pre-trained (``pretrain``) and frozen. A device downloads w_C the first
 time it takes part; in rounds t with t mod ρ = 0 it computes the activations
-of its data batch by batch (forward only) and streams each batch (8-bit with
-``quantize``, a 32-bit scale per batch) into the server's replay buffer; in
+of its data batch by batch (forward only; with ``training.augment: [hflip]`` of
+freshly flipped images, seeded per round and device) and streams each batch (8-bit
+with ``quantize``, quantised with its own 32-bit scale) into the server's replay
+buffer; in
 every round the server trains a copy of w_S per selected device on that
 device's buffered activations (none yet: the device is skipped), and
 aggregates the copies. Nothing else crosses the air.
+
+Replay buffer semantics: it holds, per device, the activations of its latest upload
+as they arrived (quantised codes and per-batch scales) with their labels. Between
+switch rounds the server trains on exactly those — never re-augmented (they are
+activations, not images) — so with augmentation a fresh upload differs from a replay,
+and without it ρ changes only the bytes on air.
 """
 
 from __future__ import annotations
@@ -190,18 +198,19 @@ class EcoFed(SplitFL):
         n = world.num_samples(device)
         if activation_switch(r, self.config.rho):
             future = None
-            if world.learn:  # (a frozen part's forward pass: no randomness, seed 0)
+            if world.learn:  # (a frozen part's forward pass: seed 0 unless augmenting)
                 future = world.submit_device_job(
                     SplitTask,
                     r,
                     device,
-                    seed=0,
+                    seed=None if world.train_config.augment else 0,
                     kind="activations",
                     point=self.config.partition_point,
                     states={"device": self.part_state(self.device_keys)},
                 )
             up: simpy.Process | None = None
-            for b in self.epoch_batches(device):  # forward a batch, queue its upload
+            batches = self.epoch_batches(device)
+            for b in batches:  # forward a batch, queue its upload
                 yield compute.run(
                     device, self.device_flops.inference_per_sample * b, "device_forward"
                 )
@@ -210,7 +219,8 @@ class EcoFed(SplitFL):
             labels = world.dataset.train_y[torch.from_numpy(world.partitions[device.index])]
             if future is not None:
                 acts = future.result()
-                stored = quantize_activations(acts) if self.config.quantize else acts
+                # one scale per uploaded (and charged) batch
+                stored = quantize_activations(acts, batches) if self.config.quantize else acts
             else:  # timing mode: the buffer keeps the sample count only
                 stored = torch.empty((n, 0))
             self.buffer.put(device.index, stored, labels)

@@ -199,7 +199,14 @@ class LearningContext:
         idx = torch.from_numpy(np.asarray(task.indices, dtype=np.int64))
         x, y = self.train_x[idx], self.train_y[idx]
         if task.kind == "activations":
-            return device_activations(split.device, task.states["device"], x, device=self.device)
+            return device_activations(
+                split.device,
+                task.states["device"],
+                x,
+                device=self.device,
+                augment=task.config.augment,
+                seed=task.seed,
+            )
         if task.kind == "local_loss":
             return train_local_loss(
                 split.device,

@@ -119,36 +119,50 @@ def split_model(
 
 @dataclass
 class QuantizedActivations:
-    """Activations as int8 codes and one float scale (zero point 0)."""
+    """Activations as int8 codes and the float scale of each sample's tensor (zero point
+    0; samples quantised together share their scale)."""
 
     codes: torch.Tensor  # int8
-    scale: float
+    scales: torch.Tensor  # float32, one per sample
 
     def __len__(self) -> int:
         return len(self.codes)
 
     def __getitem__(self, index) -> QuantizedActivations:
-        return QuantizedActivations(self.codes[index], self.scale)
+        return QuantizedActivations(self.codes[index], self.scales[index])
 
 
-def quantize_activations(x: torch.Tensor) -> QuantizedActivations:
+def quantize_activations(
+    x: torch.Tensor, batch_sizes: list[int] | None = None
+) -> QuantizedActivations:
     """EcoFed's 8-bit compressor: per-tensor symmetric int8, scale = max|x|/127,
     zero point 0 (its code uses ``qint8`` with these parameters; torch's quantized
     tensors are deprecated in 2.14, so the codes are a plain int8 tensor).
 
-    Post-ReLU activations are ≥ 0, so [0, max] maps onto 0..127; the error of
-    each element is at most scale/2.
+    ``batch_sizes`` cuts ``x`` (in order) into the tensors that travel, each with its own
+    scale — one per charged batch (:func:`quantized_bits` charges a 32-bit scale per
+    tensor); default: one tensor. Post-ReLU activations are ≥ 0, so [0, max] maps
+    onto 0..127; the error of each element is at most its scale/2.
     """
     x = x.detach().float()
-    peak = float(x.abs().max()) if x.numel() else 0.0
-    scale = peak / 127.0 if peak > 0 else 1.0
-    codes = torch.clamp(torch.round(x / scale), -128, 127).to(torch.int8)
-    return QuantizedActivations(codes, scale)
+    sizes = [len(x)] if batch_sizes is None else list(batch_sizes)
+    if sum(sizes) != len(x):
+        raise ValueError(f"batch sizes sum to {sum(sizes)}, not the {len(x)} samples")
+    codes, scales = [], []
+    for chunk in torch.split(x, sizes) if len(x) else []:
+        peak = float(chunk.abs().max()) if chunk.numel() else 0.0
+        scale = peak / 127.0 if peak > 0 else 1.0
+        codes.append(torch.clamp(torch.round(chunk / scale), -128, 127).to(torch.int8))
+        scales.append(torch.full((len(chunk),), scale, dtype=torch.float32))
+    if not codes:
+        return QuantizedActivations(x.to(torch.int8), torch.ones(0))
+    return QuantizedActivations(torch.cat(codes), torch.cat(scales))
 
 
 def dequantize_activations(q: QuantizedActivations) -> torch.Tensor:
     """The server's float copy of quantised activations."""
-    return q.codes.float() * q.scale
+    shape = (len(q.scales),) + (1,) * (q.codes.ndim - 1)
+    return q.codes.float() * q.scales.reshape(shape)
 
 
 def quantized_bits(num_values: int, num_tensors: int = 1) -> float:

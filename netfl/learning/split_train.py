@@ -18,7 +18,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from torch import nn
@@ -28,6 +28,7 @@ from netfl.learning.train import (
     State,
     TrainConfig,
     TrainResult,
+    augment_batch,
     cpu_state,
     minibatches,
     sgd,
@@ -59,12 +60,19 @@ def device_activations(
     x: torch.Tensor,
     batch_size: int = 256,
     device: torch.device = CPU,
+    augment: tuple[str, ...] = (),
+    seed: int = 0,
 ) -> torch.Tensor:
     """Activations of a frozen device part (eval mode: BatchNorm uses its stored
-    statistics), computed in batches; on the CPU."""
+    statistics), computed in batches; on the CPU. With ``augment`` (EcoFed's horizontal
+    flips) the device's images are augmented first, one draw per image from
+    ``torch.Generator().manual_seed(seed)``: a fresh upload sees new flips, a replayed
+    activation keeps those it was computed with."""
     device_part.load_state_dict(state)
     device_part.to(device)
     device_part.eval()
+    if augment:
+        x = augment_batch(x, augment, torch.Generator().manual_seed(seed))
     out = [
         device_part(x[i : i + batch_size].to(device)).cpu() for i in range(0, len(x), batch_size)
     ]
@@ -81,7 +89,9 @@ def train_server_part(
     loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
     device: torch.device = CPU,
 ) -> TrainResult:
-    """SGD of the server part on activations (EcoFed: fresh or from the replay buffer)."""
+    """SGD of the server part on activations (EcoFed: fresh or from the replay buffer);
+    never augmented — augmentation acts on images, before the device part."""
+    config = replace(config, augment=())
     return train_local(server_part, state, activations, labels, config, seed, loss_fn, device)
 
 

@@ -42,6 +42,8 @@ class TrainConfig:
     weight_decay: float = 0.0
     batch_size: int = 32
     epochs: int = 1
+    #: on-the-fly augmentation of image batches (``"hflip"``); see ``train.augment_batch``
+    augment: tuple[str, ...] = ()
 
 
 @dataclass

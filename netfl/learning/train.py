@@ -12,6 +12,7 @@ from netfl.learning.tasks import TrainConfig
 
 __all__ = [
     "TrainConfig",
+    "augment_batch",
     "TrainResult",
     "train_local",
     "evaluate",
@@ -118,7 +119,26 @@ def minibatches(
         perm = torch.randperm(n, generator=gen).to(x.device)
         for start, end in batch_bounds(n, config.batch_size):
             idx = perm[start:end]
-            yield x[idx], y[idx]
+            xb = x[idx]
+            if config.augment:
+                xb = augment_batch(xb, config.augment, gen)
+            yield xb, y[idx]
+
+
+def augment_batch(xb: torch.Tensor, augment: tuple[str, ...], gen: torch.Generator) -> torch.Tensor:
+    """``xb`` augmented on the fly: ``hflip`` mirrors each image (N, C, H, W) left-right
+    with probability 1/2, one draw per image from ``gen`` (the job's generator, after
+    its permutation: a job's batches still depend only on its inputs)."""
+    for name in augment:
+        if name != "hflip":
+            raise ValueError(f"training.augment: {name!r} (valid: hflip)")
+        if xb.ndim != 4:
+            raise ValueError(
+                f"training.augment: hflip needs image batches (N, C, H, W), got {tuple(xb.shape)}"
+            )
+        flip = torch.rand(len(xb), generator=gen) < 0.5
+        xb = torch.where(flip.to(xb.device)[:, None, None, None], xb.flip(-1), xb)
+    return xb
 
 
 def cpu_state(model: nn.Module) -> State:

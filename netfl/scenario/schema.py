@@ -227,6 +227,12 @@ class TrainingSection(_Strict):
     lr: PositiveFloat = 0.01
     momentum: float = Field(0.0, ge=0.0, lt=1.0)
     weight_decay: NonNegativeFloat = 0.0
+    augment: list[Literal["hflip"]] = Field(
+        default_factory=list,
+        description="data augmentation applied on the fly to every training batch of device "
+        "images: hflip flips each image left-right with probability 1/2 (seeded per job); "
+        "never to activations (split learning's server part, EcoFed's replay buffer)",
+    )
     on_nonfinite: Literal["drop", "abort"] = Field(
         "drop",
         description="a device update with NaN/Inf values: leave it out of the round's "

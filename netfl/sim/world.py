@@ -75,6 +75,7 @@ class World:
             weight_decay=scenario.training.weight_decay,
             batch_size=scenario.training.batch_size,
             epochs=scenario.training.local_epochs,
+            augment=tuple(scenario.training.augment),
         )
         self.executor: Executor | None = None
         self.torch_device: torch.device | None = None

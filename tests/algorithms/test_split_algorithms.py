@@ -259,3 +259,56 @@ def test_ecofed_rho1_unquantised_trains_on_fresh_activations_exactly():
     got = alg.part_state(alg.server_keys)
     for k, v in want.items():
         assert torch.equal(got[k], v), k
+
+
+def _ecofed_jobs(augment: list[str], rounds: int = 3):
+    """EcoFed (ρ = 2) in learning mode: every SplitTask submitted, with its result."""
+    scenario = _scenario(
+        {"name": "ecofed", "rho": 2, "pretrain": TINY_PRETRAIN},
+        "learn",
+        training={"rounds": rounds, "batch_size": 16, "augment": augment},
+    )
+    world, alg = _algorithm(scenario)
+    jobs = []
+    original = world.submit_device_job
+
+    def spy(task_type, r, device, **fields):
+        future = original(task_type, r, device, **fields)
+        jobs.append((r, device.index, fields, future))
+        return future
+
+    world.submit_device_job = spy
+    for r in range(rounds):
+        world.recorder.round = r
+        world.env.run(until=world.env.process(alg.round(r)))
+    return world, alg, jobs
+
+
+def test_ecofed_hflip_makes_fresh_uploads_differ_and_is_never_applied_to_replays():
+    """With ``augment: [hflip]`` the activations of round 0 and round 2 (fresh uploads,
+    seeded per round) differ; the server trains in round 1 on exactly round 0's stored
+    activations (replayed, not re-augmented); without augmentation both uploads agree."""
+    from netfl.learning.split import dequantize_activations, quantize_activations
+
+    for augment in (["hflip"], []):
+        world, alg, jobs = _ecofed_jobs(augment)
+        acts = {(r, d): fut.result() for r, d, f, fut in jobs if f.get("kind") == "activations"}
+        server = {(r, d): f["activations"] for r, d, f, _ in jobs if f.get("kind") == "server"}
+        for d in range(3):
+            fresh0, fresh2 = acts[(0, d)], acts[(2, d)]
+            assert torch.equal(fresh0, fresh2) == (not augment)
+            batches = alg.epoch_batches(world.devices[d])
+            stored = dequantize_activations(quantize_activations(fresh0, batches))
+            assert torch.equal(server[(1, d)], stored)  # round 1 replays round 0 as stored
+            assert torch.equal(server[(0, d)], stored)
+
+
+def test_ecofed_quantises_each_uploaded_batch_with_its_own_scale():
+    world, alg, _ = _ecofed_jobs([], rounds=1)
+    stored, _labels = alg.buffer.get(0)
+    batches = alg.epoch_batches(world.devices[0])
+    assert len(batches) > 1
+    bounds = [sum(batches[:i]) for i in range(len(batches) + 1)]
+    per_batch = [stored.scales[lo:hi].unique() for lo, hi in zip(bounds, bounds[1:], strict=False)]
+    assert all(len(s) == 1 for s in per_batch)
+    assert len({float(s) for s in per_batch}) > 1

@@ -68,12 +68,33 @@ def test_quantisation_error_is_at_most_half_a_step(seed, peak):
     g = torch.Generator().manual_seed(seed)
     x = torch.relu(torch.randn(3, 8, 4, 4, generator=g)) * peak
     q = quantize_activations(x)
-    scale = q.scale
+    scale = float(q.scales[0])
+    assert torch.equal(q.scales, torch.full((3,), scale))  # one tensor: one scale
     assert q.codes.dtype == torch.int8 and int(q.codes.min()) >= 0
     assert scale == pytest.approx(float(x.max()) / 127 if x.max() > 0 else 1.0)
     err = (dequantize_activations(q) - x).abs().max()
     assert err <= scale / 2 * (1 + 1e-5)
     assert q.codes.element_size() == 1  # 1 byte per value on the wire
+
+
+def test_one_scale_per_charged_batch():
+    """Batches of 4, 4 and 2 samples: each quantised with max|batch|/127, the scale every
+    sample of the batch carries; a batch with small values keeps its resolution."""
+    g = torch.Generator().manual_seed(1)
+    x = torch.relu(torch.randn(10, 2, 3, 3, generator=g))
+    x[4:8] *= 100.0
+    q = quantize_activations(x, [4, 4, 2])
+    for lo, hi in ((0, 4), (4, 8), (8, 10)):
+        want = float(x[lo:hi].max()) / 127
+        assert torch.allclose(q.scales[lo:hi], torch.full((hi - lo,), want))
+        err = (dequantize_activations(q[lo:hi]) - x[lo:hi]).abs().max()
+        assert err <= want / 2 * (1 + 1e-5)
+    one = quantize_activations(x)
+    assert (dequantize_activations(q) - x)[:4].abs().max() < (dequantize_activations(one) - x)[
+        :4
+    ].abs().max()
+    with pytest.raises(ValueError, match="sum to 9"):
+        quantize_activations(x, [4, 5])
 
 
 def test_eight_bit_activations_are_four_times_smaller():
