@@ -137,11 +137,56 @@ def test_a_timing_only_sweep_reports_costs_without_accuracy(tmp_path):
     out = tmp_path / "out" / "report"
     assert not (out / "accuracy_vs_round.png").exists()
     assert (out / "cost_to_target.png").is_file() and (out / "latency_breakdown.png").is_file()
+    assert (out / "devices_count_lines.png").is_file()
     page = (out / "index.html").read_text()
-    assert "accuracy" not in page and page.count("<img ") == 2
+    assert "accuracy" not in page and page.count("<img ") == 3
     summary = pd.read_csv(out / "summary.csv").set_index("group")
     assert list(summary.index) == ["count=2", "count=4"]
     # twice the devices, twice the bits (same per-device model traffic), same seeds
     assert summary.loc["count=4", "bits_mean"] == pytest.approx(
         2 * summary.loc["count=2", "bits_mean"]
     )
+
+
+def test_a_grid_sweep_gets_a_line_figure_per_grid_parameter(tmp_path):
+    """2 variants × 3 values × 2 seeds: the line figure's points are, per variant and
+    value, the mean and sample std of the index's runs (checked by hand here)."""
+    from netfl.sweep.report import grid_parameters, line_stats
+
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump(tiny_scenario()))
+    spec = {
+        "name": "g",
+        "base": "base.yaml",
+        "variants": {
+            "a-long-variant-name-that-needs-wrapping": {"algorithm": {"name": "fedavg"}},
+            "b": {"algorithm": {"name": "fedavg", "fraction": 0.5}},
+        },
+        "grid": {"devices.count": [2, 4, 6]},
+        "seeds": [1, 2],
+    }
+    (tmp_path / "g.sweep.yaml").write_text(yaml.safe_dump(spec))
+    run_sweep(expand(*load_sweep(tmp_path / "g.sweep.yaml")), tmp_path / "out")
+    assert main(["report", str(tmp_path / "out")]) == 0
+    out = tmp_path / "out" / "report"
+    assert (out / "devices_count_lines.png").stat().st_size > 0
+    index = pd.read_csv(tmp_path / "out" / "sweep.csv")
+    assert grid_parameters(index) == ["devices.count"]
+    stats = line_stats(index, "devices.count", "bits")
+    assert len(stats) == 6 and set(stats["n"]) == {2}
+    for _, row in stats.iterrows():
+        runs = index[(index["variant"] == row["line"]) & (index["devices.count"] == row["x"])]
+        assert row["mean"] == pytest.approx(runs["bits"].mean())
+        assert row["std"] == pytest.approx(runs["bits"].std(ddof=1))
+    assert list(stats.loc[stats["line"] == "b", "x"]) == [2, 4, 6]
+    page = (out / "index.html").read_text()
+    assert "devices_count_lines" in page
+
+
+def test_long_group_labels_are_wrapped_at_their_separators():
+    from netfl.sweep.report import readable
+
+    label = "a-long-variant-name-that-needs-wrapping-count=4"
+    lines = readable(label, 12).split("\n")
+    assert len(lines) > 2 and all(len(x) <= 14 for x in lines)
+    assert "".join(lines) == label
+    assert readable("short") == "short"

@@ -12,6 +12,10 @@
   ``target_accuracy`` (or, without one, of the whole run), mean ± std;
 - ``latency_breakdown.png``: a round's simulated time split into compute only,
   communication only, both, neither (means over rounds and seeds);
+- ``<param>_lines.png``, for each numeric grid parameter with two or more values:
+  every summary metric against that parameter, one line per variant (or per value
+  of the other varying parameters), the mean over seeds with a ±1 std band — the
+  figure type the papers use;
 - ``summary.csv``: the comparison table (one row per group, ``*_mean``/``*_std``
   columns, seeds counted) and ``index.html``, which shows the table, the figures
   and every run (failed ones with their errors) on one static page.
@@ -30,7 +34,15 @@ import pandas as pd
 
 from netfl.output.figures import _save, plt
 
-__all__ = ["is_sweep_dir", "sweep_report", "group_runs", "summary_table"]
+__all__ = [
+    "is_sweep_dir",
+    "sweep_report",
+    "group_runs",
+    "summary_table",
+    "grid_parameters",
+    "line_stats",
+    "readable",
+]
 
 #: summary columns of the index compared across groups (when present)
 SUMMARY_COLUMNS = (
@@ -101,6 +113,101 @@ def summary_table(index: pd.DataFrame, groups: dict[str, list[str]]) -> pd.DataF
     return pd.DataFrame(rows)
 
 
+#: metrics drawn against a grid parameter (index column, axis label)
+LINE_METRICS = (
+    ("final_accuracy", "final accuracy"),
+    ("time_to_target_s", "simulated time to target [s]"),
+    ("sim_time_s", "simulated time [s]"),
+    ("bits_to_target", "bits to target"),
+    ("bits", "bits transferred"),
+    ("energy_to_target_j", "device energy to target [J]"),
+    ("device_energy_j", "device energy [J]"),
+)
+
+
+def readable(label: str, width: int = 22) -> str:
+    """A long group label broken into lines of about ``width`` characters at its ``-``
+    separators (tick labels of the bar charts stay legible)."""
+    parts, lines, line = label.split("-"), [], ""
+    for part in parts:
+        candidate = f"{line}-{part}" if line else part
+        if line and len(candidate) > width:
+            lines.append(line + "-")
+            line = part
+        else:
+            line = candidate
+    lines.append(line)
+    return "\n".join(lines)
+
+
+def grid_parameters(index: pd.DataFrame) -> list[str]:
+    """Parameter columns that vary over two or more numeric values (not seed or variant)."""
+    out = []
+    for c in _param_columns(index):
+        if c in ("seed", "variant"):
+            continue
+        values = pd.to_numeric(index[c], errors="coerce")
+        if values.notna().all() and values.nunique() >= 2:
+            out.append(c)
+    return out
+
+
+def line_stats(index: pd.DataFrame, param: str, metric: str) -> pd.DataFrame:
+    """Rows ``(line, x, mean, std, n)``: over the complete runs, ``metric`` against grid
+    parameter ``param``, one line per combination of the other varying parameters
+    (variant first; ``all`` if none), mean and sample std over seeds."""
+    done = index[index["status"] == "complete"].copy()
+    others = [
+        c
+        for c in _param_columns(index)
+        if c not in (param, "seed") and index[c].astype(str).nunique() > 1
+    ]
+    done["x"] = pd.to_numeric(done[param])
+    done["value"] = pd.to_numeric(done[metric], errors="coerce")
+    done["line"] = (
+        done[others].astype(str).agg(lambda r: "-".join(v for v in r if v != "nan"), axis=1)
+        if others
+        else "all"
+    )
+    stats = done.groupby(["line", "x"], sort=False)["value"].agg(
+        mean="mean", std=lambda v: v.std(ddof=1) if v.notna().sum() > 1 else 0.0, n="count"
+    )
+    return stats.reset_index().sort_values(["line", "x"], kind="stable", key=None)
+
+
+def _line_figure(index: pd.DataFrame, param: str, out: Path) -> Path | None:
+    """Each metric against ``param`` (:func:`line_stats`): a line per variant with a
+    ±1 std band."""
+    done = index[index["status"] == "complete"]
+    metrics = [
+        (c, name)
+        for c, name in LINE_METRICS
+        if c in done and pd.to_numeric(done[c], errors="coerce").notna().any()
+    ]
+    if "time_to_target_s" in dict(metrics):  # with a target: the to-target costs only
+        metrics = [m for m in metrics if m[0] not in ("sim_time_s", "bits", "device_energy_j")]
+    if not metrics:
+        return None
+    fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.8), squeeze=False)
+    for ax, (col, name) in zip(axes[0], metrics, strict=True):
+        stats = line_stats(index, param, col)
+        for i, (line, rows) in enumerate(stats.groupby("line", sort=False)):
+            x, mean = rows["x"].to_numpy(float), rows["mean"].to_numpy(float)
+            std = np.nan_to_num(rows["std"].to_numpy(float))
+            label = f"{readable(str(line), 40)} (n={int(rows['n'].min())})"
+            ax.plot(x, mean, "o-", color=f"C{i % 10}", lw=1.5, ms=4, label=label)
+            ax.fill_between(x, mean - std, mean + std, color=f"C{i % 10}", alpha=0.2, lw=0)
+        ax.set_xlabel(param.split(".")[-1])
+        ax.set_ylabel(name)
+        ax.grid(alpha=0.3)
+        xs = stats["x"]
+        if len(xs) and xs.min() > 0 and xs.max() / xs.min() >= 50:
+            ax.set_xscale("log")
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle(f"against {param} (mean ± std over seeds)", fontsize=10)
+    return _save(fig, out / f"{param.replace('.', '_')}_lines.png")
+
+
 def _step_on_grid(df: pd.DataFrame, grid: np.ndarray) -> np.ndarray:
     """Accuracy at each time of ``grid``: the last evaluation at or before it (NaN before
     the first)."""
@@ -154,30 +261,32 @@ def _cost_figure(summary: pd.DataFrame, target: bool, out: Path) -> Path:
         (f"bits{suffix}", "bits transferred"),
         ("energy_to_target_j" if target else "device_energy_j", "device energy [J]"),
     )
-    fig, axes = plt.subplots(1, 3, figsize=(12, 4))
+    # long labels are wrapped (readable) and set upright, each bar given room for its label
+    fig, axes = plt.subplots(1, 3, figsize=(3 * max(4.0, 0.85 * len(summary)), 4.6))
     x = np.arange(len(summary))
     for ax, (col, ylabel) in zip(axes, metrics, strict=True):
         if f"{col}_mean" in summary:
             ax.bar(x, summary[f"{col}_mean"], yerr=summary[f"{col}_std"], capsize=3)
         ax.set_ylabel(ylabel)
         ax.set_xticks(x)
-        ax.set_xticklabels(summary["group"], rotation=30, ha="right", fontsize=7)
+        ax.set_xticklabels([readable(g, 11) for g in summary["group"]], fontsize=6)
     what = "to reach the target accuracy" if target else "of the whole run"
     fig.suptitle(f"cost {what} (mean ± std over seeds; no bar: never reached)")
     return _save(fig, out / "cost_to_target.png")
 
 
 def _latency_figure(curves: dict[str, list[pd.DataFrame]], out: Path) -> Path:
-    fig, ax = plt.subplots(figsize=(7, 4))
     labels = list(curves)
+    fig, ax = plt.subplots(figsize=(max(7.0, 0.9 * len(labels)), 4.4))
     bottom = np.zeros(len(labels))
+    ticks = [readable(g, 11) for g in labels]
     for col, name in LATENCY_PARTS:
         means = np.array([np.mean([r[col].mean() for r in curves[g] if col in r]) for g in labels])
-        ax.bar(labels, means, bottom=bottom, label=name)
+        ax.bar(ticks, means, bottom=bottom, label=name)
         bottom += np.nan_to_num(means)
     ax.set_ylabel("simulated time per round [s]")
     ax.set_title("per-round latency breakdown (mean over rounds and seeds)")
-    ax.tick_params(axis="x", rotation=30, labelsize=7)
+    ax.tick_params(axis="x", labelsize=6.5)
     ax.legend(fontsize=8)
     return _save(fig, out / "latency_breakdown.png")
 
@@ -286,6 +395,10 @@ def sweep_report(sweep_dir: str | Path, out: str | Path | None = None) -> list[P
             paths += _accuracy_figures({k: v for k, v in learned.items() if v}, out)
         target = "time_to_target_s" in index
         paths.append(_cost_figure(summary[summary["complete"] > 0], target, out))
+        for param in grid_parameters(index):
+            line = _line_figure(index, param, out)
+            if line is not None:
+                paths.append(line)
         paths.append(_latency_figure(curves, out))
     title = f"sweep {sweep_dir.resolve().name}"
     paths.append(_html(title, summary, index, paths, out, sweep_dir))
