@@ -255,13 +255,5 @@ class LteBlerEfficiency(BlerLinkAdaptation):
         )
 
 
-@lru_cache(maxsize=64)
-def lte_bler_efficiency(
-    direction: str,
-    reference_prbs: int,
-    rb_bandwidth_hz: float = 180e3,
-    bler_target: float = 0.1,
-    max_mcs: int = 28,
-) -> LteBlerEfficiency:
-    """A shared :class:`LteBlerEfficiency` (tabulating it takes ~0.1 s)."""
-    return LteBlerEfficiency(direction, reference_prbs, rb_bandwidth_hz, bler_target, max_mcs)
+#: a shared :class:`LteBlerEfficiency` per argument tuple (tabulating one takes ~0.1 s)
+lte_bler_efficiency = lru_cache(maxsize=64)(LteBlerEfficiency)

@@ -110,17 +110,6 @@ class NrBlerEfficiency(BlerLinkAdaptation):
         )
 
 
-@lru_cache(maxsize=64)
-def nr_bler_efficiency(
-    direction: str,
-    reference_prbs: int,
-    numerology: int,
-    rb_bandwidth_hz: float,
-    mcs_table: int = 1,
-    bler_target: float = 0.1,
-    max_mcs: int | None = None,
-) -> NrBlerEfficiency:
-    """A shared :class:`NrBlerEfficiency`."""
-    return NrBlerEfficiency(
-        direction, reference_prbs, numerology, rb_bandwidth_hz, mcs_table, bler_target, max_mcs
-    )
+#: a shared :class:`NrBlerEfficiency` per argument tuple (the link-abstraction tables are
+#: built once per profile and direction)
+nr_bler_efficiency = lru_cache(maxsize=64)(NrBlerEfficiency)
