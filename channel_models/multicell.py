@@ -1,0 +1,297 @@
+"""Multi-cell deployments (issue 23, first part): hexagonal sites and sectors with
+wrap-around, the TR 38.901 BS antenna, TR 38.901 UE drops with indoor users, and the
+Phase-1 calibration metrics — coupling loss, RSRP association, geometry SINR.
+
+Pure numpy; the runtime (carriers per cell, interference) builds on it later.
+
+Geometry. Sites sit on a hexagonal grid of inter-site distance ``isd_m``: 1, 7 or 19
+sites (0, 1, 2 rings), in axial coordinates (q, r) at ``x = D·(q + r/2)``,
+``y = D·(√3/2)·r``. A 1-ring (2-ring) cluster tiles the plane by the six rotations
+of axial (3, −1) ((5, −2)), vectors of length √7·D (√19·D); with ``wrap_around`` a UE
+sees each site at the nearest of its seven images (TR 36.814 A.2.1.1 / the 3GPP
+calibration convention). Three sectors per site point at 30°, 150° and 270°
+(TR 38.901 Table 7.8-1's convention), or one omni cell.
+
+Antenna (TR 38.901 Table 7.3-1): element A(θ, φ) = −min(−(A_V + A_H), 30) dB with
+A_V = −min(12((θ − 90°)/65°)², 30), A_H = −min(12(φ/65°)², 30), G_E = 8 dBi, φ from the
+sector's boresight, θ the zenith angle; a vertical array of ``rows`` elements
+``spacing_wl`` wavelengths apart, phased to the electrical downtilt (zenith
+``tilt_zenith_deg``; TR 38.901 Table 7.8-1: 10 × 1, 0.8 λ, 102°) adds the array
+factor |Σ_m e^{j2π m d (cos θ − cos θ_tilt)}|²/M.
+
+Drops (TR 38.901 Table 7.8-1, 7.4.3): ``ues_per_site`` UEs uniform over each site's
+hexagon at least ``min_distance_m`` from it; a share ``indoor_fraction`` indoor, on
+floor n_fl ~ U{1..N_fl}, N_fl ~ U{4..8}, height 3(n_fl − 1) + 1.5 m, at an indoor
+distance min(U(0, 25), U(0, 25)) m; outdoor UEs at 1.5 m. O2I loss (Table 7.4.3-2): half
+the indoor UEs behind low-loss, half behind high-loss walls, PL_tw + 0.5·d_2D-in + N(0,
+σ_P²) (σ_P 4.4 / 6.5 dB). The LOS state uses the outdoor distance d_2D − d_2D-in;
+shadowing is drawn per UE and site (co-located sectors share it).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from channel_models.pathloss import PATHLOSS_MODELS, PathLoss, distance_3d_m
+
+__all__ = [
+    "HexLayout",
+    "axial_hexagons",
+    "element_gain_db",
+    "array_gain_db",
+    "UeDrop",
+    "drop_ues",
+    "o2i_loss_db",
+    "coupling_loss_db",
+    "serving_cells",
+    "geometry_sinr_db",
+]
+
+SQRT3 = math.sqrt(3.0)
+
+
+def axial_hexagons(rings: int) -> np.ndarray:
+    """Axial coordinates (q, r) of the hexagons within ``rings`` rings of the origin,
+    the centre first, then ring by ring: 1, 7, 19, ... rows."""
+    out = [(0, 0)]
+    for k in range(1, rings + 1):
+        q, r = 0, -k  # start at the "north-west" corner of ring k, walk its six sides
+        for dq, dr in ((1, 0), (0, 1), (-1, 1), (-1, 0), (0, -1), (1, -1)):
+            for _ in range(k):
+                out.append((q, r))
+                q, r = q + dq, r + dr
+    return np.array(out, dtype=float)
+
+
+def _axial_to_xy(axial: np.ndarray, isd_m: float) -> np.ndarray:
+    q, r = axial[..., 0], axial[..., 1]
+    return np.stack([isd_m * (q + r / 2.0), isd_m * (SQRT3 / 2.0) * r], axis=-1)
+
+
+@dataclass(frozen=True)
+class HexLayout:
+    """Sites on a hexagonal grid, each with 1 or 3 sectors (cells)."""
+
+    isd_m: float = 500.0
+    rings: int = 2
+    sectors: int = 3
+    bs_height_m: float = 25.0
+    wrap_around: bool = True
+
+    def __post_init__(self) -> None:
+        if self.rings not in (0, 1, 2):
+            raise ValueError(f"rings: {self.rings} (valid: 0, 1, 2 — 1, 7 or 19 sites)")
+        if self.sectors not in (1, 3):
+            raise ValueError(f"sectors: {self.sectors} (valid: 1, 3)")
+        if not self.isd_m > 0:
+            raise ValueError(f"isd_m: {self.isd_m} must be positive")
+
+    @property
+    def num_sites(self) -> int:
+        return 1 + 3 * self.rings * (self.rings + 1)
+
+    @property
+    def num_cells(self) -> int:
+        return self.num_sites * self.sectors
+
+    def site_xy(self) -> np.ndarray:
+        """``(sites, 2)`` site positions [m], the centre site first."""
+        return _axial_to_xy(axial_hexagons(self.rings), self.isd_m)
+
+    def cell_site(self) -> np.ndarray:
+        """The site of each cell, ``(cells,)``: cell c is sector ``c % sectors`` of site
+        ``c // sectors``."""
+        return np.repeat(np.arange(self.num_sites), self.sectors)
+
+    def cell_boresight_deg(self) -> np.ndarray:
+        """Each cell's azimuth boresight [deg] (NaN: omni)."""
+        if self.sectors == 1:
+            return np.full(self.num_cells, np.nan)
+        return np.tile([30.0, 150.0, 270.0], self.num_sites)
+
+    def wrap_vectors(self) -> np.ndarray:
+        """The translations of the cluster's images [m], ``(6, 2)`` (none without
+        wrap-around or with one site): the six rotations of axial (2R+1, −R)."""
+        if not self.wrap_around or self.rings == 0:
+            return np.zeros((0, 2))
+        q, r = 2 * self.rings + 1, -self.rings
+        vecs = []
+        for _ in range(6):
+            vecs.append((q, r))
+            q, r = -r, q + r  # 60° rotation in axial coordinates
+        return _axial_to_xy(np.array(vecs, dtype=float), self.isd_m)
+
+    def site_offsets(self, ue_xy: np.ndarray) -> np.ndarray:
+        """``(UEs, sites, 2)`` vectors from each site to each UE, each site taken at its
+        image nearest to the UE (wrap-around)."""
+        sites = self.site_xy()
+        images = np.concatenate([np.zeros((1, 2)), self.wrap_vectors()])  # (K, 2)
+        d = ue_xy[:, None, None, :] - (sites[None, :, None, :] + images[None, None, :, :])
+        k = np.argmin(np.einsum("nski,nski->nsk", d, d), axis=2)
+        return np.take_along_axis(d, k[:, :, None, None], axis=2)[:, :, 0, :]
+
+
+def element_gain_db(theta_deg: np.ndarray, phi_deg: np.ndarray) -> np.ndarray:
+    """TR 38.901 Table 7.3-1 element gain [dBi] at zenith ``theta_deg`` and azimuth
+    ``phi_deg`` relative to boresight (wrapped to ±180°): 8 dBi peak, 30 dB floor."""
+    phi = (np.asarray(phi_deg, dtype=float) + 180.0) % 360.0 - 180.0
+    a_v = -np.minimum(12.0 * ((np.asarray(theta_deg, dtype=float) - 90.0) / 65.0) ** 2, 30.0)
+    a_h = -np.minimum(12.0 * (phi / 65.0) ** 2, 30.0)
+    return 8.0 - np.minimum(-(a_v + a_h), 30.0)
+
+
+def array_gain_db(
+    theta_deg: np.ndarray, rows: int = 10, spacing_wl: float = 0.8, tilt_zenith_deg: float = 102.0
+) -> np.ndarray:
+    """Gain of a vertical array of ``rows`` isotropic elements phased to zenith
+    ``tilt_zenith_deg`` [dB]: |Σ_m e^{j2π m d (cos θ − cos θ_t)}|² / M (M at the tilt)."""
+    if rows == 1:
+        return np.zeros_like(np.asarray(theta_deg, dtype=float))
+    psi = (
+        2.0
+        * np.pi
+        * spacing_wl
+        * (np.cos(np.radians(theta_deg)) - math.cos(math.radians(tilt_zenith_deg)))
+    )
+    m = np.arange(rows)
+    af = np.exp(1j * np.multiply.outer(np.asarray(psi), m)).sum(axis=-1)
+    return 10.0 * np.log10(np.maximum(np.abs(af) ** 2 / rows, 1e-12))
+
+
+@dataclass
+class UeDrop:
+    """UEs of a drop: positions, heights, indoor state, indoor distance, O2I wall type."""
+
+    xy: np.ndarray  # (N, 2) [m]
+    height_m: np.ndarray  # (N,)
+    indoor: np.ndarray  # (N,) bool
+    d_in_m: np.ndarray  # (N,) indoor distance [m] (0 outdoors)
+    high_loss: np.ndarray  # (N,) bool: high-loss building (indoor UEs)
+    home_site: np.ndarray  # (N,) the site whose hexagon the UE was dropped in
+
+    def __len__(self) -> int:
+        return len(self.xy)
+
+
+def drop_ues(
+    layout: HexLayout,
+    ues_per_site: int,
+    rng: np.random.Generator,
+    indoor_fraction: float = 0.8,
+    min_distance_m: float = 35.0,
+    high_loss_fraction: float = 0.5,
+) -> UeDrop:
+    """``ues_per_site`` UEs uniform over each site's hexagon (circumradius ISD/√3),
+    ≥ ``min_distance_m`` (2D) from it, with TR 38.901's indoor heights and distances."""
+    if not 0.0 <= indoor_fraction <= 1.0:
+        raise ValueError(f"indoor_fraction: {indoor_fraction} outside [0, 1]")
+    radius = layout.isd_m / SQRT3
+    if min_distance_m >= layout.isd_m / 2:
+        raise ValueError(f"min_distance_m: {min_distance_m} m leaves no room in the hexagon")
+    pts = []
+    for site in layout.site_xy():
+        got = np.zeros((0, 2))
+        while len(got) < ues_per_site:
+            cand = rng.uniform(-radius, radius, size=(4 * ues_per_site + 8, 2))
+            x, y = np.abs(cand[:, 0]), np.abs(cand[:, 1])
+            # the site's Voronoi hexagon: pointy top, flat sides facing its neighbours
+            inside = (x <= SQRT3 / 2 * radius) & (y <= radius - x / SQRT3)
+            far = np.hypot(cand[:, 0], cand[:, 1]) >= min_distance_m
+            got = np.concatenate([got, cand[inside & far]])
+        pts.append(site + got[:ues_per_site])
+    xy = np.concatenate(pts)
+    n = len(xy)
+    indoor = rng.random(n) < indoor_fraction
+    floors = rng.integers(4, 9, n)  # N_fl ~ U{4..8}
+    floor = np.floor(rng.random(n) * floors).astype(int) + 1  # n_fl ~ U{1..N_fl}
+    height = np.where(indoor, 3.0 * (floor - 1) + 1.5, 1.5)
+    d_in = np.where(indoor, np.minimum(rng.uniform(0, 25, n), rng.uniform(0, 25, n)), 0.0)
+    high = indoor & (rng.random(n) < high_loss_fraction)
+    home = np.repeat(np.arange(layout.num_sites), ues_per_site)
+    return UeDrop(xy, height, indoor, d_in, high, home)
+
+
+def o2i_loss_db(drop: UeDrop, carrier_hz: float, rng: np.random.Generator) -> np.ndarray:
+    """TR 38.901 Table 7.4.3-2 O2I loss per UE [dB] (0 outdoors): low-loss PL_tw =
+    5 − 10log10(0.3·10^(−L_glass/10) + 0.7·10^(−L_concrete/10)), high-loss 5 −
+    10log10(0.7·10^(−L_IRRglass/10) + 0.3·10^(−L_concrete/10)), L_glass = 2 + 0.2f,
+    L_IRRglass = 23 + 0.3f, L_concrete = 5 + 4f (f in GHz); + 0.5·d_2D-in + N(0, σ_P²)."""
+    f = carrier_hz / 1e9
+    glass, irr, concrete = 2 + 0.2 * f, 23 + 0.3 * f, 5 + 4 * f
+    low = 5 - 10 * np.log10(0.3 * 10 ** (-glass / 10) + 0.7 * 10 ** (-concrete / 10))
+    high = 5 - 10 * np.log10(0.7 * 10 ** (-irr / 10) + 0.3 * 10 ** (-concrete / 10))
+    sigma = np.where(drop.high_loss, 6.5, 4.4)
+    tw = np.where(drop.high_loss, high, low)
+    loss = tw + 0.5 * drop.d_in_m + sigma * rng.standard_normal(len(drop))
+    return np.where(drop.indoor, loss, 0.0)
+
+
+def coupling_loss_db(
+    layout: HexLayout,
+    drop: UeDrop,
+    carrier_hz: float,
+    rng: np.random.Generator,
+    scenario: str = "uma",
+    rows: int = 10,
+    spacing_wl: float = 0.8,
+    tilt_zenith_deg: float = 102.0,
+) -> np.ndarray:
+    """``(UEs, cells)`` coupling loss [dB]: path loss (TR 38.901 ``scenario``, LOS state
+    drawn per UE and site from the outdoor distance, shadowing per UE and site) + O2I −
+    the BS antenna gain towards the UE (element + vertical array; UE antenna 0 dBi)."""
+    offsets = layout.site_offsets(drop.xy)  # (N, S, 2)
+    d2 = np.hypot(offsets[..., 0], offsets[..., 1])
+    n, s = d2.shape
+    law_cls = PATHLOSS_MODELS[scenario]
+    loss = np.empty((n, s))
+    u = rng.random((n, s))
+    z = rng.standard_normal((n, s))
+    for h in np.unique(drop.height_m):
+        rows_h = drop.height_m == h
+        law: PathLoss = law_cls(carrier_hz, height_tx_m=layout.bs_height_m, shadowing=True)
+        law = law.at_heights(layout.bs_height_m, float(h))
+        d_out = np.maximum(d2[rows_h] - drop.d_in_m[rows_h, None], 1e-3)
+        los = u[rows_h] < law.los_probability(d_out)
+        d = np.maximum(d2[rows_h], 10.0)
+        pl = np.where(los, law.los_loss_db(d), law.nlos_loss_db(d))
+        std = np.where(los, law.los_shadow_db, law.nlos_shadow_db)
+        loss[rows_h] = pl + std * z[rows_h]
+    loss += o2i_loss_db(drop, carrier_hz, rng)[:, None]
+    # antenna gain of each cell towards each UE
+    cell_site = layout.cell_site()
+    dx, dy = offsets[:, cell_site, 0], offsets[:, cell_site, 1]
+    dz = drop.height_m[:, None] - layout.bs_height_m
+    theta = np.degrees(np.arctan2(np.hypot(dx, dy), dz))  # zenith angle from the BS
+    bore = layout.cell_boresight_deg()
+    if layout.sectors == 1:
+        gain = array_gain_db(theta, rows, spacing_wl, tilt_zenith_deg)
+    else:
+        phi = np.degrees(np.arctan2(dy, dx)) - bore[None, :]
+        gain = element_gain_db(theta, phi) + array_gain_db(theta, rows, spacing_wl, tilt_zenith_deg)
+    return loss[:, cell_site] - gain
+
+
+def serving_cells(coupling_db: np.ndarray) -> np.ndarray:
+    """Each UE's serving cell: the highest RSRP, i.e. the lowest coupling loss (equal
+    transmit power per cell)."""
+    return np.argmin(coupling_db, axis=1)
+
+
+def geometry_sinr_db(coupling_db: np.ndarray, tx_power_dbm: float, noise_dbm: float) -> np.ndarray:
+    """Downlink geometry SINR per UE [dB]: the serving cell's received power over the sum
+    of every other cell's (full load) plus noise (no fast fading)."""
+    rx_mw = 10.0 ** ((tx_power_dbm - coupling_db) / 10.0)
+    serving = rx_mw.max(axis=1)
+    interference = rx_mw.sum(axis=1) - serving
+    return 10.0 * np.log10(serving / (interference + 10.0 ** (noise_dbm / 10.0)))
+
+
+def distance_3d(layout: HexLayout, drop: UeDrop) -> np.ndarray:
+    """``(UEs, sites)`` 3D distances with wrap-around [m]."""
+    offsets = layout.site_offsets(drop.xy)
+    return distance_3d_m(
+        np.hypot(offsets[..., 0], offsets[..., 1]), layout.bs_height_m, drop.height_m[:, None]
+    )
