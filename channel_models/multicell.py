@@ -229,6 +229,62 @@ def o2i_loss_db(drop: UeDrop, carrier_hz: float, rng: np.random.Generator) -> np
     return np.where(drop.indoor, loss, 0.0)
 
 
+def departure_spreads_deg(
+    scenario: str, carrier_hz: float, d2d_m: np.ndarray, h_ut_m: np.ndarray, h_bs_m: float
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Median azimuth and zenith spreads of departure [deg] (TR 38.901 Table 7.5-6,
+    10^μ of lgASD and lgZSD) for ``"los"`` and ``"nlos"`` links."""
+    f = max(carrier_hz / 1e9, 6.0) if scenario == "uma" else carrier_hz / 1e9
+    if scenario == "uma":
+        asd = {"los": 1.06 + 0.1114 * math.log10(f), "nlos": 1.5 - 0.1144 * math.log10(f)}
+        base = -2.1 * d2d_m / 1000.0 - 0.01 * (h_ut_m - 1.5)
+        zsd = {"los": np.maximum(-0.5, base + 0.75), "nlos": np.maximum(-0.5, base + 0.9)}
+    elif scenario == "umi":
+        asd = {
+            "los": -0.05 * math.log10(1 + f) + 1.21,
+            "nlos": -0.23 * math.log10(1 + f) + 1.53,
+        }
+        zsd = {
+            "los": np.maximum(
+                -0.21, -14.8 * d2d_m / 1000.0 + 0.01 * np.abs(h_ut_m - h_bs_m) + 0.83
+            ),
+            "nlos": np.maximum(
+                -0.5, -3.1 * d2d_m / 1000.0 + 0.01 * np.maximum(h_ut_m - h_bs_m, 0) + 0.2
+            ),
+        }
+    else:
+        raise ValueError(f"departure spreads of scenario {scenario!r} (valid: uma, umi)")
+    return {k: (np.full_like(d2d_m, 10.0 ** asd[k]), 10.0 ** zsd[k]) for k in ("los", "nlos")}
+
+
+def zod_offset_deg(
+    scenario: str, carrier_hz: float, d2d_m: np.ndarray, h_ut_m: np.ndarray
+) -> np.ndarray:
+    """μ_offset,ZOD of NLOS links [deg] (TR 38.901 Tables 7.5-7 and 7.5-8): the mean
+    zenith of departure relative to the LOS direction (negative: towards the zenith)."""
+    if scenario == "uma":
+        b = max(carrier_hz / 1e9, 6.0)
+        e = (0.208 * math.log10(max(b, 0.25)) - 0.782) * np.log10(np.maximum(25.0, d2d_m))
+        e = e + (-0.13 * math.log10(max(b, 0.25)) + 2.03) - 0.07 * (h_ut_m - 1.5)
+        return 7.66 * math.log10(b) - 5.96 - 10.0**e
+    if scenario == "umi":
+        return -(10.0 ** (-1.5 * np.log10(np.maximum(10.0, d2d_m)) + 3.3))
+    raise ValueError(f"ZoD offset of scenario {scenario!r} (valid: uma, umi)")
+
+
+def _spread_gain(gain_fn, theta: np.ndarray, phi: np.ndarray, asd, zsd, nodes: int = 7):
+    """E[10^(G/10)] over Gaussian azimuth/zenith offsets of RMS ``asd``/``zsd`` [deg]
+    (Gauss–Hermite quadrature, ``nodes``² points)."""
+    x, w = np.polynomial.hermite.hermgauss(nodes)
+    x, w = x * math.sqrt(2.0), w / math.sqrt(math.pi)
+    out = np.zeros_like(theta)
+    for xi, wi in zip(x, w, strict=True):
+        for xj, wj in zip(x, w, strict=True):
+            t = np.clip(theta + xj * zsd, 0.0, 180.0)
+            out += wi * wj * 10.0 ** (gain_fn(t, phi + xi * asd) / 10.0)
+    return out
+
+
 def coupling_loss_db(
     layout: HexLayout,
     drop: UeDrop,
@@ -238,15 +294,25 @@ def coupling_loss_db(
     rows: int = 10,
     spacing_wl: float = 0.8,
     tilt_zenith_deg: float = 102.0,
+    angular_spread: bool = True,
+    k_factor_db: float = 9.0,
 ) -> np.ndarray:
     """``(UEs, cells)`` coupling loss [dB]: path loss (TR 38.901 ``scenario``, LOS state
     drawn per UE and site from the outdoor distance, shadowing per UE and site) + O2I −
-    the BS antenna gain towards the UE (element + vertical array; UE antenna 0 dBi)."""
+    the BS antenna gain towards the UE (element + vertical array; UE antenna 0 dBi).
+
+    ``angular_spread``: the antenna gain a link sees is averaged over its departure
+    angles, as a multipath channel's power is — a LOS link keeps K/(K+1) of its power on
+    the direct path (Ricean K of Table 7.5-6, 9 dB), the rest and every NLOS link spread
+    with the median ASD/ZSD of Table 7.5-6 (Gaussian, Gauss–Hermite quadrature), NLOS
+    links around the zenith offset μ_offset,ZOD of Tables 7.5-7/8;
+    ``False``: the gain in the direct direction only."""
     offsets = layout.site_offsets(drop.xy)  # (N, S, 2)
     d2 = np.hypot(offsets[..., 0], offsets[..., 1])
     n, s = d2.shape
     law_cls = PATHLOSS_MODELS[scenario]
     loss = np.empty((n, s))
+    is_los = np.zeros((n, s), dtype=bool)
     u = rng.random((n, s))
     z = rng.standard_normal((n, s))
     for h in np.unique(drop.height_m):
@@ -256,6 +322,7 @@ def coupling_loss_db(
         d_out = np.maximum(d2[rows_h] - drop.d_in_m[rows_h, None], 1e-3)
         los = u[rows_h] < law.los_probability(d_out)
         d = np.maximum(d2[rows_h], 10.0)
+        is_los[rows_h] = los
         pl = np.where(los, law.los_loss_db(d), law.nlos_loss_db(d))
         std = np.where(los, law.los_shadow_db, law.nlos_shadow_db)
         loss[rows_h] = pl + std * z[rows_h]
@@ -266,11 +333,29 @@ def coupling_loss_db(
     dz = drop.height_m[:, None] - layout.bs_height_m
     theta = np.degrees(np.arctan2(np.hypot(dx, dy), dz))  # zenith angle from the BS
     bore = layout.cell_boresight_deg()
-    if layout.sectors == 1:
-        gain = array_gain_db(theta, rows, spacing_wl, tilt_zenith_deg)
-    else:
-        phi = np.degrees(np.arctan2(dy, dx)) - bore[None, :]
-        gain = element_gain_db(theta, phi) + array_gain_db(theta, rows, spacing_wl, tilt_zenith_deg)
+    phi = np.degrees(np.arctan2(dy, dx)) - (0.0 if layout.sectors == 1 else bore[None, :])
+
+    def gain_fn(t: np.ndarray, p: np.ndarray) -> np.ndarray:
+        g = array_gain_db(t, rows, spacing_wl, tilt_zenith_deg)
+        return g if layout.sectors == 1 else g + element_gain_db(t, p)
+
+    gain = gain_fn(theta, phi)
+    if angular_spread:
+        d2c = np.hypot(dx, dy)
+        spreads = departure_spreads_deg(
+            scenario, carrier_hz, d2c, drop.height_m[:, None], layout.bs_height_m
+        )
+        los_c = is_los[:, cell_site]
+        k = 10.0 ** (k_factor_db / 10.0)
+        direct = 10.0 ** (gain / 10.0)
+        lin = np.empty_like(gain)
+        offset = zod_offset_deg(scenario, carrier_hz, d2c, drop.height_m[:, None])
+        for state, mask in (("los", los_c), ("nlos", ~los_c)):
+            asd, zsd = spreads[state]
+            t = theta[mask] + (offset[mask] if state == "nlos" else 0.0)
+            spread = _spread_gain(gain_fn, t, phi[mask], asd[mask], zsd[mask])
+            lin[mask] = (k * direct[mask] + spread) / (k + 1.0) if state == "los" else spread
+        gain = 10.0 * np.log10(lin)
     return loss[:, cell_site] - gain
 
 

@@ -127,3 +127,18 @@ def test_coupling_loss_of_a_uma_drop_is_plausible_and_sectors_split_the_site():
     assert len(np.unique(serving)) > 50
     sinr = geometry_sinr_db(cl, 49.0, -174 + 10 * math.log10(20e6) + 9)
     assert -10 < np.median(sinr) < 15
+
+
+def test_angular_spread_averaging_keeps_the_direct_gain_without_spread_and_fills_nulls():
+    from channel_models.multicell import _spread_gain
+
+    def gain(t, p):
+        return element_gain_db(t, p) + array_gain_db(t)
+
+    theta = np.array([102.0, 95.0, 120.0, 90.0])
+    phi = np.array([0.0, 40.0, 100.0, 170.0])
+    zero = _spread_gain(gain, theta, phi, np.zeros(4), np.zeros(4))
+    np.testing.assert_allclose(10 * np.log10(zero), gain(theta, phi), atol=1e-9)
+    spread = 10 * np.log10(_spread_gain(gain, theta, phi, np.full(4, 20.0), np.full(4, 6.0)))
+    assert spread[0] < gain(theta[:1], phi[:1])[0]  # the beam's peak is blurred
+    assert spread[3] > gain(theta[3:], phi[3:])[0]  # a back-lobe null is filled
