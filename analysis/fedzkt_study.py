@@ -139,10 +139,16 @@ def skew(index: pd.DataFrame, where: Path) -> pd.DataFrame:
 
 
 def settings(index: pd.DataFrame, where: Path, key: str) -> pd.DataFrame:
+    """Per value of ``key``: the mean and sample std over seeds of every summary column
+    (``n_seeds`` runs; std NaN with one seed)."""
     rows = []
     for _, row in index[index["status"] == "complete"].iterrows():
-        rows.append({key: row[key], **_summary(where, row["run"])})
-    return pd.DataFrame(rows)
+        rows.append({key: row[key], "seed": row.get("seed"), **_summary(where, row["run"])})
+    df = pd.DataFrame(rows)
+    stats = df.drop(columns="seed").groupby(key, sort=False).agg(["mean", "std"])
+    stats.columns = [f"{c}_{s}" for c, s in stats.columns]
+    stats.insert(0, "n_seeds", df.groupby(key, sort=False).size())
+    return stats.reset_index()
 
 
 def bounds(methods_where: Path, rounds: int) -> pd.DataFrame:
