@@ -49,7 +49,7 @@ def noise_dbm() -> float:
 
 def sionna_side(scenario: str, drops: int, ues_per_sector: int) -> tuple[np.ndarray, np.ndarray]:
     import torch
-    from sionna.phy.channel.tr38901 import UMa, UMi, PanelArray
+    from sionna.phy.channel.tr38901 import PanelArray, UMa, UMi
     from sionna.sys import gen_tr38901_multicell_topology
 
     bs = PanelArray(
@@ -119,7 +119,9 @@ def main() -> int:
     ap.add_argument("--drops", type=int, default=3)
     ap.add_argument("--ues-per-sector", type=int, default=10)
     ap.add_argument("--scenarios", nargs="+", default=list(SCENARIOS))
-    ap.add_argument("--out", default=str(ROOT / "tests" / "reference" / "multicell_calibration.json"))
+    ap.add_argument(
+        "--out", default=str(ROOT / "tests" / "reference" / "multicell_calibration.json")
+    )
     ap.add_argument("--figure", default=str(ROOT / "docs" / "multicell_calibration.png"))
     args = ap.parse_args()
     result: dict = {"percentiles": list(PERCENTILES), "scenarios": {}}
@@ -149,7 +151,9 @@ def main() -> int:
         print(sc, json.dumps(entry), flush=True)
     import sionna
 
-    result["source"] = f"Sionna {sionna.__version__} (pip sionna-no-rt); validation/sionna/multicell_calibration.py"
+    result["source"] = (
+        f"Sionna {sionna.__version__} (pip sionna-no-rt); validation/sionna/multicell_calibration.py"
+    )
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
     if args.figure:
         import matplotlib
@@ -162,7 +166,13 @@ def main() -> int:
             for ax, s, n in ((axes[0], s_cl, n_cl), (axes[1], s_sinr, n_sinr)):
                 for data, style, who in ((s, "-", "Sionna"), (n, "--", "netfl")):
                     x = np.sort(data)
-                    ax.plot(x, np.arange(1, len(x) + 1) / len(x), style, color=f"C{i}", label=f"{sc.upper()} {who}")
+                    ax.plot(
+                        x,
+                        np.arange(1, len(x) + 1) / len(x),
+                        style,
+                        color=f"C{i}",
+                        label=f"{sc.upper()} {who}",
+                    )
         axes[0].set_xlabel("coupling loss, serving cell [dB]")
         axes[1].set_xlabel("downlink geometry SINR [dB]")
         for ax in axes:
