@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from channel_models.pathloss import PATHLOSS_MODELS, PathLoss, distance_3d_m
+from channel_models.pathloss import PATHLOSS_MODELS, PathLoss
 
 __all__ = [
     "HexLayout",
@@ -372,11 +372,3 @@ def geometry_sinr_db(coupling_db: np.ndarray, tx_power_dbm: float, noise_dbm: fl
     serving = rx_mw.max(axis=1)
     interference = rx_mw.sum(axis=1) - serving
     return 10.0 * np.log10(serving / (interference + 10.0 ** (noise_dbm / 10.0)))
-
-
-def distance_3d(layout: HexLayout, drop: UeDrop) -> np.ndarray:
-    """``(UEs, sites)`` 3D distances with wrap-around [m]."""
-    offsets = layout.site_offsets(drop.xy)
-    return distance_3d_m(
-        np.hypot(offsets[..., 0], offsets[..., 1]), layout.bs_height_m, drop.height_m[:, None]
-    )

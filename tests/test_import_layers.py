@@ -81,6 +81,7 @@ LAYERS: list[list[str]] = [
         "netfl.radio.proportional_fair",
         "netfl.radio.schedulers",
         "netfl.radio.sharing",
+        "netfl.radio.uplink_mac",
     ],
     [  # FL algorithms (against the round context) and the scenario schema and files
         "netfl.algorithms",

@@ -39,6 +39,7 @@ from netfl.core.records import Recorder
 from netfl.radio.energy import BsPowerModel
 from netfl.radio.network import Radio, direction_of
 from netfl.radio.ofdma import OfdmaCarrier, OfdmaFlow
+from netfl.radio.uplink_mac import deliver_in_grant_cycles, harq_tail
 
 __all__ = ["OfdmaRadio"]
 
@@ -356,62 +357,13 @@ class OfdmaRadio(Radio):
             yield flow.done
             extra = self._finish(carrier, flow, start)
         else:
-            extra, flow = yield from self._deliver_in_grant_cycles(
-                carrier, size_bits, psd, total, grant
+            rng = self._rng_for_transfer(self._count)  # (one per upload, its cycles share it)
+            self._count += 1
+            extra, flow = yield from deliver_in_grant_cycles(
+                self.env, lambda bits: self._send(carrier, bits, psd, total, rng), size_bits, grant
             )
-        yield from self._harq_tail(carrier, extra, flow.rng)
+        yield from harq_tail(self.env, self.profile.harq, carrier.efficiency, extra, flow.rng)
         return extra
-
-    def _harq_tail(
-        self, carrier: OfdmaCarrier, extra: dict[str, Any], rng: np.random.Generator
-    ) -> Generator[simpy.Event, Any, None]:
-        """The ``bler`` abstractions' HARQ: the transfer's last transport block fails with
-        OLLA's BLER at the transfer's mean SINR and is resent one HARQ round trip later
-        (chase combining; :meth:`~channel_models.link_abstraction.BlerLinkAdaptation.retransmissions`).
-        Drawn from the generator of the transfer's last flow, after its fading draws (its
-        own stream, no other draw follows; no generator is made per transfer). The
-        earlier blocks' failures are in the goodput; only the last one's round trips add
-        to the duration."""
-        model = getattr(carrier.efficiency, "bler_model", None)
-        if model is None or not extra.get("airtime_s"):
-            return
-        harq = self.profile.harq
-        sinr = 10.0 ** (extra["mean_snr_db"] / 10.0)
-        n = model.retransmissions(sinr, rng, int(harq["max_transmissions"]))
-        extra["harq_retransmissions"] = n
-        if n:
-            yield self.env.timeout(n * harq["rtt_s"])
-
-    def _deliver_in_grant_cycles(
-        self, carrier: OfdmaCarrier, size_bits: float, psd: float, total: float, grant: dict
-    ) -> Generator[simpy.Event, Any, tuple[dict[str, float], OfdmaFlow]]:
-        """An uplink transfer of a buffer-status-driven MAC (``profile.uplink_grant``):
-        idle for the start-up delay, then one flow per grant cycle of at most
-        ``bsr_max_bytes``, cycles ``cycle_gap_s`` apart (meanwhile the carrier serves the
-        others: the scheduler believes this UE's buffer empty). Deterministic delays: a
-        few events per transfer, none per TTI."""
-        chunk_bits = 8.0 * grant["bsr_max_bytes"]
-        if grant["startup_delay_s"] > 0:
-            yield self.env.timeout(grant["startup_delay_s"])
-        left, flows = size_bits, []
-        rng = self._rng_for_transfer(self._count)
-        self._count += 1
-        while True:
-            flow = self._send(carrier, min(left, chunk_bits), psd, total, rng)
-            yield flow.done
-            flows.append(flow)
-            left -= flow.size_bits
-            if left <= 0:
-                break
-            if grant["cycle_gap_s"] > 0:
-                yield self.env.timeout(grant["cycle_gap_s"])
-        airtime = sum(f.airtime_s for f in flows)
-        snr = sum(f.snr_seconds for f in flows) / airtime if airtime > 0 else flows[0].mean_snr
-        return {
-            "rb_subframes": sum(f.rb_seconds for f in flows) / SUBFRAME_S,
-            "mean_snr_db": float(linear_to_db(snr)),
-            "airtime_s": airtime,
-        }, flows[-1]
 
     def _deliver_multicast(
         self, src: Node, receivers: list[Node], size_bits: float
@@ -422,7 +374,7 @@ class OfdmaRadio(Radio):
         flow = self._send(carrier, size_bits, float(snrs.min()), math.inf, multicast_snrs=snrs)
         yield flow.done
         extra = self._finish(carrier, flow, start)
-        yield from self._harq_tail(carrier, extra, flow.rng)
+        yield from harq_tail(self.env, self.profile.harq, carrier.efficiency, extra, flow.rng)
         return extra
 
     def tables(self) -> dict[str, pd.DataFrame]:

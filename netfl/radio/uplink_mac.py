@@ -1,0 +1,78 @@
+"""MAC procedures around an OFDMA transfer's flows, as SimPy generators: the buffer-status
+grant cycles of an LTE uplink and the HARQ tail of the ``bler`` link abstractions.
+
+Both are a few events per transfer, none per TTI: the carrier's flows carry the bits,
+these add the deterministic delays between them and after the last one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from typing import Any
+
+import numpy as np
+import simpy
+
+from channel_models.numerology import SUBFRAME_S
+from channel_models.units import linear_to_db
+from netfl.radio.ofdma import OfdmaFlow
+
+__all__ = ["deliver_in_grant_cycles", "harq_tail"]
+
+
+def deliver_in_grant_cycles(
+    env: simpy.Environment,
+    send: Callable[[float], OfdmaFlow],
+    size_bits: float,
+    grant: dict[str, float],
+) -> Generator[simpy.Event, Any, tuple[dict[str, float], OfdmaFlow]]:
+    """An uplink transfer of a buffer-status-driven MAC (``profile.uplink_grant``): idle
+    for the start-up delay, then one flow (``send(bits)``) per grant cycle of at most
+    ``bsr_max_bytes``, cycles ``cycle_gap_s`` apart (meanwhile the carrier serves the
+    others: the scheduler believes this UE's buffer empty). Returns the transfer's
+    accounting fields and its last flow."""
+    chunk_bits = 8.0 * grant["bsr_max_bytes"]
+    if grant["startup_delay_s"] > 0:
+        yield env.timeout(grant["startup_delay_s"])
+    left, flows = size_bits, []
+    while True:
+        flow = send(min(left, chunk_bits))
+        yield flow.done
+        flows.append(flow)
+        left -= flow.size_bits
+        if left <= 0:
+            break
+        if grant["cycle_gap_s"] > 0:
+            yield env.timeout(grant["cycle_gap_s"])
+    airtime = sum(f.airtime_s for f in flows)
+    snr = sum(f.snr_seconds for f in flows) / airtime if airtime > 0 else flows[0].mean_snr
+    return {
+        "rb_subframes": sum(f.rb_seconds for f in flows) / SUBFRAME_S,
+        "mean_snr_db": float(linear_to_db(snr)),
+        "airtime_s": airtime,
+    }, flows[-1]
+
+
+def harq_tail(
+    env: simpy.Environment,
+    harq: dict[str, float],
+    efficiency: Any,
+    extra: dict[str, Any],
+    rng: np.random.Generator,
+) -> Generator[simpy.Event, Any, None]:
+    """The ``bler`` abstractions' HARQ (none for other efficiency models): the transfer's
+    last transport block fails with OLLA's BLER at the transfer's mean SINR and is resent
+    one round trip ``harq["rtt_s"]`` later (chase combining;
+    :meth:`~channel_models.link_abstraction.BlerLinkAdaptation.retransmissions`), drawn
+    from ``rng`` — the generator of the transfer's last flow, after its fading draws (its
+    own stream; no generator is made per transfer). The earlier blocks' failures are in
+    the goodput; only the last one's round trips add to the duration. Writes
+    ``extra["harq_retransmissions"]``."""
+    model = getattr(efficiency, "bler_model", None)
+    if model is None or not extra.get("airtime_s"):
+        return
+    sinr = 10.0 ** (extra["mean_snr_db"] / 10.0)
+    n = model.retransmissions(sinr, rng, int(harq["max_transmissions"]))
+    extra["harq_retransmissions"] = n
+    if n:
+        yield env.timeout(n * harq["rtt_s"])
