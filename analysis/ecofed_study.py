@@ -14,6 +14,7 @@ the run directories (public API only):
     .venv/bin/python analysis/ecofed_study.py [--workers 2] [--rounds 4]
     .venv/bin/python analysis/ecofed_study.py --learn --data-root DIR --rounds 200 --target 0.7
     .venv/bin/python analysis/ecofed_study.py --digits --model resnet9 --rounds 20 --target 0.9
+    .venv/bin/python analysis/ecofed_study.py --digits-seeds --target 0.9   # 3 seeds, hflip
 
 ``--digits`` learns on scikit-learn's bundled 8×8 digits (a stand-in when no
 CIFAR-10 is at hand: the same schemes and bytes, a much easier task).
@@ -119,6 +120,58 @@ def time_split_figure(df: pd.DataFrame) -> Path:
     return path
 
 
+def digits_study(workers: int, target: float, out: Path) -> pd.DataFrame:
+    """``scenarios/ecofed/digits.sweep.yaml``: the schemes and EcoFed with hflip on the
+    bundled digits, 3 seeds; per variant mean ± std of rounds, time, bits and device
+    energy to ``target`` (fixed in advance) and of the final accuracy."""
+    spec, path = load_sweep(ROOT / "scenarios" / "ecofed" / "digits.sweep.yaml")
+    runs = expand(spec, path)
+    where = out / "digits_seeds"
+    index = run_sweep(runs, where, workers, target, lambda n, s: print(f"  {n}: {s}", flush=True))
+    ok = index[index["status"] == "complete"]
+    cols = [
+        "final_accuracy",
+        "rounds_to_target",
+        "time_to_target_s",
+        "bits_to_target",
+        "energy_to_target_j",
+    ]
+    rows = []
+    for variant, g in ok.groupby("variant", sort=False):
+        row = {
+            "variant": variant,
+            "reached": f"{int(g['rounds_to_target'].notna().sum())}/{len(g)}",
+        }
+        for c in cols:
+            row[f"{c}_mean"] = g[c].mean()
+            row[f"{c}_std"] = g[c].std()
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    # curves: mean ± std of accuracy per round
+    fig, ax = plt.subplots(figsize=(6, 3.8))
+    for c, (variant, g) in enumerate(ok.groupby("variant", sort=False)):
+        wide = pd.concat(
+            [read_run(where / run).rounds.set_index("round")["accuracy"] for run in g["run"]],
+            axis=1,
+        )
+        mean, std = wide.mean(axis=1), wide.std(axis=1).fillna(0.0)
+        ax.plot(mean.index, mean.values, color=f"C{c}", label=variant)
+        ax.fill_between(mean.index, mean - std, mean + std, color=f"C{c}", alpha=0.15, lw=0)
+    ax.axhline(target, color="k", ls=":", lw=1)
+    ax.set_xlabel("round")
+    ax.set_ylabel("test accuracy (digits)")
+    ax.set_title("ResNet9, PP2, 3G; mean ± std over 3 seeds", fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    OUT.mkdir(parents=True, exist_ok=True)
+    fig.savefig(OUT / "digits_accuracy.png", dpi=120)
+    plt.close(fig)
+    ok.to_csv(OUT / "digits_runs.csv", index=False)
+    table.to_csv(OUT / "digits_summary.csv", index=False)
+    return table
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=4)
@@ -128,8 +181,18 @@ def main() -> None:
     ap.add_argument("--digits", action="store_true", help="learn on the bundled 8×8 digits")
     ap.add_argument("--model", choices=["vgg11", "resnet9"], help="run only this model")
     ap.add_argument("--target", type=float, default=None, help="target accuracy (learn mode)")
+    ap.add_argument(
+        "--digits-seeds",
+        action="store_true",
+        help="the seeded digits comparison with hflip (scenarios/ecofed/digits.sweep.yaml)",
+    )
     ap.add_argument("--out", default=str(ROOT / "runs" / "ecofed_study"))
     args = ap.parse_args()
+    if args.digits_seeds:
+        table = digits_study(args.workers, args.target or 0.9, Path(args.out))
+        pd.set_option("display.width", 200)
+        print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        return
     spec, path = load_sweep(ROOT / "scenarios" / "ecofed" / "schemes.sweep.yaml")
     overrides: dict = {"training.rounds": args.rounds, "outputs.figures": False}
     if args.learn:

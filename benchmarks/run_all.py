@@ -27,6 +27,7 @@ BENCHMARKS = [
     "client_executor",
     "startup",
     "link_models",
+    "multicell_scale",
 ]
 
 #: benchmarks run more than once, with these arguments

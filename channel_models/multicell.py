@@ -39,11 +39,15 @@ from channel_models.pathloss import PATHLOSS_MODELS, PathLoss
 
 __all__ = [
     "HexLayout",
+    "SiteList",
+    "nearest_image_offsets",
+    "sector_gain_db",
     "axial_hexagons",
     "element_gain_db",
     "array_gain_db",
     "UeDrop",
     "drop_ues",
+    "indoor_states",
     "o2i_loss_db",
     "coupling_loss_db",
     "serving_cells",
@@ -127,11 +131,154 @@ class HexLayout:
     def site_offsets(self, ue_xy: np.ndarray) -> np.ndarray:
         """``(UEs, sites, 2)`` vectors from each site to each UE, each site taken at its
         image nearest to the UE (wrap-around)."""
+        return nearest_image_offsets(ue_xy, self.site_xy(), self.wrap_vectors())
+
+    def area_m2(self) -> float:
+        """The deployment's area: every site's hexagon, (√3/2)·ISD² each."""
+        return self.num_sites * SQRT3 / 2.0 * self.isd_m**2
+
+    def area_offsets(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """``n`` offsets uniform over one site's area (its hexagon)."""
+        return _uniform_hexagon(n, self.isd_m, rng)
+
+    def contains(self, xy: np.ndarray) -> np.ndarray:
+        """Whether each point lies in the deployment: in some site's hexagon
+        (circumradius ISD/√3, flat sides facing the neighbours)."""
+        return _in_hexagon(xy[:, None, :] - self.site_xy()[None, :, :], self.isd_m).any(axis=1)
+
+    def drop_uniform(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """``n`` points uniform over the deployment's area (the union of the site
+        hexagons; every site's hexagon has the same area, so: a site uniformly, then a
+        point uniformly in its hexagon, by rejection)."""
         sites = self.site_xy()
-        images = np.concatenate([np.zeros((1, 2)), self.wrap_vectors()])  # (K, 2)
-        d = ue_xy[:, None, None, :] - (sites[None, :, None, :] + images[None, None, :, :])
-        k = np.argmin(np.einsum("nski,nski->nsk", d, d), axis=2)
-        return np.take_along_axis(d, k[:, :, None, None], axis=2)[:, :, 0, :]
+        home = rng.integers(len(sites), size=n)
+        return sites[home] + _uniform_hexagon(n, self.isd_m, rng)
+
+    def drop_per_cell(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """``n`` points, cell by cell in turn (cell ``i % cells`` gets point i), each
+        uniform over its cell's area: its site's hexagon, or with 3 sectors the third of
+        it within ±60° of the sector's boresight (by rejection)."""
+        cells = np.arange(n) % self.num_cells
+        return _drop_in_cells(self, cells, rng)
+
+
+def nearest_image_offsets(ue_xy: np.ndarray, sites: np.ndarray, wraps: np.ndarray) -> np.ndarray:
+    """``(UEs, sites, 2)`` vectors from each site, at its image (the site plus one of the
+    ``wraps`` translations, or none) nearest to each UE, to the UE."""
+    images = np.concatenate([np.zeros((1, 2)), wraps])  # (K, 2)
+    d = ue_xy[:, None, None, :] - (sites[None, :, None, :] + images[None, None, :, :])
+    k = np.argmin(np.einsum("nski,nski->nsk", d, d), axis=2)
+    return np.take_along_axis(d, k[:, :, None, None], axis=2)[:, :, 0, :]
+
+
+def _in_hexagon(offsets: np.ndarray, isd_m: float) -> np.ndarray:
+    """Whether offsets ``(..., 2)`` from a site lie in its hexagon of circumradius
+    ISD/√3 (pointy top, flat sides facing the six neighbours)."""
+    radius = isd_m / SQRT3
+    x, y = np.abs(offsets[..., 0]), np.abs(offsets[..., 1])
+    tol = 1e-9 * radius
+    return (x <= SQRT3 / 2 * radius + tol) & (y <= radius - x / SQRT3 + tol)
+
+
+def _drop_in_cells(layout, cells: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One point per entry of ``cells``, uniform over that cell's area of ``layout``."""
+    out = np.zeros((len(cells), 2))
+    sites, cell_site = layout.site_xy(), layout.cell_site()
+    bore = layout.cell_boresight_deg()
+    for c in np.unique(cells):
+        idx = (cells == c).nonzero()[0]
+        got = np.zeros((0, 2))
+        while len(got) < len(idx):
+            cand = layout.area_offsets(3 * (len(idx) - len(got)) + 8, rng)
+            if np.isfinite(bore[c]):
+                off = (np.degrees(np.arctan2(cand[:, 1], cand[:, 0])) - bore[c] + 180) % 360 - 180
+                cand = cand[np.abs(off) <= 60.0]
+            got = np.concatenate([got, cand])
+        out[idx] = sites[cell_site[c]] + got[: len(idx)]
+    return out
+
+
+def _uniform_hexagon(n: int, isd_m: float, rng: np.random.Generator) -> np.ndarray:
+    """``n`` offsets uniform over a site's hexagon (rejection from its bounding box)."""
+    radius = isd_m / SQRT3
+    got = np.zeros((0, 2))
+    while len(got) < n:
+        cand = rng.uniform(-radius, radius, size=(2 * (n - len(got)) + 8, 2))
+        got = np.concatenate([got, cand[_in_hexagon(cand, isd_m)]])
+    return got[:n]
+
+
+@dataclass(frozen=True)
+class SiteList:
+    """Sites at explicit positions, each with 1 or 3 sectors (the hex grid's sector
+    convention); a site serves the disc of ``radius_m`` around it. No wrap-around."""
+
+    positions_m: tuple[tuple[float, float], ...]
+    radius_m: float
+    sectors: int = 1
+    bs_height_m: float = 25.0
+
+    def __post_init__(self) -> None:
+        if self.sectors not in (1, 3):
+            raise ValueError(f"sectors: {self.sectors} (valid: 1, 3)")
+        if not self.positions_m:
+            raise ValueError("positions_m: no site")
+
+    num_sites = property(lambda self: len(self.positions_m))
+    num_cells = property(lambda self: self.num_sites * self.sectors)
+    wrap_around = False
+
+    def site_xy(self) -> np.ndarray:
+        return np.array(self.positions_m, dtype=float).reshape(-1, 2)
+
+    cell_site = HexLayout.cell_site
+    cell_boresight_deg = HexLayout.cell_boresight_deg
+
+    def wrap_vectors(self) -> np.ndarray:
+        return np.zeros((0, 2))
+
+    site_offsets = HexLayout.site_offsets
+
+    def area_m2(self) -> float:
+        """The area of the union of the site discs (exact for disjoint discs, else on a
+        grid of 1/400 of the radius)."""
+        sites = self.site_xy()
+        d = np.hypot(*np.moveaxis(sites[:, None, :] - sites[None, :, :], -1, 0))
+        if (
+            len(sites) == 1
+            or (d + 2 * self.radius_m * np.eye(len(sites)) >= 2 * self.radius_m).all()
+        ):
+            return len(sites) * math.pi * self.radius_m**2
+        step = self.radius_m / 400.0
+        lo, hi = sites.min(axis=0) - self.radius_m, sites.max(axis=0) + self.radius_m
+        xs = np.arange(lo[0] + step / 2, hi[0], step)
+        total = 0
+        for y in np.arange(lo[1] + step / 2, hi[1], step):
+            total += int(self.contains(np.stack([xs, np.full_like(xs, y)], axis=1)).sum())
+        return total * step * step
+
+    def contains(self, xy: np.ndarray) -> np.ndarray:
+        """Whether each point is within ``radius_m`` of some site."""
+        d = np.hypot(*np.moveaxis(xy[:, None, :] - self.site_xy()[None, :, :], -1, 0))
+        return (d <= self.radius_m * (1 + 1e-12)).any(axis=1)
+
+    def area_offsets(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """``n`` offsets uniform over one site's disc."""
+        r = self.radius_m * np.sqrt(rng.random(n))
+        t = rng.uniform(0.0, 2.0 * np.pi, n)
+        return np.stack([r * np.cos(t), r * np.sin(t)], axis=1)
+
+    drop_per_cell = HexLayout.drop_per_cell
+
+    def drop_uniform(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """``n`` points uniform over the union of the sites' discs (rejection)."""
+        sites = self.site_xy()
+        lo, hi = sites.min(axis=0) - self.radius_m, sites.max(axis=0) + self.radius_m
+        got = np.zeros((0, 2))
+        while len(got) < n:
+            cand = rng.uniform(lo, hi, size=(2 * (n - len(got)) + 8, 2))
+            got = np.concatenate([got, cand[self.contains(cand)]])
+        return got[:n]
 
 
 def element_gain_db(theta_deg: np.ndarray, phi_deg: np.ndarray) -> np.ndarray:
@@ -196,13 +343,27 @@ def drop_ues(
         got = np.zeros((0, 2))
         while len(got) < ues_per_site:
             cand = rng.uniform(-radius, radius, size=(4 * ues_per_site + 8, 2))
-            x, y = np.abs(cand[:, 0]), np.abs(cand[:, 1])
             # the site's Voronoi hexagon: pointy top, flat sides facing its neighbours
-            inside = (x <= SQRT3 / 2 * radius) & (y <= radius - x / SQRT3)
+            inside = _in_hexagon(cand, layout.isd_m)
             far = np.hypot(cand[:, 0], cand[:, 1]) >= min_distance_m
             got = np.concatenate([got, cand[inside & far]])
         pts.append(site + got[:ues_per_site])
     xy = np.concatenate(pts)
+    home = np.repeat(np.arange(layout.num_sites), ues_per_site)
+    return indoor_states(xy, rng, indoor_fraction, high_loss_fraction, home)
+
+
+def indoor_states(
+    xy: np.ndarray,
+    rng: np.random.Generator,
+    indoor_fraction: float = 0.8,
+    high_loss_fraction: float = 0.5,
+    home_site: np.ndarray | None = None,
+) -> UeDrop:
+    """TR 38.901 indoor states of UEs at ``xy`` (Table 7.8-1, 7.4.3): indoor with
+    probability ``indoor_fraction``, on floor n_fl ~ U{1..N_fl}, N_fl ~ U{4..8}, at
+    3(n_fl − 1) + 1.5 m, min(U(0, 25), U(0, 25)) m inside, behind a high-loss wall with
+    probability ``high_loss_fraction``; outdoor UEs at 1.5 m."""
     n = len(xy)
     indoor = rng.random(n) < indoor_fraction
     floors = rng.integers(4, 9, n)  # N_fl ~ U{4..8}
@@ -210,7 +371,7 @@ def drop_ues(
     height = np.where(indoor, 3.0 * (floor - 1) + 1.5, 1.5)
     d_in = np.where(indoor, np.minimum(rng.uniform(0, 25, n), rng.uniform(0, 25, n)), 0.0)
     high = indoor & (rng.random(n) < high_loss_fraction)
-    home = np.repeat(np.arange(layout.num_sites), ues_per_site)
+    home = np.zeros(n, dtype=int) if home_site is None else home_site
     return UeDrop(xy, height, indoor, d_in, high, home)
 
 
@@ -329,34 +490,66 @@ def coupling_loss_db(
     loss += o2i_loss_db(drop, carrier_hz, rng)[:, None]
     # antenna gain of each cell towards each UE
     cell_site = layout.cell_site()
-    dx, dy = offsets[:, cell_site, 0], offsets[:, cell_site, 1]
-    dz = drop.height_m[:, None] - layout.bs_height_m
-    theta = np.degrees(np.arctan2(np.hypot(dx, dy), dz))  # zenith angle from the BS
-    bore = layout.cell_boresight_deg()
-    phi = np.degrees(np.arctan2(dy, dx)) - (0.0 if layout.sectors == 1 else bore[None, :])
+    gain = sector_gain_db(
+        offsets[:, cell_site, :],
+        drop.height_m[:, None] - layout.bs_height_m,
+        None if layout.sectors == 1 else layout.cell_boresight_deg()[None, :],
+        is_los[:, cell_site] if angular_spread else None,
+        scenario,
+        carrier_hz,
+        drop.height_m[:, None],
+        layout.bs_height_m,
+        rows,
+        spacing_wl,
+        tilt_zenith_deg,
+        k_factor_db,
+    )
+    return loss[:, cell_site] - gain
+
+
+def sector_gain_db(
+    offsets_m: np.ndarray,
+    dz_m: np.ndarray,
+    boresight_deg: np.ndarray | None,
+    los: np.ndarray | None,
+    scenario: str,
+    carrier_hz: float,
+    h_ut_m: np.ndarray,
+    h_bs_m: float,
+    rows: int = 10,
+    spacing_wl: float = 0.8,
+    tilt_zenith_deg: float = 102.0,
+    k_factor_db: float = 9.0,
+) -> np.ndarray:
+    """A cell's antenna gain towards UEs [dB]: ``offsets_m`` (..., 2) from the site to
+    each UE (wrap-around applied), ``dz_m`` UE height − BS height, the cell's azimuth
+    ``boresight_deg`` (``None``: omni, the array only). ``los`` given (the links' LOS
+    states): averaged over the departure angles as :func:`coupling_loss_db` says;
+    ``None``: the gain in the direct direction."""
+    dx, dy = offsets_m[..., 0], offsets_m[..., 1]
+    theta = np.degrees(np.arctan2(np.hypot(dx, dy), dz_m))  # zenith angle from the BS
+    phi = np.degrees(np.arctan2(dy, dx)) - (0.0 if boresight_deg is None else boresight_deg)
 
     def gain_fn(t: np.ndarray, p: np.ndarray) -> np.ndarray:
         g = array_gain_db(t, rows, spacing_wl, tilt_zenith_deg)
-        return g if layout.sectors == 1 else g + element_gain_db(t, p)
+        return g if boresight_deg is None else g + element_gain_db(t, p)
 
     gain = gain_fn(theta, phi)
-    if angular_spread:
-        d2c = np.hypot(dx, dy)
-        spreads = departure_spreads_deg(
-            scenario, carrier_hz, d2c, drop.height_m[:, None], layout.bs_height_m
-        )
-        los_c = is_los[:, cell_site]
-        k = 10.0 ** (k_factor_db / 10.0)
-        direct = 10.0 ** (gain / 10.0)
-        lin = np.empty_like(gain)
-        offset = zod_offset_deg(scenario, carrier_hz, d2c, drop.height_m[:, None])
-        for state, mask in (("los", los_c), ("nlos", ~los_c)):
-            asd, zsd = spreads[state]
-            t = theta[mask] + (offset[mask] if state == "nlos" else 0.0)
-            spread = _spread_gain(gain_fn, t, phi[mask], asd[mask], zsd[mask])
-            lin[mask] = (k * direct[mask] + spread) / (k + 1.0) if state == "los" else spread
-        gain = 10.0 * np.log10(lin)
-    return loss[:, cell_site] - gain
+    if los is None:
+        return gain
+    d2c = np.hypot(dx, dy)
+    h_ut = np.broadcast_to(h_ut_m, d2c.shape)
+    spreads = departure_spreads_deg(scenario, carrier_hz, d2c, h_ut, h_bs_m)
+    k = 10.0 ** (k_factor_db / 10.0)
+    direct = 10.0 ** (gain / 10.0)
+    lin = np.empty_like(gain)
+    offset = zod_offset_deg(scenario, carrier_hz, d2c, h_ut)
+    for state, mask in (("los", los), ("nlos", ~los)):
+        asd, zsd = spreads[state]
+        t = theta[mask] + (offset[mask] if state == "nlos" else 0.0)
+        spread = _spread_gain(gain_fn, t, phi[mask], asd[mask], zsd[mask])
+        lin[mask] = (k * direct[mask] + spread) / (k + 1.0) if state == "los" else spread
+    return 10.0 * np.log10(lin)
 
 
 def serving_cells(coupling_db: np.ndarray) -> np.ndarray:

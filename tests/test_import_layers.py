@@ -75,6 +75,7 @@ LAYERS: list[list[str]] = [
         "netfl.radio.cues",
         "netfl.radio.energy",
         "netfl.radio.geometry",
+        "netfl.radio.multicell_radio",
         "netfl.radio.network",
         "netfl.radio.ofdma",
         "netfl.radio.ofdma_radio",
@@ -96,6 +97,7 @@ LAYERS: list[list[str]] = [
         "netfl.algorithms.fedswap",
         "netfl.algorithms.fedzkt",
         "netfl.algorithms.hetero",
+        "netfl.algorithms.hierfavg",
         "netfl.algorithms.split",
         "netfl.algorithms.transfer_test",
         "netfl.scenario",
@@ -103,6 +105,7 @@ LAYERS: list[list[str]] = [
         "netfl.scenario.cell",
         "netfl.scenario.files",
         "netfl.scenario.layout",
+        "netfl.scenario.network",
         "netfl.scenario.schema",
     ],
     [  # one simulation: world, runner, records into rows, checkpoints, result

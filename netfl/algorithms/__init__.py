@@ -19,6 +19,7 @@ from netfl.algorithms.feddif import FedDif, FedDifConfig
 from netfl.algorithms.fedmd import FedMD, FedMDConfig
 from netfl.algorithms.fedswap import FedSwap
 from netfl.algorithms.fedzkt import FedZKT, FedZKTConfig
+from netfl.algorithms.hierfavg import HierFAVG, HierFAVGConfig
 from netfl.algorithms.split import LocalLossDPFL, SplitConfig, VanillaDPFL
 from netfl.algorithms.transfer_test import TransferTest, TransferTestConfig
 
@@ -38,6 +39,8 @@ __all__ = [
     "FD",
     "FDConfig",
     "FedDif",
+    "HierFAVG",
+    "HierFAVGConfig",
     "FedDifConfig",
     "FedSwap",
     "FedZKT",

@@ -21,7 +21,8 @@ data       ``dataset``, ``partitions``, ``num_samples``
 models     ``model``, ``models``, ``device_model``, ``init_model_state``,
            ``train_config``, ``evaluate``, ``evaluate_many``
 nodes      ``bs``, ``devices`` (those in coverage: a starved device — no rate at the
-           lowest CQI — takes no part), ``all_devices``
+           lowest CQI — takes no part), ``all_devices``, ``edge_of`` (the BS node
+           of a device's serving cell: an edge server; ``bs`` in a single cell)
 rng        ``streams`` (named child streams: ``generator``, ``torch_seed``)
 records    ``keep_finite`` (drops and records NaN/Inf updates)
 scenario   ``scenario`` (read-only) and ``source`` (the file, for error messages)
@@ -143,6 +144,8 @@ class RoundContext(Protocol):
     def keep_finite(self, items: list, names: list[str]) -> list:
         """The items whose tensors are all finite; the others are recorded as faults."""
         ...
+
+    def edge_of(self, device: Node) -> Node: ...
 
     def redrop(self, *keys: int) -> None:
         """Re-drop every device over the cell from the ``placement`` stream of ``keys``."""

@@ -97,6 +97,19 @@ class _SoftTargets(FedAvg):
         yield world.compute.run(device, self.train_flops(device), "train")
         return future.result() if future is not None else None
 
+    def soft_targets_correct(self) -> int:
+        """How many rows y of the global soft targets Y peak on label y (a diagnostic:
+        the KL term of (7) only teaches once most rows do)."""
+        import torch
+
+        return int((self.soft.argmax(dim=1) == torch.arange(self.num_classes)).sum())
+
+    def round(self, r: int) -> Generator[simpy.Event, Any, RoundSummary]:
+        summary = yield from super().round(r)
+        if self.world.learn:
+            summary.extra["soft_targets_correct"] = self.soft_targets_correct()
+        return summary
+
     def state_dict(self) -> dict[str, Any]:
         return {**super().state_dict(), "soft_targets": self.soft.clone()}
 

@@ -23,7 +23,9 @@ class Node:
     ``link`` is the node's fixed-rate access profile (None for the BS, whose
     capacity is configured on the radio). ``index`` is the device index
     (0..N-1) for PUEs and -1 for the BS. ``height_m`` is the antenna height of a
-    device placed with one (NaN: the path-loss law's UE height applies).
+    device placed with one (NaN: the path-loss law's UE height applies);
+    ``o2i_loss_db`` the outdoor-to-indoor penetration loss of an indoor device's links
+    to its BSs (a network with ``indoor_fraction``; 0 outdoors).
     """
 
     name: str
@@ -34,6 +36,7 @@ class Node:
     link: LinkProfile | None = None
     energy: EnergyMeter = field(default_factory=EnergyMeter)
     height_m: float = float("nan")
+    o2i_loss_db: float = 0.0
 
     @property
     def is_device(self) -> bool:

@@ -248,8 +248,12 @@ def radio_figures(
     paths.append(_save(fig, out / "transfer_rates.png"))
 
     occ = tables["occupancy"]
-    fig, axes = plt.subplots(2, 1, figsize=(7, 5), sharex=True)
     channel = scenario.cell.link.channel_profile_resolved()
+    if "cells" in tables:  # a network: every cell's carriers summed, and its layout
+        paths.append(_network_occupancy(scenario, occ, channel.num_rbs, len(tables["cells"]), out))
+        paths.append(_network_map(scenario, devices, tables, out))
+        return paths
+    fig, axes = plt.subplots(2, 1, figsize=(7, 5), sharex=True)
     for ax, carrier in zip(axes, ("uplink", "downlink"), strict=True):
         o = occ[occ["carrier"] == carrier]
         ax.stackplot(
@@ -289,6 +293,73 @@ def radio_figures(
     ax.legend(fontsize=7, loc="upper right")
     paths.append(_save(fig, out / "snr_map.png"))
     return paths
+
+
+def _network_occupancy(scenario, occ: pd.DataFrame, num_rbs: int, cells: int, out: Path) -> Path:
+    """RBs held over time, summed over a network's cells (each cell's step function
+    carried forward to every instant any cell changed)."""
+    fig, axes = plt.subplots(2, 1, figsize=(7, 5), sharex=True)
+    for ax, carrier in zip(axes, ("uplink", "downlink"), strict=True):
+        o = occ[occ["carrier"] == carrier]
+        if o.empty:
+            continue
+        wide = {
+            col: o.pivot_table(index="time_s", columns="cell", values=col, aggfunc="last")
+            .ffill()
+            .fillna(0.0)
+            .sum(axis=1)
+            for col in ("session_rbs", "flow_rbs")
+        }
+        ax.stackplot(
+            wide["session_rbs"].index,
+            wide["session_rbs"].values,
+            wide["flow_rbs"].values,
+            step="post",
+            labels=["CUE sessions", "FL transfers"],
+        )
+        ax.axhline(num_rbs * cells, color="k", lw=0.8, ls="--")
+        ax.set_ylabel(f"{carrier} RBs, all cells")
+    axes[0].legend(fontsize=8, loc="upper right")
+    axes[-1].set_xlabel("simulated time [s]")
+    axes[0].set_title(f"{scenario.name}: resource-block occupancy over {cells} cells")
+    return _save(fig, out / "rb_occupancy.png")
+
+
+def _network_map(scenario, devices: pd.DataFrame, tables: dict, out: Path) -> Path:
+    """Sites, devices (last drop) coloured by serving cell, CUEs, and boresights."""
+    import numpy as np
+
+    cells = tables["cells"]
+    cov = tables.get("coverage")
+    fig, ax = plt.subplots(figsize=(6.5, 6))
+    cues = tables.get("cues")
+    if cues is not None and len(cues):
+        ax.scatter(cues["x_m"], cues["y_m"], s=4, c=cues["cell"] % 10, cmap="tab10", alpha=0.4)
+    dev = devices[devices["kind"] != "bs"]
+    if cov is not None and "cell" in cov:
+        last = cov[cov["round"] == cov["round"].max()].set_index("device")["cell"]
+        colour = [last.get(n, -1) % 10 for n in dev["node"]]
+    else:
+        colour = "r"
+    ax.scatter(dev["x_m"], dev["y_m"], s=30, c=colour, cmap="tab10", marker="^", label="devices")
+    sites = cells.drop_duplicates("site")
+    ax.scatter(sites["x_m"], sites["y_m"], s=70, c="k", marker="s", label="sites")
+    span = float(np.ptp(sites["x_m"])) + float(np.ptp(sites["y_m"])) or 200.0
+    for _, c in cells.iterrows():
+        if np.isfinite(c["boresight_deg"]):
+            a = np.radians(c["boresight_deg"])
+            ax.plot(
+                [c["x_m"], c["x_m"] + 0.05 * span * np.cos(a)],
+                [c["y_m"], c["y_m"] + 0.05 * span * np.sin(a)],
+                color="k",
+                lw=1,
+            )
+    ax.set_aspect("equal")
+    ax.set_xlabel("x [m]")
+    ax.set_ylabel("y [m]")
+    ax.set_title(f"{scenario.name}: {len(cells)} cells (colour: serving cell)")
+    ax.legend(fontsize=7, loc="upper right")
+    return _save(fig, out / "network_map.png")
 
 
 def result_figures(result: RunResult, out: str | Path) -> list[Path]:

@@ -1,7 +1,8 @@
 """Background cellular UEs (CUEs): a spatial Poisson point process with Poisson sessions.
 
 - Space: the number of CUEs is Poisson(λ·area) and they are uniform over the
-  cell's disc (a homogeneous PPP restricted to the disc).
+  cell's disc (a homogeneous PPP restricted to the disc); in a multi-cell network
+  the PPP covers the deployment and each cell gets the CUEs that attach to it.
 - Time: each CUE starts sessions as a Poisson process of rate ``a``; the
   superposition over M CUEs is Poisson of rate M·a, simulated as one stream.
   A session holds ``demand_rbs`` resource blocks of its carrier for an
@@ -55,6 +56,7 @@ class CueTraffic:
         radius_m: float,
         rng: np.random.Generator,
         mean_snr: Callable[[np.ndarray, str, np.random.Generator, float], float] | None = None,
+        positions_m: np.ndarray | None = None,
     ):
         self.env = env
         self.carriers = carriers
@@ -65,9 +67,13 @@ class CueTraffic:
             raise ValueError(
                 "size-based CUE sessions need the radio's mean_snr(position, direction)"
             )
-        area_km2 = np.pi * (radius_m / 1e3) ** 2
-        self.num_cues = int(rng.poisson(config.density_per_km2 * area_km2))
-        self.positions_m = drop_uniform_disc(rng, self.num_cues, radius_m)
+        if positions_m is None:  # the PPP over the cell's disc
+            area_km2 = np.pi * (radius_m / 1e3) ** 2
+            self.num_cues = int(rng.poisson(config.density_per_km2 * area_km2))
+            self.positions_m = drop_uniform_disc(rng, self.num_cues, radius_m)
+        else:  # (a multi-cell network drops them over its area and attaches them)
+            self.positions_m = np.asarray(positions_m, dtype=float).reshape(-1, 2)
+            self.num_cues = len(self.positions_m)
         self.sessions_started = 0
         self.sessions_blocked = 0  # size-based sessions of CUEs out of coverage
         self.active = 0

@@ -8,6 +8,7 @@ processes that end when the bits have arrived.
 
 from __future__ import annotations
 
+import itertools
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Generator, Sequence
@@ -60,7 +61,8 @@ class Radio(ABC):
         self.recorder = recorder
         self.ue_states = UeRadioStates(env)
         self._active_downlink = 0
-        self._groups = 0
+        #: multicast group ids (a multi-cell radio's cells share one counter)
+        self.group_ids = itertools.count(1)
         self.bs_meter = (
             BsRadioMeter(env, bs, bs_power or BsPowerModel(), self.downlink_load)
             if bs is not None
@@ -218,7 +220,7 @@ class Radio(ABC):
         self._begin((src, *receivers), "downlink")
         extra = yield from self._deliver_multicast(src, receivers, size_bits)
         self._end((src, *receivers), "downlink")
-        self._groups += 1
+        group = next(self.group_ids)
         return [
             self._record(
                 src,
@@ -229,7 +231,7 @@ class Radio(ABC):
                 start,
                 num_models,
                 dict(extra or {}),
-                group=self._groups,
+                group=group,
             )
             for r in receivers
         ]

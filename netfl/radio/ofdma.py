@@ -79,6 +79,10 @@ class OfdmaFlow(Flow):
     snr_total: float = math.inf
     #: multicast: the mean SNR of every receiver (the flow's SNR is their block-wise min)
     multicast_snrs: np.ndarray | None = None
+    #: the link ``(src, dst)`` the flow carries (None: background traffic)
+    link: tuple | None = None
+    #: SINR / SNR factor in its SNRs now (interference; 1: none)
+    snr_scale: float = 1.0
 
 
 def _min_usable_snr(efficiency: Callable[[np.ndarray], np.ndarray]) -> float:
@@ -162,6 +166,8 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
         background: bool = False,
         snr_total: float = math.inf,
         multicast_snrs: np.ndarray | None = None,
+        link: tuple | None = None,
+        snr_scale: float = 1.0,
     ) -> OfdmaFlow:
         """Start a flow; ``flow.done`` fires on delivery. ``background`` marks CUE traffic.
 
@@ -195,6 +201,8 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
             background=background,
             snr_total=float(snr_total),
             multicast_snrs=multicast_snrs,
+            link=link,
+            snr_scale=float(snr_scale),
         )
         flow.k0 = int(math.floor(self.env.now / self.block_s))
         self.add_flow(flow)
@@ -280,17 +288,51 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
         new = np.minimum(self._snr_total[:n] / np.where(pc, share, 1.0), self._snr_psd[:n])
         old = self._snr[:n]
         rows = (pc & (np.abs(new - old) > 1e-12 * old)).nonzero()[0]
-        if not rows.size:
+        if rows.size:
+            self._rerate(rows, new[rows])
+
+    def rescale_snr(self, flows: list[OfdmaFlow], scales: np.ndarray) -> None:
+        """Set active unicast flows' SNR factor (interference changed elsewhere): their mean
+        and power-control SNRs become base × ``scales`` from now on; the bits before now
+        were carried at the old rates, the blocks ahead are re-rated, and the next
+        completion is found again."""
+        if not flows:
             return
+        self._advance()  # (the bits up to now at the old rates)
+        index = {id(f): i for i, f in enumerate(self.flows)}
+        rows = np.array([index[id(f)] for f in flows])
+        scales = np.asarray(scales, dtype=float)
+        ratio = scales / np.array([f.snr_scale for f in flows])
+        for f, sc, q in zip(flows, scales, ratio, strict=True):
+            f.snr_scale, f.mean_snr, f.snr_total = float(sc), f.mean_snr * q, f.snr_total * q
+        self._snr_psd[rows] *= ratio
+        self._snr_total[rows] *= ratio
+        share = self._share[rows]
+        total, psd = self._snr_total[rows], self._snr_psd[rows]
+        pc = np.isfinite(total) & (share > 0)
+        new = np.where(
+            pc, np.minimum(total / np.where(pc, share, 1.0), psd), np.minimum(psd, total)
+        )
+        self._rerate(rows, new)
+        if self._flush_pending:  # (this instant's re-allocation comes anyway)
+            self._dirty = True
+        else:
+            self._reschedule(flows_changed=True)
+
+    def _rerate(self, rows: np.ndarray, new: np.ndarray) -> None:
+        """Rows ``rows`` carry per-RB SNR ``new`` from now on: the SNR integral so far is
+        banked at the old SNR; bits and cumulative bits are recomputed from the current
+        block on."""
+        old = self._snr
         now = self.env.now
         self._ensure(now)
         g_now = self._gain_integrals(rows, now)
         self._snracc[rows] += old[rows] * (g_now - self._gstart[rows])
         self._gstart[rows] = g_now
-        self._snr[rows] = new[rows]
+        self._snr[rows] = new
         w = self._width
         c = min(max(int(math.floor(now / self.block_s + 1e-9)) - self._kb, 0), w - 1)
-        bits = self._bits_per_rb(new[rows, None], self._gains[rows, c:w])
+        bits = self._bits_per_rb(new[:, None], self._gains[rows, c:w])
         self._bits[rows, c:w] = bits
         self._cum[rows, c + 1 : w + 1] = self._cum[rows, c : c + 1] + bits.cumsum(axis=1)
 

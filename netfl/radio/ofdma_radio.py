@@ -157,7 +157,7 @@ class OfdmaRadio(Radio):
             return out
         a = np.array([n.position_m for n in srcs], dtype=float)
         b = np.array([n.position_m for n in dsts], dtype=float)
-        dist = np.hypot(*np.moveaxis(a[:, None, :] - b[None, :, :], -1, 0))
+        dist = self._distances_m(srcs, dsts, a, b)
         d2d = np.array([[s.is_device and d.is_device for d in dsts] for s in srcs])
         h_src = np.array([n.height_m for n in srcs], dtype=float)
         h_dst = np.array([n.height_m for n in dsts], dtype=float)
@@ -193,6 +193,13 @@ class OfdmaRadio(Radio):
                 )
             out[mask] = vals
         return out
+
+    def _distances_m(
+        self, srcs: Sequence[Node], dsts: Sequence[Node], a: np.ndarray, b: np.ndarray
+    ) -> np.ndarray:
+        """2-D distances of the links ``srcs[m] → dsts[i]`` from positions ``a``, ``b``
+        [m] (a multi-cell radio takes a BS at its image nearest to the UE)."""
+        return np.hypot(*np.moveaxis(a[:, None, :] - b[None, :, :], -1, 0))
 
     def _law_at(self, law, height_tx_m: float, height_rx_m: float):
         """``law`` at other antenna heights, kept per law and heights."""
@@ -353,14 +360,17 @@ class OfdmaRadio(Radio):
         start = self.env.now
         grant = self.profile.uplink_grant
         if direction != "uplink" or grant is None or size_bits <= 0:
-            flow = self._send(carrier, size_bits, psd, total)
+            flow = self._send(carrier, size_bits, psd, total, link=(src, dst))
             yield flow.done
             extra = self._finish(carrier, flow, start)
         else:
             rng = self._rng_for_transfer(self._count)  # (one per upload, its cycles share it)
             self._count += 1
             extra, flow = yield from deliver_in_grant_cycles(
-                self.env, lambda bits: self._send(carrier, bits, psd, total, rng), size_bits, grant
+                self.env,
+                lambda bits: self._send(carrier, bits, psd, total, rng, link=(src, dst)),
+                size_bits,
+                grant,
             )
         yield from harq_tail(self.env, self.profile.harq, carrier.efficiency, extra, flow.rng)
         return extra

@@ -35,6 +35,7 @@ from netfl.learning.datasets import DATASETS
 from netfl.scenario.base import STRICT_CONFIG, _check_name, _Strict, no_bool_for_numbers
 from netfl.scenario.cell import LINK_MODE_KEYS, CellSection
 from netfl.scenario.layout import LayoutSection
+from netfl.scenario.network import NetworkSection
 
 __all__ = ["Scenario", "LINK_MODE_KEYS", "STRICT_CONFIG", "no_bool_for_numbers"]
 
@@ -296,6 +297,9 @@ class Scenario(_Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     seed: NonNegativeInt = 0
     cell: CellSection = CellSection()
+    network: NetworkSection | None = Field(
+        None, description="several cells (netfl.scenario.network); none: one BS, one cell"
+    )
     devices: DevicesSection = DevicesSection()
     server: ServerSection = ServerSection()
     data: DataSection = DataSection()
@@ -326,12 +330,56 @@ class Scenario(_Strict):
             n = layout.fixed_count()
             if n is not None and n != count:
                 raise ValueError(f"{path}: {n} positions for {count} devices")
+            if self.network is not None:
+                self._layout_in_network(path, layout, count)
+                continue
             far = layout.max_extent_m(count, radius)
             if far > radius * (1 + 1e-12):
                 raise ValueError(
                     f"{path}: a device {far:g} m from the BS is outside the cell "
                     f"(cell.radius_m: {radius:g})"
                 )
+        return self
+
+    def _layout_in_network(self, path: str, layout: LayoutSection, count: int) -> None:
+        """With a ``network``: ``uniform_disc`` drops over the whole deployment; other
+        random kinds are relative to one BS (refused); explicit positions lie in a cell."""
+        import numpy as np
+
+        if layout.kind == "uniform_disc":
+            return
+        if layout.random:
+            raise ValueError(
+                f"{path}: kind {layout.kind} is drawn around one BS; with a network use "
+                "uniform_disc (over the whole deployment) or explicit positions"
+            )
+        assert self.network is not None
+        dep = self.network.deployment(self.cell.radius_m, 25.0)
+        pts = layout.positions(count, np.random.default_rng(0), self.cell.radius_m)
+        outside = (~dep.contains(pts)).nonzero()[0]
+        if outside.size:
+            i = int(outside[0])
+            raise ValueError(
+                f"{path}: device {i} at ({pts[i, 0]:g}, {pts[i, 1]:g}) m is outside every "
+                "cell of the network"
+            )
+
+    @model_validator(mode="after")
+    def _network_fits(self) -> Scenario:
+        if self.network is None:
+            return self
+        if self.cell.link.mode != "ofdma":
+            raise ValueError("network: needs cell.link.mode: ofdma (every cell has carriers)")
+        if self.cell.cues.mean_session_bits is not None:
+            raise ValueError(
+                "network: size-based CUE sessions (cell.cues.mean_session_bits) are not "
+                "simulated in a network yet; use duration-based sessions"
+            )
+        if self.algorithm.name in ("feddif", "fedswap"):
+            raise ValueError(
+                f"network: {self.algorithm.name} plans D2D links of one cell; it does not "
+                "run on a network yet"
+            )
         return self
 
     def layout_slots(self) -> list[tuple[str, LayoutSection, list[int], int | None]]:

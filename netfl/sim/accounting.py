@@ -43,7 +43,7 @@ def _delta(before: MeterSnapshot, after: MeterSnapshot, names: list[str], key: s
 
 def bits_on_air(transfers: list[TransferRecord]) -> dict[str, float]:
     """Bits per direction, each multicast counted once."""
-    bits = {"uplink": 0.0, "downlink": 0.0, "d2d": 0.0}
+    bits = {"uplink": 0.0, "downlink": 0.0, "d2d": 0.0, "backhaul": 0.0}
     seen: set[int] = set()
     for t in transfers:
         if t.multicast_group >= 0:
@@ -80,7 +80,8 @@ def round_row(
         idle_j += nodes[n].compute.idle_power_w * max(duration - busy, 0.0)
     bs_radio_j = _delta(before, after, servers, "bs_radio_j")
     server_compute_j = _delta(before, after, servers, "compute_j")
-    airtime = union_length_s((t.start_s, t.end_s) for t in transfers)
+    air = [t for t in transfers if t.direction != "backhaul"]  # (radio transfers)
+    airtime = union_length_s((t.start_s, t.end_s) for t in air)
     row: dict[str, Any] = {
         "round": r,
         "sim_time_s": t1_s,
@@ -90,9 +91,10 @@ def round_row(
         "uplink_bits": bits["uplink"],
         "downlink_bits": bits["downlink"],
         "d2d_bits": bits["d2d"],
+        "backhaul_bits": bits["backhaul"],
         "subframes": math.ceil(airtime / SUBFRAME_S - 1e-9) if airtime > 0 else 0,
-        "rb_subframes": sum(t.rb_subframes for t in transfers),
-        "models_sent": sum(t.num_models for t in transfers),
+        "rb_subframes": sum(t.rb_subframes for t in air),
+        "models_sent": sum(t.num_models for t in air),
         **{f"models_{d}": sum(t.num_models for t in transfers if t.direction == d) for d in bits},
         "num_transfers": len(transfers),
         "device_energy_j": sum(dev.values()),
@@ -119,7 +121,7 @@ def devices_frame(world: World) -> pd.DataFrame:
     """One row per node: profiles, position, samples, busy times and energy by state."""
     end = world.env.now
     rows = []
-    for n in [world.bs, *world.all_devices]:
+    for n in [*world.infrastructure, *world.all_devices]:
         e = n.energy
         idle_j = n.compute.idle_power_w * max(end - e.compute_s, 0.0) if n.is_device else 0.0
         rows.append(

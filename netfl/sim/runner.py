@@ -71,7 +71,7 @@ def _run_world(
     algorithm: Algorithm = get_algorithm(scenario.algorithm.name)(world, algorithm_config(scenario))
     tr = scenario.training
     env, rec = world.env, world.recorder
-    nodes = {n.name: n for n in [world.bs, *world.all_devices]}
+    nodes = {n.name: n for n in [*world.infrastructure, *world.all_devices]}
     rows: list[dict[str, Any]] = []
     stop_reason = "rounds"
     start = 0

@@ -136,6 +136,24 @@ class World:
             **s.server.compute_overrides.model_dump()
         )
         self.bs = Node("bs", "bs", -1, np.zeros(2), server_profile)
+        #: the BS of every cell of a ``network`` (the server's own node in a one-cell one)
+        self.cell_nodes: list[Node] = []
+        self.deployment = None
+        net = s.network
+        if net is not None:
+            law = s.cell.link.channel_profile_resolved().build_pathloss()
+            self.deployment = net.deployment(s.cell.radius_m, float(law.height_tx_m))
+            sites = self.deployment.site_xy()
+            cell_site = self.deployment.cell_site()
+            hosted = isinstance(net.server_site, int)
+            self.bs.position_m = sites[net.server_site] if hosted else np.full(2, np.nan)
+            if len(cell_site) == 1 and hosted:
+                self.cell_nodes = [self.bs]
+            else:
+                self.cell_nodes = [
+                    Node(f"cell{c}", "bs", -2 - c, sites[site].copy(), server_profile)
+                    for c, site in enumerate(cell_site)
+                ]
         positions = self.layout_positions(0)
         specs: list[tuple[str, str]] = []
         for g in s.devices.groups:
@@ -162,43 +180,41 @@ class World:
             )
             for i, (cp, lp) in enumerate(specs)
         ]
-        for node, h in zip(self.all_devices, self.layout_heights(), strict=True):
+        self._layout_heights = self.layout_heights()
+        for node, h in zip(self.all_devices, self._layout_heights, strict=True):
             node.height_m = float(h)
+        self._place_indoors(0)
         self.devices = list(self.all_devices)
+
+    @property
+    def infrastructure(self) -> list[Node]:
+        """The server and every other BS node (the cells of a network)."""
+        return [self.bs, *(n for n in self.cell_nodes if n is not self.bs)]
+
+    def edge_of(self, device: Node) -> Node:
+        """The BS node of ``device``'s serving cell (an edge server, HierFAVG); the BS
+        itself in a single cell."""
+        if not self.cell_nodes:
+            return self.bs
+        return self.cell_nodes[self.radio.serving[device.name]]
 
     def _build_radio(self) -> None:
         link = self.scenario.cell.link
         self.cues: CueTraffic | None = None
         self.channel: ChannelProfile | None = None
         bp = self.scenario.cell.bs_power
+        if self.scenario.network is not None:
+            self._build_network_radio()
+            return
         if link.mode == "ofdma":
             self.channel = link.channel_profile_resolved()
             self.radio = OfdmaRadio(
-                self.env,
-                self.recorder,
-                self.channel,
-                link.scheduler,
-                rng_for_transfer=lambda k: self.streams.generator("fading", k),
-                rng_for_link=lambda k: self.streams.generator("shadowing", k),
-                max_rbs_per_transfer=link.max_rbs_per_transfer or float("inf"),
-                pf_window_blocks=link.pf_window_blocks or 100.0,
-                bs=self.bs,
-                bs_power=BsPowerModel(
-                    bp.p0_w, bp.delta_p, bp.max_tx_power_w or self.channel.bs_tx_power_w, bp.num_trx
-                ),
+                self.env, self.recorder, self.channel, link.scheduler, bs=self.bs, **self._ofdma()
             )
-            c = self.scenario.cell.cues
             self.cues = CueTraffic(
                 self.env,
                 self.radio.carriers,
-                CueTrafficConfig(
-                    c.density_per_km2,
-                    c.session_rate_per_s,
-                    c.mean_session_s,
-                    c.demand_rbs,
-                    c.uplink_fraction,
-                    c.mean_session_bits,
-                ),
+                self._cue_config(),
                 self.scenario.cell.radius_m,
                 self.streams.generator("cue_traffic"),
                 mean_snr=self.radio.cue_mean_snr,
@@ -224,6 +240,89 @@ class World:
             bs_power=BsPowerModel(bp.p0_w, bp.delta_p, bp.max_tx_power_w or 20.0, bp.num_trx),
         )
 
+    def _ofdma(self) -> dict[str, Any]:
+        """The OFDMA radios' common arguments: random streams, caps, BS power model."""
+        link, bp = self.scenario.cell.link, self.scenario.cell.bs_power
+        assert self.channel is not None
+        return {
+            "rng_for_transfer": lambda k: self.streams.generator("fading", k),
+            "rng_for_link": lambda k: self.streams.generator("shadowing", k),
+            "max_rbs_per_transfer": link.max_rbs_per_transfer or float("inf"),
+            "pf_window_blocks": link.pf_window_blocks or 100.0,
+            "bs_power": BsPowerModel(
+                bp.p0_w, bp.delta_p, bp.max_tx_power_w or self.channel.bs_tx_power_w, bp.num_trx
+            ),
+        }
+
+    def _cue_config(self) -> CueTrafficConfig:
+        c = self.scenario.cell.cues
+        return CueTrafficConfig(
+            c.density_per_km2,
+            c.session_rate_per_s,
+            c.mean_session_s,
+            c.demand_rbs,
+            c.uplink_fraction,
+            c.mean_session_bits,
+        )
+
+    def _build_network_radio(self) -> None:
+        """A :class:`~netfl.radio.multicell_radio.MultiCellRadio` over the deployment, with
+        the CUEs' PPP over its area attached to their cells."""
+        from netfl.radio.multicell_radio import MultiCellRadio
+
+        s = self.scenario
+        net, link = s.network, s.cell.link
+        assert net is not None and self.deployment is not None
+        self.channel = link.channel_profile_resolved()
+        self.radio = MultiCellRadio(
+            self.env,
+            self.recorder,
+            self.channel,
+            link.scheduler,
+            self.deployment,
+            self.cell_nodes,
+            self.bs,
+            net.server_site if isinstance(net.server_site, int) else None,
+            interference=net.interference.model,
+            load=net.interference.load,
+            antenna=net.antenna,
+            array_rows=net.antenna_rows,
+            tilt_zenith_deg=net.tilt_zenith_deg,
+            backhaul_bps=net.backhaul.capacity_mbps * 1e6,
+            backhaul_latency_s=net.backhaul.latency_ms * 1e-3,
+            **self._ofdma(),
+        )
+        c, cfg = s.cell.cues, self._cue_config()
+        rng = self.streams.generator("cue_traffic")
+        num = int(rng.poisson(c.density_per_km2 * self.deployment.area_m2() / 1e6))
+        positions = self._drop_over_network(num, rng)
+        cells = self.radio.attach_cues(positions, c.demand_rbs)
+        one = len(self.radio.cells) == 1
+        for k, cell in enumerate(self.radio.cells):
+            cell.cues = CueTraffic(
+                self.env,
+                cell.carriers,
+                cfg,
+                s.cell.radius_m,
+                rng if one else self.streams.generator("cue_traffic", k + 1),
+                mean_snr=cell.cue_mean_snr,
+                positions_m=positions[cells == k],
+            )
+        if one:
+            self.cues = self.radio.cells[0].cues
+
+    def _drop_over_network(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """``n`` points uniform over the network's area (one site of ``site_positions_m``:
+        its disc, drawn as a single cell draws it)."""
+        from channel_models.multicell import SiteList
+
+        dep = self.deployment
+        if isinstance(dep, SiteList) and dep.num_sites == 1:
+            from netfl.radio.geometry import drop_uniform_disc
+
+            return dep.site_xy()[0] + drop_uniform_disc(rng, n, dep.radius_m)
+        return dep.drop_uniform(n, rng)
+
     def begin_round(self, r: int) -> None:
         """Called by the runner before round ``r``: re-drops UEs if the scenario asks."""
         if self.scenario.cell.redrop_every_round and r > 0:
@@ -237,6 +336,7 @@ class World:
         """
         for node, pos in zip(self.all_devices, self.layout_positions(*keys), strict=True):
             node.position_m = pos
+        self._place_indoors(*keys)
         self.update_coverage()
 
     def update_coverage(self) -> None:
@@ -282,8 +382,43 @@ class World:
         for _, layout, devices, group in s.layout_slots():
             stream = keys if group is None else (*keys, group + 1)
             rng = self.streams.generator("placement", *stream) if layout.random else None
-            out[devices] = layout.positions(len(devices), rng, s.cell.radius_m)
+            if self.deployment is not None and layout.kind == "uniform_disc":
+                if s.network.drop == "per_cell":
+                    out[devices] = self.deployment.drop_per_cell(len(devices), rng)
+                else:
+                    out[devices] = self._drop_over_network(len(devices), rng)
+            else:
+                out[devices] = layout.positions(len(devices), rng, s.cell.radius_m)
         return out
+
+    def _place_indoors(self, *keys: int) -> None:
+        """A network's ``indoor_fraction``: the devices its random drop placed are indoor
+        or not, from the ``indoor`` stream of the drop's ``keys`` (TR 38.901 floors,
+        heights and O2I loss); the others keep their layout's height, outdoors."""
+        net = self.scenario.network
+        if net is None or net.indoor_fraction == 0.0:
+            return
+        from channel_models.multicell import indoor_states, o2i_loss_db
+
+        placed = [
+            i
+            for _, layout, devices, _ in self.scenario.layout_slots()
+            if layout.kind == "uniform_disc"
+            for i in devices
+        ]
+        if not placed:
+            return
+        rng = self.streams.generator("indoor", *keys)
+        xy = np.array([self.all_devices[i].position_m for i in placed])
+        drop = indoor_states(xy, rng, net.indoor_fraction, net.high_loss_fraction)
+        carrier = self.scenario.cell.link.channel_profile_resolved().carrier_hz
+        loss = o2i_loss_db(drop, carrier, rng)
+        for k, i in enumerate(placed):
+            node = self.all_devices[i]
+            node.height_m = (
+                float(drop.height_m[k]) if drop.indoor[k] else float(self._layout_heights[i])
+            )
+            node.o2i_loss_db = float(loss[k])
 
     def layout_heights(self) -> np.ndarray:
         """Every device's antenna height [m] from its layout (NaN: the law's UE height)."""

@@ -98,3 +98,18 @@ def test_kl_direction_reaches_every_device_job():
             world.recorder.round = r
             world.env.run(until=world.env.process(alg.round(r)))
     assert set(seen) == {"model_to_targets", "targets_to_model"}
+
+
+@pytest.mark.parametrize("name", ["dfl", "fd"])
+def test_soft_targets_correct_counts_rows_peaking_on_their_label(name):
+    import torch
+
+    result = run(_scenario({"name": name}))
+    col = result.rounds["soft_targets_correct"]
+    assert col.between(0, 10).all() and col.dtype.kind == "i"
+    world = World(_scenario({"name": name}))
+    alg = ALGORITHMS[name](world, algorithm_config(_scenario({"name": name})))
+    soft = torch.full((10, 10), 0.01)
+    soft[torch.arange(10), (torch.arange(10) + torch.tensor([0] * 7 + [1] * 3)) % 10] = 0.9
+    alg.soft = soft
+    assert alg.soft_targets_correct() == 7

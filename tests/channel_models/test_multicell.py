@@ -142,3 +142,52 @@ def test_angular_spread_averaging_keeps_the_direct_gain_without_spread_and_fills
     spread = 10 * np.log10(_spread_gain(gain, theta, phi, np.full(4, 20.0), np.full(4, 6.0)))
     assert spread[0] < gain(theta[:1], phi[:1])[0]  # the beam's peak is blurred
     assert spread[3] > gain(theta[3:], phi[3:])[0]  # a back-lobe null is filled
+
+
+def test_uniform_drop_over_the_hex_deployment():
+    from scipy import stats
+
+    layout = HexLayout(500.0, 1, 3)
+    assert layout.area_m2() == pytest.approx(7 * math.sqrt(3) / 2 * 500.0**2)
+    xy = layout.drop_uniform(7000, np.random.default_rng(5))
+    assert layout.contains(xy).all()
+    # every site's hexagon gets a seventh of the points (chi-square), and within its
+    # hexagon a point's squared distance share is uniform over the area: compare the
+    # share inside the inscribed circle with its area ratio π/(2√3)
+    home = np.argmin(np.linalg.norm(layout.site_offsets(xy), axis=2), axis=1)
+    assert stats.chisquare(np.bincount(home, minlength=7)).pvalue > 1e-3
+    inner = np.min(np.linalg.norm(layout.site_offsets(xy), axis=2), axis=1) <= 250.0
+    assert stats.binomtest(int(inner.sum()), len(xy), math.pi / (2 * math.sqrt(3))).pvalue > 1e-3
+    # a point just beyond the outer ring's hexagons is outside
+    assert not layout.contains(np.array([[3 * 500.0, 0.0]])).any()
+
+
+def test_site_list_area_containment_and_drop():
+    from channel_models.multicell import SiteList
+
+    one = SiteList(((10.0, 20.0),), 100.0)
+    assert one.area_m2() == pytest.approx(math.pi * 100.0**2)
+    # two discs overlapping by a lens: 2πr² − (2r²·acos(d/2r) − (d/2)·√(4r² − d²))
+    d, r = 100.0, 100.0
+    two = SiteList(((0.0, 0.0), (d, 0.0)), r, sectors=3)
+    lens = 2 * r**2 * math.acos(d / (2 * r)) - d / 2 * math.sqrt(4 * r**2 - d**2)
+    assert two.area_m2() == pytest.approx(2 * math.pi * r**2 - lens, rel=2e-3)
+    assert two.num_cells == 6 and list(two.cell_site()) == [0, 0, 0, 1, 1, 1]
+    xy = two.drop_uniform(4000, np.random.default_rng(2))
+    assert two.contains(xy).all() and not two.contains(np.array([[0.0, 150.0]])).any()
+
+
+def test_per_cell_drop_puts_each_point_in_its_sector_third():
+    layout = HexLayout(500.0, 1, 3)
+    xy = layout.drop_per_cell(21 * 40, np.random.default_rng(9))
+    cells = np.arange(len(xy)) % 21
+    sites = layout.site_xy()[layout.cell_site()[cells]]
+    off = xy - sites
+    az = (
+        np.degrees(np.arctan2(off[:, 1], off[:, 0])) - layout.cell_boresight_deg()[cells] + 180
+    ) % 360 - 180
+    assert (np.abs(az) <= 60.0).all()
+    assert (np.linalg.norm(off, axis=1) <= 500.0 / math.sqrt(3) + 1e-9).all()
+    # uniform over the sector's third: its inscribed-circle share is the hexagon's
+    inner = np.linalg.norm(off, axis=1) <= 250.0
+    assert stats.binomtest(int(inner.sum()), len(xy), math.pi / (2 * math.sqrt(3))).pvalue > 1e-3

@@ -1,0 +1,628 @@
+"""A multi-cell OFDMA network (issue 23): one :class:`CellRadio` per cell, RSRP
+association, interference from the other cells, and the backhaul to the FL server.
+
+Each cell is an :class:`~netfl.radio.ofdma_radio.OfdmaRadio` with its own uplink and
+downlink carriers, scheduler, BS power meter and CUEs. Its links to its own BS see
+the network's geometry — the BS at its site's image nearest to the UE (wrap-around),
+the sector antenna's gain (:func:`channel_models.multicell.sector_gain_db`, averaged
+over the departure angles for TR 38.901 UMa/UMi links, the LOS state being the link's
+own draw) and an indoor UE's O2I loss — and the other cells, each on air on a share
+η_c of its RBs:
+
+- downlink SINR of UE u served by cell s:
+  P·g_us / (N_UE + Σ_{c≠s} η_c·P·g_uc), i.e. the SNR over 1 + Σ_{c≠s} η_c·SNR_c(u);
+- uplink SINR at cell c: the UE's SNR over 1 + Σ_{c'≠c} η_c'·I_c'c/N_RB, with I_c'c
+  the mean over the UEs and CUEs attached to c' of p_RB(x)·g_xc — their per-RB power
+  the open-loop PSD target (capped at P_max/M_x; M_x a CUE's demand, a device's equal
+  share of its cell's uplink RBs) or, under full-carrier power control, P_max spread
+  over the carrier.
+
+η_c is the carrier's occupancy now (``activity``: sessions and flows held over its
+RBs, re-rating the other cells' active flows whenever it changes — an event that
+already happens, never a new one), a constant ``load`` (``load_factor``), or 0.
+
+The geometry terms (SNR_c(u), I_c'c) are computed when devices are (re-)dropped. D2D
+links use the sender's cell's uplink and stay noise-limited; a multicast keeps the
+SINRs of its start.
+
+A transfer between a device and the FL server (``world.bs``) is an access hop over the
+device's serving cell plus, unless the server sits at that cell's site, a
+``backhaul`` hop (recorded as its own transfer, direction ``backhaul``): the site's
+backhaul link, processor-shared per direction at ``capacity``, then its latency.
+Downlink goes backhaul first; a multicast sends one backhaul copy per cell and
+multicasts in each cell.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Generator, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import simpy
+
+from channel_models.channel_profiles import ChannelProfile
+from channel_models.multicell import nearest_image_offsets, sector_gain_db
+from channel_models.pathloss import UMa, UMi
+from channel_models.units import dbm_to_w, linear_to_db
+from netfl.core.nodes import Node
+from netfl.core.records import Recorder, TransferRecord
+from netfl.radio.energy import BsPowerModel
+from netfl.radio.network import Radio, direction_of
+from netfl.radio.ofdma_radio import OfdmaRadio
+from netfl.radio.sharing import ProcessorSharing
+
+__all__ = ["CellRadio", "MultiCellRadio"]
+
+
+class CellRadio(OfdmaRadio):
+    """One cell of a :class:`MultiCellRadio`: an OFDMA radio whose links to its BS see
+    the network's geometry (wrap-around, sector antenna) and interference."""
+
+    def __init__(self, *args: Any, network: MultiCellRadio, cell: int, **kw: Any):
+        super().__init__(*args, **kw)
+        self.network = network
+        self.cell = cell
+        self.node: Node = kw["bs"]
+        self.group_ids = network.group_ids  # (multicast ids unique over the network)
+
+    def _rng_next(self, _k: int) -> np.random.Generator:
+        return self.network.next_fading_rng()
+
+    def _cellular(self, srcs: Sequence[Node], dsts: Sequence[Node]) -> np.ndarray:
+        return np.array([[(s is self.node) != (d is self.node) for d in dsts] for s in srcs])
+
+    def _distances_m(self, srcs, dsts, a, b) -> np.ndarray:
+        dist = super()._distances_m(srcs, dsts, a, b)
+        if self.network.wrap.size:  # (the BS at its image nearest to the UE)
+            rows, cols = self._cellular(srcs, dsts).nonzero()
+            if rows.size:
+                ues = self._ues(srcs, dsts, rows, cols)
+                off = self.network.offsets_m(np.array([u.position_m for u in ues]), self.cell)
+                dist[rows, cols] = np.hypot(off[:, 0], off[:, 1])
+        return dist
+
+    def _ues(self, srcs, dsts, rows, cols) -> list[Node]:
+        return [
+            dsts[i] if srcs[m] is self.node else srcs[m] for m, i in zip(rows, cols, strict=True)
+        ]
+
+    def link_loss_matrix_db(self, srcs: Sequence[Node], dsts: Sequence[Node]) -> np.ndarray:
+        """:meth:`OfdmaRadio.link_loss_matrix_db` plus an indoor UE's O2I loss, less the
+        sector antenna's gain, on this cell's links (coupling loss)."""
+        out = super().link_loss_matrix_db(srcs, dsts)
+        rows, cols = self._cellular(srcs, dsts).nonzero()
+        if not rows.size:
+            return out
+        ues = self._ues(srcs, dsts, rows, cols)
+        o2i = np.array([u.o2i_loss_db for u in ues])
+        if o2i.any():
+            out[rows, cols] += o2i
+        if not (self.network.antenna == "omni" and self.network.array_rows == 1):
+            out[rows, cols] -= self.network.antenna_gains_db(ues, self)
+        return out
+
+    def _link(self, src: Node, dst: Node) -> tuple[float, float, float]:
+        """``(loss, SINR per RB, SINR of all power in one RB)`` with the interference now."""
+        loss, psd, total = super()._link(src, dst)
+        scale = self.network.snr_scale(self.cell, (src, dst))
+        return loss, psd * scale, total * scale
+
+    def _send(self, carrier, size_bits, psd, total, rng=None, **kw):
+        """A flow at its link's SINR at this instant (an upload's later grant cycles start
+        at the interference of their own start), tagged with its SINR factor."""
+        link = kw.get("link")
+        if link is not None and kw.get("multicast_snrs") is None:
+            _, psd, total = OfdmaRadio._link(self, *link)
+            kw["snr_scale"] = scale = self.network.snr_scale(self.cell, link)
+            psd, total = psd * scale, total * scale
+        return super()._send(carrier, size_bits, psd, total, rng, **kw)
+
+
+class MultiCellRadio(Radio):
+    """Cells with their own carriers, RSRP association, interference and backhaul.
+
+    Parameters
+    ----------
+    deployment
+        :class:`channel_models.multicell.HexLayout` or ``SiteList``.
+    cell_nodes : list of Node
+        One BS node per cell (cell c is sector ``c % sectors`` of site ``c // sectors``).
+    server : Node
+        The FL server (``world.bs``); ``server_site`` its site (``None``: the cloud).
+    """
+
+    mode = "ofdma"
+
+    def __init__(
+        self,
+        env: simpy.Environment,
+        recorder: Recorder,
+        profile: ChannelProfile,
+        scheduler: str,
+        deployment: Any,
+        cell_nodes: list[Node],
+        server: Node,
+        server_site: int | None,
+        rng_for_transfer: Callable[[int], np.random.Generator],
+        rng_for_link: Callable[[int], np.random.Generator],
+        interference: str = "load_factor",
+        load: float = 1.0,
+        antenna: str = "tr38901",
+        array_rows: int = 10,
+        tilt_zenith_deg: float = 102.0,
+        backhaul_bps: float = 1e9,
+        backhaul_latency_s: float = 0.005,
+        max_rbs_per_transfer: float = math.inf,
+        pf_window_blocks: float = 100.0,
+        bs_power: BsPowerModel | None = None,
+    ):
+        super().__init__(env, recorder)
+        self.profile = profile
+        self.deployment = deployment
+        self.cell_nodes = cell_nodes
+        self.server = server
+        self.server_site = server_site
+        self.interference = interference
+        self.load = float(load)
+        self.antenna = antenna
+        self.array_rows = int(array_rows) if antenna == "tr38901" else 1
+        self.tilt_zenith_deg = float(tilt_zenith_deg)
+        self._rng_for_transfer = rng_for_transfer
+        self._count = 0
+        self.site_xy = deployment.site_xy()
+        self.cell_site = deployment.cell_site()
+        self.boresight = deployment.cell_boresight_deg()
+        self.wrap = deployment.wrap_vectors()
+        self.cells = [
+            CellRadio(
+                env,
+                recorder,
+                profile,
+                scheduler,
+                rng_for_transfer=rng_for_transfer,
+                rng_for_link=rng_for_link,
+                max_rbs_per_transfer=max_rbs_per_transfer,
+                pf_window_blocks=pf_window_blocks,
+                bs=node,
+                bs_power=bs_power,
+                network=self,
+                cell=c,
+            )
+            for c, node in enumerate(cell_nodes)
+        ]
+        for cell in self.cells:
+            cell._rng_for_transfer = cell._rng_next
+        law = self.cells[0]._pathloss
+        self._scenario = "uma" if isinstance(law, UMa) else "umi" if isinstance(law, UMi) else None
+        self.bs_height_m = float(law.height_tx_m)
+        self.backhaul = {
+            (site, d): ProcessorSharing(env, backhaul_bps)
+            for site in range(len(self.site_xy))
+            for d in ("uplink", "downlink")
+        }
+        self.backhaul_latency_s = float(backhaul_latency_s)
+        self.serving: dict[str, int] = {}
+        n_cells = len(cell_nodes)
+        #: each cell's share of RBs on air, per direction: ``load`` (load_factor), 0
+        #: (none), or its carriers' occupancy now (activity)
+        eta0 = self.load if interference == "load_factor" else 0.0
+        self.eta = {d: np.full(n_cells, eta0) for d in ("uplink", "downlink")}
+        self._snr_dl: dict[str, np.ndarray] = {}  # device → SNR from every cell's BS
+        self._ul_rx = np.zeros((n_cells, n_cells))  # [c', c]: mean UE of c' at BS c / N_RB
+        self._stale: set[str] = set()
+        self._rerate_pending = False
+        if interference == "activity" and n_cells > 1:
+            for c, cell in enumerate(self.cells):
+                for d, carrier in cell.carriers.items():
+                    carrier.listeners.append(lambda c=c, d=d: self._on_activity(c, d))
+        self._gain_cache: dict[tuple, float] = {}
+        self.cue_positions_m = np.zeros((0, 2))
+        self.cue_cells = np.zeros(0, dtype=int)
+        self._devices: list[Node] = []
+
+    # -- geometry ------------------------------------------------------------------
+    def next_fading_rng(self) -> np.random.Generator:
+        """The next transfer's fading generator (one counter over the network, so a
+        one-cell network draws what a single cell draws)."""
+        rng = self._rng_for_transfer(self._count)
+        self._count += 1
+        return rng
+
+    def offsets_m(self, xy: np.ndarray, cell: int) -> np.ndarray:
+        """``(P, 2)`` vectors from cell ``cell``'s site (its image nearest to each point,
+        wrap-around) to the points ``xy``."""
+        site = self.site_xy[self.cell_site[cell]]
+        return nearest_image_offsets(xy, site[None, :], self.wrap)[:, 0, :]
+
+    def antenna_gains_db(self, ues: Sequence[Node], cell: CellRadio) -> np.ndarray:
+        """Cell ``cell``'s antenna gain towards each UE [dB], kept per UE position: the
+        sector element and array, averaged over the departure angles (LOS state: the
+        link's own draw) on TR 38.901 UMa/UMi links, else in the direct direction."""
+        keys = [(u.name, u.position_m.tobytes(), u.height_m, cell.cell) for u in ues]
+        missing = [k for k, key in enumerate(keys) if key not in self._gain_cache]
+        if missing:
+            if len(self._gain_cache) > 500_000:
+                self._gain_cache.clear()
+            miss = [ues[k] for k in missing]
+            xy = np.array([u.position_m for u in miss], dtype=float)
+            off = self.offsets_m(xy, cell.cell)
+            law = cell._pathloss
+            h_ut = np.array([u.height_m for u in miss], dtype=float)
+            h_ut = np.where(np.isfinite(h_ut), h_ut, law.height_rx_m)
+            los = None
+            if self._scenario is not None and law.draws_los:
+                d2 = np.hypot(off[:, 0], off[:, 1])
+                u, _ = cell._link_variates(miss, [cell.node], xy, cell.node.position_m[None, :])
+                p_los = np.empty(len(miss))
+                for h in np.unique(h_ut):
+                    sel = h_ut == h
+                    at = cell._law_at(law, self.bs_height_m, float(h))
+                    p_los[sel] = at.los_probability(d2[sel])
+                los = (u[:, 0] < p_los)[:, None]
+            bore = self.boresight[cell.cell]
+            gain = sector_gain_db(
+                off[:, None, :],
+                (h_ut - self.bs_height_m)[:, None],
+                None if self.antenna == "omni" or not math.isfinite(bore) else np.array([[bore]]),
+                los,
+                self._scenario or "uma",
+                self.profile.carrier_hz,
+                h_ut[:, None],
+                self.bs_height_m,
+                self.array_rows,
+                tilt_zenith_deg=self.tilt_zenith_deg,
+            )[:, 0]
+            for k, g in zip(missing, gain, strict=True):
+                self._gain_cache[keys[k]] = float(g)
+        return np.array([self._gain_cache[key] for key in keys])
+
+    def coupling_loss_db(self, ues: Sequence[Node]) -> np.ndarray:
+        """``(UEs, cells)`` coupling loss [dB]: each cell's path loss, shadowing and LOS
+        draw towards each UE, less its antenna gain."""
+        return np.stack(
+            [c.link_loss_matrix_db([c.node], ues)[0] for c in self.cells], axis=1
+        ).reshape(len(ues), len(self.cells))
+
+    def _mean_coupling_db(self, xy: np.ndarray) -> np.ndarray:
+        """``(points, cells)`` coupling loss without shadowing (mean path loss at the
+        wrap-around distance, less the direct-direction antenna gain): CUE association."""
+        law = self.cells[0]._pathloss
+        out = np.empty((len(xy), len(self.cells)))
+        if not len(xy):
+            return out
+        offs = nearest_image_offsets(xy, self.site_xy, self.wrap)[:, self.cell_site, :]  # (P, C, 2)
+        d2 = np.hypot(offs[..., 0], offs[..., 1])
+        pl = law.mean_loss_db(d2.reshape(-1)).reshape(d2.shape)
+        bore = self.boresight[None, :]
+        gain = sector_gain_db(
+            offs,
+            np.full(d2.shape, law.height_rx_m - self.bs_height_m),
+            None if self.antenna == "omni" or not np.isfinite(bore).all() else bore,
+            None,
+            self._scenario or "uma",
+            self.profile.carrier_hz,
+            np.full(d2.shape, law.height_rx_m),
+            self.bs_height_m,
+            self.array_rows,
+            tilt_zenith_deg=self.tilt_zenith_deg,
+        )
+        out[:] = pl - gain
+        return out
+
+    # -- association and interference ----------------------------------------------
+    def attach_cues(self, positions_m: np.ndarray, demand_rbs: float = 1.0) -> np.ndarray:
+        """Attach CUEs at ``positions_m`` (each holding ``demand_rbs`` RBs in a session)
+        to their best cells (mean coupling loss); the cell of each, also kept for the
+        uplink interference."""
+        self._cue_demand_rbs = float(demand_rbs)
+        self.cue_positions_m = np.asarray(positions_m, dtype=float).reshape(-1, 2)
+        self.cue_cells = (
+            np.argmin(self._mean_coupling_db(self.cue_positions_m), axis=1)
+            if len(self.cue_positions_m)
+            else np.zeros(0, dtype=int)
+        )
+        self._cue_loss = (
+            self._mean_coupling_db(self.cue_positions_m)
+            if len(self.cue_positions_m)
+            else np.zeros((0, len(self.cells)))
+        )
+        return self.cue_cells
+
+    def attach(self, devices: Sequence[Node]) -> None:
+        """(Re-)associate every device with its highest-RSRP cell and recompute the
+        interference terms of this drop."""
+        devices = list(devices)
+        self._devices = devices
+        loss = self.coupling_loss_db(devices) if devices else np.zeros((0, len(self.cells)))
+        serving = np.argmin(loss, axis=1) if devices else np.zeros(0, dtype=int)
+        self.serving = {d.name: int(c) for d, c in zip(devices, serving, strict=True)}
+        for cell in self.cells:
+            cell._loss_cache.clear()
+        p = self.profile
+        n_cells = len(self.cells)
+        # downlink: each device's SNR from every cell's BS (the interferers' at full power)
+        snr_dl, _ = self.cells[0].snr_terms(loss, True, False)
+        self._snr_dl = {d.name: np.asarray(snr_dl[k], dtype=float) for k, d in enumerate(devices)}
+        # uplink: [c', c] = mean over the UEs and CUEs attached to c' of p_RB(x)·g_xc / N_RB
+        self._ul_rx = np.zeros((n_cells, n_cells))
+        if self.interference == "none" or n_cells == 1:
+            return
+        counts = np.bincount(serving, minlength=n_cells) if devices else np.zeros(n_cells)
+        cue_loss = getattr(self, "_cue_loss", np.zeros((0, n_cells)))
+        all_loss = np.concatenate([loss, cue_loss])
+        all_cell = np.concatenate([serving, self.cue_cells]).astype(int)
+        if not len(all_loss):
+            return
+        rbs = self.cells[0].carriers["uplink"].num_rbs
+        m = np.concatenate(
+            [
+                rbs / np.maximum(counts[serving], 1),
+                np.full(len(self.cue_cells), self._cue_demand_rbs),
+            ]
+        )
+        own = all_loss[np.arange(len(all_loss)), all_cell]
+        p_rb = self._per_rb_power_w(own, m)
+        noise_rb = p.noise_w("bs", p.rb_bandwidth_hz)
+        rx = p_rb[:, None] * 10.0 ** (-all_loss / 10.0) / noise_rb  # (UEs, cells)
+        for c2 in range(n_cells):
+            members = all_cell == c2
+            if members.any():
+                self._ul_rx[c2] = rx[members].mean(axis=0)
+        np.fill_diagonal(self._ul_rx, 0.0)
+
+    _cue_demand_rbs = 1.0
+
+    def _per_rb_power_w(self, own_loss_db: np.ndarray, rbs: np.ndarray) -> np.ndarray:
+        """A UE's transmit power per RB [W] at coupling loss ``own_loss_db`` to its cell
+        holding ``rbs`` RBs: open loop min(P_max/M, P0·2^μ·PL^α); full carrier P_max/N."""
+        p = self.profile
+        pc = p.uplink_power_control
+        if pc["model"] == "full_carrier":
+            n = self.cells[0].carriers["uplink"].num_rbs
+            return np.full(len(own_loss_db), p.ue_tx_power_w / n)
+        psd_dbm = pc["p0_dbm"] + 10.0 * math.log10(2.0**p.numerology) + pc["alpha"] * own_loss_db
+        return np.minimum(p.ue_tx_power_w / np.maximum(rbs, 1.0), dbm_to_w(psd_dbm))
+
+    def inr(self, cell: int, ue: Node, uplink: bool) -> float:
+        """Interference over noise of ``ue``'s link with ``cell`` now (linear): uplink
+        Σ_{c'≠c} η_c'·[mean UE of c' at BS c]/N_RB, downlink Σ_{c'≠c} η_c'·SNR_c'(ue),
+        with η the other cells' share of RBs on air (``eta``)."""
+        if self.interference == "none" or len(self.cells) == 1:
+            return 0.0
+        if uplink:
+            return float(self.eta["uplink"] @ self._ul_rx[:, cell])
+        row = self._snr_dl.get(ue.name)
+        if row is None:
+            return 0.0
+        eta = self.eta["downlink"]
+        return float(eta @ row - eta[cell] * row[cell])
+
+    def snr_scale(self, cell: int, link: tuple) -> float:
+        """SINR/SNR of a link ``(src, dst)`` of cell ``cell`` now (1 for D2D links)."""
+        src, dst = link
+        if src.is_device and dst.is_device:
+            return 1.0
+        return 1.0 / (1.0 + self.inr(cell, src if src.is_device else dst, dst.is_device is False))
+
+    def _on_activity(self, cell: int, direction: str) -> None:
+        """``interference: activity``: cell ``cell``'s ``direction`` carrier changed its
+        occupancy. When its share of RBs on air moved, the other cells' active FL flows
+        of that direction are re-rated — once per instant, after every change of that
+        instant (a round's transfers start together in every cell): no time passes in
+        between, so no bit is carried at a stale SINR."""
+        carrier = self.cells[cell].carriers[direction]
+        background, fl = carrier.held()
+        eta = min((background + fl) / carrier.num_rbs, 1.0)
+        if abs(eta - self.eta[direction][cell]) <= 1e-12:
+            return
+        self.eta[direction][cell] = eta
+        self._stale.add(direction)
+        if not self._rerate_pending:
+            self._rerate_pending = True
+            self.env.timeout(0.0).callbacks.append(self._rerate)
+
+    def _rerate(self, _event: simpy.Event | None = None) -> None:
+        """Every active cellular FL flow of a direction whose η changed, at its SINR now."""
+        self._rerate_pending = False
+        stale, self._stale = sorted(self._stale), set()
+        for direction in stale:
+            for k, other in enumerate(self.cells):
+                c = other.carriers[direction]
+                flows = [
+                    f
+                    for f in c.flows
+                    if f.link is not None
+                    and f.multicast_snrs is None
+                    and not (f.link[0].is_device and f.link[1].is_device)
+                ]
+                if not flows:
+                    continue
+                scales = np.array([self.snr_scale(k, f.link) for f in flows])
+                moved = np.abs(scales - np.array([f.snr_scale for f in flows])) > 1e-12 * scales
+                if moved.any():
+                    c.rescale_snr(
+                        [f for f, m in zip(flows, moved, strict=True) if m], scales[moved]
+                    )
+
+    def cell_of(self, device: Node) -> CellRadio:
+        return self.cells[self.serving[device.name]]
+
+    # -- transfers -----------------------------------------------------------------
+    def _site_hosts_server(self, cell: int) -> bool:
+        return self.server_site is not None and int(self.cell_site[cell]) == self.server_site
+
+    def _backhaul(
+        self, cell: int, direction: str, size_bits: float, kind: str, num_models: int
+    ) -> Generator[simpy.Event, Any, TransferRecord | None]:
+        """The hop between cell ``cell``'s site and the server, recorded (none when the
+        server sits at that site)."""
+        if self._site_hosts_server(cell) or self.cell_nodes[cell] is self.server:
+            return None
+        start = self.env.now
+        site = int(self.cell_site[cell])
+        yield self.backhaul[site, direction].send(size_bits)
+        if self.backhaul_latency_s > 0:
+            yield self.env.timeout(self.backhaul_latency_s)
+        a, b = self.cell_nodes[cell], self.server
+        src, dst = (a, b) if direction == "uplink" else (b, a)
+        record = TransferRecord(
+            round=self.recorder.round,
+            src=src.name,
+            dst=dst.name,
+            kind=kind,
+            direction="backhaul",
+            size_bits=size_bits,
+            start_s=start,
+            end_s=self.env.now,
+            num_models=num_models,
+            tx_energy_j=0.0,
+            rx_energy_j=0.0,
+            airtime_s=self.env.now - start,
+        )
+        self.recorder.transfers.append(record)
+        return record
+
+    def _cell_index(self, node: Node) -> int | None:
+        for c, n in enumerate(self.cell_nodes):
+            if n is node:
+                return c
+        return None
+
+    def _transfer(
+        self, src: Node, dst: Node, size_bits: float, kind: str, num_models: int
+    ) -> Generator[simpy.Event, Any, TransferRecord | None]:
+        if not src.is_device and not dst.is_device:  # a cell's BS ↔ the server
+            to_server = dst is self.server
+            c = self._cell_index(src if to_server else dst)
+            if c is None or (dst if to_server else src) is not self.server:
+                raise ValueError(f"no backhaul from {src.name} to {dst.name}")
+            direction = "uplink" if to_server else "downlink"
+            return (yield from self._backhaul(c, direction, size_bits, kind, num_models))
+        bs_end = dst if src.is_device else src
+        if bs_end is not self.server and bs_end is not None and not bs_end.is_device:
+            c = self._cell_index(bs_end)  # a device ↔ a cell's BS (an edge server)
+            if c is None:
+                raise ValueError(f"{bs_end.name} is not a cell of the network")
+            return (yield from self.cells[c]._transfer(src, dst, size_bits, kind, num_models))
+        direction = direction_of(src, dst)
+        if direction == "d2d":
+            cell = self.cell_of(src)
+            return (yield from cell._transfer(src, dst, size_bits, kind, num_models))
+        device = src if direction == "uplink" else dst
+        c = self.serving[device.name]
+        cell, node = self.cells[c], self.cell_nodes[c]
+        if direction == "downlink":
+            yield from self._backhaul(c, "downlink", size_bits, kind, num_models)
+            return (yield from cell._transfer(node, device, size_bits, kind, num_models))
+        record = yield from cell._transfer(device, node, size_bits, kind, num_models)
+        yield from self._backhaul(c, "uplink", size_bits, kind, num_models)
+        return record
+
+    def _broadcast(
+        self, src: Node, receivers: list[Node], size_bits: float, kind: str, num_models: int
+    ) -> Generator[simpy.Event, Any, list[TransferRecord]]:
+        c = self._cell_index(src)
+        if src is not self.server and c is not None:  # a cell's BS to its own UEs
+            return (
+                yield from self.cells[c]._broadcast(src, receivers, size_bits, kind, num_models)
+            )
+        by_cell: dict[int, list[Node]] = {}
+        for r in receivers:
+            by_cell.setdefault(self.serving[r.name], []).append(r)
+
+        def one(c: int, members: list[Node]) -> Generator[simpy.Event, Any, list]:
+            yield from self._backhaul(c, "downlink", size_bits, kind, num_models)
+            return (
+                yield from self.cells[c]._broadcast(
+                    self.cell_nodes[c], members, size_bits, kind, num_models
+                )
+            )
+
+        procs = [self.env.process(one(c, m)) for c, m in sorted(by_cell.items())]
+        yield self.env.all_of(procs)
+        return [rec for p in procs for rec in p.value]
+
+    def _deliver(self, src, dst, size_bits, direction):  # pragma: no cover - (routed above)
+        raise NotImplementedError("MultiCellRadio routes transfers through its cells")
+
+    def _deliver_multicast(self, src, receivers, size_bits):  # pragma: no cover
+        raise NotImplementedError("MultiCellRadio routes multicasts through its cells")
+
+    # -- records -------------------------------------------------------------------
+    def settle(self) -> None:
+        super().settle()
+        for cell in self.cells:
+            cell.settle()
+
+    def coverage(self, bs: Node, devices: Sequence[Node]) -> pd.DataFrame:
+        """Re-attaches the devices (called at every drop), then per device its serving
+        ``cell``, mean SINRs [dB] with it and ``starved`` (no rate either way). Under
+        ``activity`` the SINRs are those at full load (every other cell on all its RBs):
+        a device in coverage then has a rate whatever the others do, so its transfers
+        never stall on interference."""
+        self.attach(devices)
+        frames = []
+        eta = self.eta
+        if self.interference == "activity":  # judged at full load: never stalls later
+            self.eta = {d: np.ones(len(self.cells)) for d in eta}
+        try:
+            for d in devices:
+                c = self.serving[d.name]
+                f = self.cells[c].coverage(self.cell_nodes[c], [d])
+                f.insert(1, "cell", c)
+                frames.append(f)
+        finally:
+            self.eta = eta
+        if not frames:
+            return pd.DataFrame(
+                columns=["device", "cell", "uplink_snr_db", "downlink_snr_db", "starved"]
+            )
+        return pd.concat(frames, ignore_index=True)
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """``occupancy`` (per cell and carrier), ``cues`` (positions and cells) and
+        ``cells`` (site, position, boresight, uplink interference over noise, the BS
+        radio energy, devices attached at the end)."""
+        occ = []
+        for c, cell in enumerate(self.cells):
+            t = cell.tables()["occupancy"]
+            t.insert(0, "cell", c)
+            occ.append(t)
+        attached = pd.Series(list(self.serving.values()), dtype=int).value_counts()
+        cells = pd.DataFrame(
+            {
+                "cell": range(len(self.cells)),
+                "node": [n.name for n in self.cell_nodes],
+                "site": self.cell_site,
+                "x_m": self.site_xy[self.cell_site, 0],
+                "y_m": self.site_xy[self.cell_site, 1],
+                "boresight_deg": self.boresight,
+                # (with the load factor; under activity: at the end of the run's occupancy)
+                "uplink_inr_db": [
+                    float(linear_to_db(max(self.eta["uplink"] @ self._ul_rx[:, c], 1e-30)))
+                    for c in range(len(self.cells))
+                ],
+                "devices": [int(attached.get(c, 0)) for c in range(len(self.cells))],
+                "bs_radio_energy_j": [n.energy.bs_radio_j for n in self.cell_nodes],
+            }
+        )
+        cues = pd.DataFrame(
+            {
+                "x_m": self.cue_positions_m[:, 0],
+                "y_m": self.cue_positions_m[:, 1],
+                "cell": self.cue_cells,
+            }
+        )
+        occupancy = pd.concat(occ, ignore_index=True).astype(
+            {"cell": int, "time_s": float, "session_rbs": float, "flow_rbs": float}
+        )  # (a cell that never carried anything has an empty, untyped frame)
+        return {"occupancy": occupancy, "cues": cues, "cells": cells}
+
+    def __repr__(self) -> str:
+        return (
+            f"MultiCellRadio({len(self.site_xy)} sites, {len(self.cells)} cells, "
+            f"{self.profile.name!r}, interference={self.interference})"
+        )

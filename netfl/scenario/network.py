@@ -1,0 +1,159 @@
+"""The ``network`` section of scenario files: several cells instead of one (issue 23).
+
+Without it a scenario is one BS at the origin serving the disc of ``cell.radius_m``
+(the default, unchanged). With it:
+
+- **sites** — a hexagonal grid of ``sites`` (1, 7 or 19) ``isd_m`` apart, with
+  ``wrap_around`` (TR 36.814 A.2.1.1; default on for 7 and 19 sites), or explicit
+  ``site_positions_m`` (no wrap-around; each site serves the disc of ``cell.radius_m``
+  around it). Each site has ``sectors`` cells (1 omni or 3 at 30°/150°/270°), the
+  TR 38.901 sector antenna (Table 7.3-1 element, ``antenna_rows`` × 1 array phased to
+  ``tilt_zenith_deg``) or ``antenna: omni``; BS height and power are the channel
+  profile's (``cell.link``).
+- **devices** — ``devices.layout: uniform_disc`` (the default) drops them uniformly
+  over the whole deployment (the union of the site hexagons, or of the site discs),
+  or with ``drop: per_cell`` cell by cell in turn, each uniform over its cell's area;
+  explicit layouts give absolute positions, each inside some cell. Every device, and
+  every CUE, attaches to the cell with the highest RSRP (lowest coupling loss:
+  path loss + shadowing − antenna gain). With ``indoor_fraction`` a randomly dropped
+  device is indoors with that probability, at every drop: TR 38.901's floors and
+  heights, and its O2I penetration loss (Table 7.4.3-2, low/high-loss walls by
+  ``high_loss_fraction``) on its links to the BSs (not on D2D links; its LOS
+  probability uses the whole 2-D distance, not the outdoor part).
+- **carriers** — every cell has its own uplink and downlink carriers and scheduler
+  (``cell.link``); CUEs (``cell.cues``, a PPP over the deployment) load the cell they
+  attach to.
+- **interference** — every other cell's transmitters are on air on a share η of the
+  RBs (downlink: every other BS at its power; uplink: at each cell's BS, one UE of
+  every other cell — the mean over its attached UEs and CUEs of their per-RB power,
+  open-loop power control or the full-carrier spread, times the coupling gain to this
+  BS). ``activity`` (the default): η is the cell's carrier occupancy now (CUE
+  sessions and FL transfers), so a flow is re-rated whenever another cell's
+  occupancy changes; ``load_factor``: η = ``load`` for every cell; ``none``: noise
+  only. SINR replaces SNR on every cellular link; D2D links stay noise-limited, and a
+  multicast keeps the SINRs of its start.
+- **server** — the FL server sits at site ``server_site`` (its co-located cells reach
+  it directly) or, with ``server_site: cloud``, behind every site's backhaul; a cell
+  → server hop is a timed ``backhaul`` transfer over a link of
+  ``backhaul.capacity_mbps`` (processor-shared per site and direction) plus
+  ``backhaul.latency_ms``.
+
+A one-cell network (one site at the origin, ``sectors: 1``, ``antenna: omni``, the
+server at site 0) is today's single cell, event for event (tested).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from pydantic import Field, NonNegativeFloat, PositiveFloat, model_validator
+
+from netfl.scenario.base import _Strict
+
+__all__ = ["NetworkSection", "InterferenceSection", "BackhaulSection", "MIN_SITE_DISTANCE_M"]
+
+#: two explicit sites closer than this overlap (one site, entered twice)
+MIN_SITE_DISTANCE_M = 10.0
+
+
+class InterferenceSection(_Strict):
+    """Inter-cell interference on cellular links."""
+
+    model: Literal["none", "load_factor", "activity"] = Field(
+        "activity",
+        description="none: SNR; load_factor: SINR with other cells at `load`; activity: "
+        "SINR with other cells at their carriers' occupancy now",
+    )
+    load: float = Field(1.0, ge=0.0, le=1.0, description="share of RBs other cells use")
+
+
+class BackhaulSection(_Strict):
+    """Each site's link to the FL server (a timed transfer: capacity and latency)."""
+
+    capacity_mbps: PositiveFloat = Field(1000.0, description="per site and direction [Mbit/s]")
+    latency_ms: NonNegativeFloat = Field(5.0, description="one-way latency [ms]")
+
+
+class NetworkSection(_Strict):
+    sites: Literal[1, 7, 19] | None = Field(
+        7, description="hexagonal grid of 1, 7 or 19 sites (unused with site_positions_m)"
+    )
+    site_positions_m: list[tuple[float, float]] | None = Field(
+        None, description="explicit site positions [[x, y], ...] instead of a grid"
+    )
+    isd_m: PositiveFloat = Field(500.0, description="inter-site distance of the grid [m]")
+    sectors: Literal[1, 3] = Field(3, description="cells per site: 1 (omni) or 3")
+    wrap_around: bool | None = Field(
+        None, description="wrap-around (default: on for 7 and 19 grid sites)"
+    )
+    antenna: Literal["tr38901", "omni"] = Field(
+        "tr38901", description="BS antenna: TR 38.901 sector element + vertical array, or omni"
+    )
+    antenna_rows: int = Field(10, ge=1, le=64, description="vertical array elements")
+    tilt_zenith_deg: float = Field(102.0, ge=90.0, le=180.0, description="electrical downtilt")
+    drop: Literal["area", "per_cell"] = Field(
+        "area",
+        description="uniform_disc devices: uniform over the whole deployment, or cell by "
+        "cell in turn, each uniform over its cell (site hexagon or disc; a sector's third)",
+    )
+    indoor_fraction: float = Field(
+        0.0, ge=0.0, le=1.0, description="share of randomly dropped devices indoors (TR 38.901)"
+    )
+    high_loss_fraction: float = Field(
+        0.5, ge=0.0, le=1.0, description="share of indoor devices behind high-loss walls"
+    )
+    interference: InterferenceSection = InterferenceSection()
+    server_site: int | Literal["cloud"] = Field(
+        0, description="site hosting the FL server, or cloud (behind every backhaul)"
+    )
+    backhaul: BackhaulSection = BackhaulSection()
+
+    @model_validator(mode="after")
+    def _consistent(self) -> NetworkSection:
+        if self.site_positions_m is not None:
+            if self.sites is not None and "sites" in self.model_fields_set:
+                raise ValueError("give either sites (a grid) or site_positions_m, not both")
+            if not self.site_positions_m:
+                raise ValueError("site_positions_m: no site")
+            if self.wrap_around:
+                raise ValueError("wrap_around: explicit site_positions_m have no wrap-around")
+            pts = self.site_positions_m
+            for i, a in enumerate(pts):
+                for j in range(i):
+                    d = math.dist(a, pts[j])
+                    if d < MIN_SITE_DISTANCE_M:
+                        raise ValueError(
+                            f"site_positions_m: sites {j} and {i} overlap ({d:g} m apart, "
+                            f"at least {MIN_SITE_DISTANCE_M:g} m)"
+                        )
+        elif self.sites is None:
+            raise ValueError("give sites (1, 7 or 19) or site_positions_m")
+        if self.antenna == "omni" and self.sectors == 3:
+            raise ValueError("antenna: omni with sectors: 3 (sectors need the sector antenna)")
+        if isinstance(self.server_site, int) and not 0 <= self.server_site < self.num_sites:
+            raise ValueError(
+                f"server_site: {self.server_site} (valid: 0..{self.num_sites - 1} or cloud)"
+            )
+        return self
+
+    @property
+    def num_sites(self) -> int:
+        if self.site_positions_m is not None:
+            return len(self.site_positions_m)
+        return int(self.sites or 1)
+
+    @property
+    def wraps(self) -> bool:
+        if self.site_positions_m is not None:
+            return False
+        return (self.num_sites > 1) if self.wrap_around is None else self.wrap_around
+
+    def deployment(self, cell_radius_m: float, bs_height_m: float):
+        """The geometry (:class:`channel_models.multicell.HexLayout` or ``SiteList``)."""
+        from channel_models.multicell import HexLayout, SiteList
+
+        if self.site_positions_m is not None:
+            return SiteList(tuple(self.site_positions_m), cell_radius_m, self.sectors, bs_height_m)
+        rings = {1: 0, 7: 1, 19: 2}[self.num_sites]
+        return HexLayout(self.isd_m, rings, self.sectors, bs_height_m, self.wraps)

@@ -1,0 +1,349 @@
+"""Multi-cell networks at run time (issue 23): the one-cell limit, SINR by hand,
+RSRP association, the backhaul hop, and bad input."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from channel_models.units import dbm_to_w
+from netfl.errors import ScenarioError
+from netfl.scenario.files import parse_scenario
+from netfl.sim.runner import run
+from netfl.sim.world import World
+from tests.conftest import tiny_scenario
+
+UMA_CELL = {
+    "radius_m": 300,
+    "redrop_every_round": True,
+    "link": {"mode": "ofdma", "channel_profile": "nr_fr1_uma"},
+    "cues": {
+        "density_per_km2": 100,
+        "session_rate_per_s": 0.1,
+        "mean_session_s": 5,
+        "demand_rbs": 4,
+    },
+}
+#: deterministic path loss: log-distance, no shadowing, no LOS draw
+PLAIN_CELL = {
+    "radius_m": 400,
+    "link": {
+        "mode": "ofdma",
+        "channel_profile": "nr_fr1_uma",
+        "pathloss": {"model": "log_distance", "beta0_db": -35.0, "kappa": 3.5},
+        "shadowing": False,
+    },
+}
+TWO_SITES = {
+    "site_positions_m": [[0.0, 0.0], [500.0, 0.0]],
+    "sectors": 1,
+    "antenna": "omni",
+    "interference": {"model": "load_factor", "load": 0.5},
+}
+
+
+def _scenario(**sections):
+    return parse_scenario(tiny_scenario(**sections))
+
+
+def test_one_cell_network_is_the_single_cell_event_for_event():
+    base = {"cell": UMA_CELL, "devices": {"count": 8}, "seed": 4, "training": {"rounds": 3}}
+    a = run(_scenario(**base))
+    one_cell = {
+        "site_positions_m": [[0, 0]],
+        "sectors": 1,
+        "antenna": "omni",
+        "interference": {"model": "none"},
+    }
+    b = run(_scenario(**base, network=one_cell))
+    assert len(a.transfers) > 20 and not (a.transfers["direction"] == "backhaul").any()
+    pd.testing.assert_frame_equal(a.transfers, b.transfers)
+    pd.testing.assert_frame_equal(a.rounds, b.rounds)
+    pd.testing.assert_frame_equal(a.tables["coverage"], b.tables["coverage"].drop(columns="cell"))
+
+
+def _two_cell_world(positions):
+    s = _scenario(
+        cell=PLAIN_CELL,
+        network=TWO_SITES,
+        devices={
+            "count": len(positions),
+            "layout": {"kind": "positions", "positions_m": positions},
+        },
+    )
+    return World(s)
+
+
+def test_two_cells_downlink_and_uplink_sinr_by_hand():
+    world = _two_cell_world([[100.0, 0.0], [420.0, 0.0]])
+    radio = world.radio
+    p = world.channel
+    a, b = world.all_devices
+    assert radio.serving == {"ue0": 0, "ue1": 1}
+
+    def loss_db(d2):  # (the log-distance law's antennas stand at 0 m: 2-D distances)
+        return 35.0 + 35.0 * math.log10(d2)
+
+    eta = 0.5
+    # downlink of ue0 from cell 0, cell 1 interfering at load η
+    snr = [p.bs_tx_power_w * 10 ** (-loss_db(d) / 10) / p.noise_w("ue") for d in (100.0, 400.0)]
+    expected_dl = snr[0] / (1.0 + eta * snr[1])
+    got_dl = radio.cells[0]._link(radio.cell_nodes[0], a)[1]
+    assert got_dl == pytest.approx(expected_dl, rel=1e-12)
+    # uplink at cell 0: ue1 (cell 1's only UE) on every RB with its per-RB power
+    pc = p.uplink_power_control
+    n_rb = radio.cells[1].carriers["uplink"].num_rbs
+    own = loss_db(80.0)
+    psd = dbm_to_w(pc["p0_dbm"] + 10 * math.log10(2.0**p.numerology) + pc["alpha"] * own)
+    p_rb = min(p.ue_tx_power_w / n_rb, psd)
+    inr = eta * p_rb * 10 ** (-loss_db(420.0) / 10) / p.noise_w("bs", p.rb_bandwidth_hz)
+    _, psd0, total0 = (
+        radio.cells[0].__class__.__mro__[1]._link(radio.cells[0], a, radio.cell_nodes[0])
+    )
+    _, psd_i, total_i = radio.cells[0]._link(a, radio.cell_nodes[0])
+    assert psd_i == pytest.approx(psd0 / (1 + inr), rel=1e-12)
+    assert total_i == pytest.approx(total0 / (1 + inr), rel=1e-12)
+    # no interference: the SNR
+    world0 = World(
+        _scenario(
+            cell=PLAIN_CELL,
+            network={**TWO_SITES, "interference": {"model": "none"}},
+            devices={
+                "count": 2,
+                "layout": {"kind": "positions", "positions_m": [[100.0, 0.0], [420.0, 0.0]]},
+            },
+        )
+    )
+    assert world0.radio.cells[0]._link(world0.radio.cell_nodes[0], world0.all_devices[0])[
+        1
+    ] == pytest.approx(snr[0], rel=1e-12)
+
+
+def test_association_is_the_highest_rsrp_cell():
+    s = _scenario(
+        cell={"link": {"mode": "ofdma", "channel_profile": "nr_fr1_uma"}},
+        network={"sites": 7, "sectors": 3, "isd_m": 500},
+        devices={"count": 40},
+        seed=11,
+    )
+    world = World(s)
+    radio = world.radio
+    loss = radio.coupling_loss_db(world.all_devices)
+    assert loss.shape == (40, 21)
+    assert [radio.serving[d.name] for d in world.all_devices] == list(np.argmin(loss, axis=1))
+    # a device straight along sector k's boresight, 150 m from the centre site, without
+    # shadowing: sector k of site 0
+    s2 = _scenario(
+        cell={"link": {"mode": "ofdma", "channel_profile": "nr_fr1_uma", "shadowing": False}},
+        network={"sites": 7, "sectors": 3, "isd_m": 500},
+        devices={
+            "count": 3,
+            "layout": {
+                "kind": "positions",
+                "positions_m": [
+                    [150 * math.cos(math.radians(a)), 150 * math.sin(math.radians(a))]
+                    for a in (30.0, 150.0, 270.0)
+                ],
+            },
+        },
+    )
+    assert World(s2).radio.serving == {"ue0": 0, "ue1": 1, "ue2": 2}
+
+
+def test_backhaul_hop_is_a_timed_transfer_with_its_latency():
+    s = _scenario(
+        cell=PLAIN_CELL,
+        network={
+            **TWO_SITES,
+            "server_site": "cloud",
+            "backhaul": {"capacity_mbps": 100, "latency_ms": 7},
+        },
+        devices={
+            "count": 2,
+            "layout": {"kind": "positions", "positions_m": [[100.0, 0.0], [420.0, 0.0]]},
+        },
+        training={"rounds": 1},
+    )
+    result = run(s)
+    t = result.transfers
+    bh = t[t["direction"] == "backhaul"]
+    air = t[t["direction"] != "backhaul"]
+    # every access transfer has one backhaul copy of its bits, same kind, same round
+    assert len(bh) == len(air) == 4
+    assert sorted(bh["size_bits"]) == sorted(air["size_bits"])
+    # downlink: backhaul first, then the air; uplink: the air, then the backhaul
+    for _, hop in bh.iterrows():
+        size = hop["size_bits"]
+        # the two sites' links are separate: each hop alone on its own link
+        assert hop["end_s"] - hop["start_s"] == pytest.approx(size / 100e6 + 0.007, rel=1e-9)
+    down = air[air["direction"] == "downlink"]
+    for _, tr in down.iterrows():
+        cell = tr["src"]
+        hop = bh[(bh["dst"] == cell) & (bh["kind"] == tr["kind"])]
+        assert hop["end_s"].iloc[0] == pytest.approx(tr["start_s"])
+    assert result.rounds["backhaul_bits"].iloc[0] == bh["size_bits"].sum()
+    assert result.rounds["models_sent"].iloc[0] == air["num_models"].sum()
+    assert result.rounds["models_backhaul"].iloc[0] == bh["num_models"].sum()
+    # the server at site 0: only cell 1's device crosses a backhaul
+    s0 = s.model_copy(deep=True)
+    s0.network.server_site = 0
+    t0 = run(s0).transfers
+    assert set(t0.loc[t0["direction"] == "backhaul", "dst"]) | set(
+        t0.loc[t0["direction"] == "backhaul", "src"]
+    ) == {"bs", "cell1"}
+
+
+def test_multicast_sends_one_backhaul_copy_per_cell():
+    s = _scenario(
+        cell=PLAIN_CELL,
+        network={**TWO_SITES, "server_site": "cloud"},
+        devices={
+            "count": 4,
+            "layout": {
+                "kind": "positions",
+                "positions_m": [[100.0, 0.0], [-100.0, 0.0], [420.0, 0.0], [600.0, 50.0]],
+            },
+        },
+        algorithm={"name": "fedavg", "downlink": "multicast"},
+        training={"rounds": 1},
+    )
+    t = run(s).transfers
+    down = t[(t["kind"] == "model_down")]
+    assert (down["direction"] == "backhaul").sum() == 2
+    air = down[down["direction"] == "downlink"]
+    assert len(air) == 4 and air["multicast_group"].nunique() == 2
+
+
+@pytest.mark.parametrize(
+    ("network", "extra", "message"),
+    [
+        ({"site_positions_m": [[0, 0], [3, 4]], "sectors": 1, "antenna": "omni"}, {}, "overlap"),
+        ({"sites": 7, "server_site": 9}, {}, "server_site: 9"),
+        ({"sites": 7, "sectors": 3, "antenna": "omni"}, {}, "omni with sectors: 3"),
+        ({"site_positions_m": [[0, 0]], "wrap_around": True, "sectors": 1}, {}, "wrap-around"),
+        (
+            {"sites": 7, "isd_m": 500},
+            {"devices": {"count": 1, "layout": {"kind": "positions", "positions_m": [[2000, 0]]}}},
+            "outside every cell",
+        ),
+        (
+            {"sites": 7},
+            {"devices": {"count": 2, "layout": {"kind": "annulus", "inner_m": 10}}},
+            "drawn around one BS",
+        ),
+        ({"sites": 7}, {"cell": {"link": {"mode": "fixed_rate"}}}, "needs cell.link.mode: ofdma"),
+        ({"sites": 7}, {"algorithm": {"name": "feddif"}}, "does not run on a network"),
+    ],
+)
+def test_bad_network_input_is_a_one_line_error(network, extra, message):
+    sections = {"cell": {"link": {"mode": "ofdma", "channel_profile": "nr_fr1_uma"}}, **extra}
+    with pytest.raises(ScenarioError) as err:
+        _scenario(network=network, **sections)
+    text = str(err.value)
+    assert message in text, text
+    assert "\n" not in text.strip()
+
+
+def test_indoor_devices_get_tr38901_floors_and_their_o2i_loss():
+    from scipy import stats
+
+    s = _scenario(
+        cell={"link": {"mode": "ofdma", "channel_profile": "nr_fr1_uma", "shadowing": False}},
+        network={"sites": 7, "sectors": 3, "indoor_fraction": 0.8},
+        devices={"count": 300},
+        seed=5,
+    )
+    world = World(s)
+    devs = world.all_devices
+    indoor = np.array([d.o2i_loss_db > 0 for d in devs])
+    assert stats.binomtest(int(indoor.sum()), len(devs), 0.8).pvalue > 1e-3
+    heights = np.array([d.height_m for d in devs])
+    floors = (heights[indoor] - 1.5) / 3.0
+    assert np.allclose(floors, np.round(floors)) and floors.min() >= 0 and floors.max() <= 7
+    assert np.isnan(heights[~indoor]).all()  # outdoors: the law's UE height
+    # the O2I loss rides on the coupling loss: the same UE outdoors loses exactly that less
+    d = devs[int(np.argmax(indoor))]
+    cell = world.radio.cells[world.radio.serving[d.name]]
+    with_o2i = cell.link_loss_matrix_db([cell.node], [d])[0, 0]
+    o2i, d.o2i_loss_db = d.o2i_loss_db, 0.0
+    assert with_o2i - cell.link_loss_matrix_db([cell.node], [d])[0, 0] == pytest.approx(o2i)
+    # re-drops draw new indoor states
+    before = [x.o2i_loss_db for x in devs]
+    world.redrop(1)
+    assert [x.o2i_loss_db for x in devs] != before
+
+
+def test_activity_interference_rerates_a_flow_while_the_other_cell_transmits():
+    """Cell 1's downlink is busy only during [t1, t2]: ue0's downlink flow in cell 0 runs
+    at its SNR, then at SNR/(1 + η1·SNR1), then at its SNR again (no fading: exact)."""
+    # (no fading, and the CQI-table link model: no HARQ tail after the bits)
+    cell = {
+        **PLAIN_CELL,
+        "link": {**PLAIN_CELL["link"], "fading": "none", "link_abstraction": "gap"},
+    }
+    s = _scenario(
+        cell=cell,
+        network={**TWO_SITES, "interference": {"model": "activity"}},
+        devices={
+            "count": 2,
+            "layout": {"kind": "positions", "positions_m": [[150.0, 0.0], [380.0, 0.0]]},
+        },
+    )
+    world = World(s)
+    radio, env = world.radio, world.env
+    a, b = world.all_devices
+    c0, c1 = radio.cells
+    carrier = c0.carriers["downlink"]
+    snr = [
+        c0.snr_terms(c.link_loss_matrix_db([c.node], [a])[0, 0], True, False)[0] for c in (c0, c1)
+    ]
+    rate = {  # bit/s of the whole carrier at a per-RB SNR
+        k: float(carrier.efficiency(np.array([v]))[0])
+        * carrier.rb_bandwidth_hz
+        * carrier.num_rbs
+        * carrier.time_fraction
+        for k, v in (("alone", snr[0]), ("interfered", snr[0] / (1.0 + snr[1])))
+    }
+    assert rate["interfered"] < rate["alone"]
+    size_a, t1 = 40e6, 0.05
+    bits_b = 20e6
+
+    def other():
+        yield env.timeout(t1)
+        rec = yield radio.transfer(radio.cell_nodes[1], b, bits_b, "probe")
+        return rec
+
+    pa = radio.transfer(radio.cell_nodes[0], a, size_a, "probe")
+    pb = env.process(other())
+    env.run(until=pa)
+    env.run(until=pb)
+    rec_a, rec_b = pa.value, pb.value
+    t2 = rec_b.end_s
+    assert t1 < t2 < rec_a.end_s
+    # while cell 1 transmits alone on its carrier (all RBs: η1 = 1) ue0 is interfered
+    left = size_a - rate["alone"] * t1 - rate["interfered"] * (t2 - t1)
+    assert rec_a.end_s == pytest.approx(t2 + left / rate["alone"], rel=1e-9)
+    assert radio.eta["downlink"][1] == 0.0  # idle again
+
+
+def test_a_network_run_writes_its_tables_and_figures(tmp_path):
+    from netfl import read_run, write_run
+
+    s = _scenario(
+        cell={
+            "link": {"mode": "ofdma", "channel_profile": "nr_fr1_uma"},
+            "cues": {"density_per_km2": 20},
+        },
+        network={"sites": 7, "sectors": 3},
+        devices={"count": 12},
+        outputs={"figures": True, "progress": False},
+    )
+    out = write_run(run(s), tmp_path / "run")
+    assert {"network_map.png", "rb_occupancy.png"} <= {p.name for p in (out / "figures").iterdir()}
+    back = read_run(out)
+    cells = back.tables["cells"]
+    assert len(cells) == 21 and cells["devices"].sum() == 12
+    assert set(back.tables["coverage"]["cell"]) <= set(range(21))
