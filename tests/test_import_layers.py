@@ -24,6 +24,7 @@ LAYERS: list[list[str]] = [
         "channel_models.link_budget",
         "channel_models.link_profiles",
         "channel_models.lte",
+        "channel_models.mobility",
         "channel_models.multicell",
         "channel_models.nr",
         "channel_models.numerology",

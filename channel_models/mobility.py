@@ -1,0 +1,277 @@
+"""User mobility (issue 23, item 3, first part): trajectories, Doppler coherence time,
+spatially consistent shadowing and the A3 handover rule. Pure numpy; the simulator's
+runtime (positions advancing during a run, handovers of transfers in flight) builds on
+it next.
+
+Trajectories give a position at any time, vectorised over times, and need no event to
+advance (a device that does not transfer costs nothing):
+
+- :class:`Static` — one position;
+- :class:`ConstantVelocity` — ``start + v·t`` (a straight road);
+- :class:`RandomWaypoint` — legs between waypoints drawn uniformly in a region, each at
+  a speed drawn uniformly from ``[v_min, v_max]``, with a pause at every waypoint (legs
+  drawn lazily from the device's own generator, so a position is a function of time);
+- :class:`GaussMarkov` — Camp, Boleng, Davies (2002): every ``step_s`` the speed and
+  heading follow s_n = α·s_{n−1} + (1 − α)·s̄ + √(1 − α²)·σ_s·w, same for the heading;
+  positions are linear in between.
+
+:func:`coherence_time_s` is Clarke's T_c = 0.423 / f_D with f_D = v·f_c / c (the
+fading block length a moving device implies, unless a scenario sets one).
+
+:class:`ShadowField` is a stationary Gaussian field over the plane with the exponential
+correlation exp(−d / d_corr) of TR 38.901 §7.6.3.1 (d_corr: Table 7.5-6, e.g. UMa
+37 m LOS / 50 m NLOS, UMi 10 m / 13 m): a sum of random cosines whose wave vectors are
+drawn from the kernel's spectral density (a 2-D Cauchy law with scale 1/d_corr) —
+random Fourier features. Each BS has its own field (its own seed), so a moving UE's
+shadowing changes smoothly and two UEs close together see nearly the same.
+
+:func:`a3_handovers` applies the A3 event (TS 38.331 §5.5.4.4) to RSRP series: a
+neighbour's RSRP above the serving cell's by more than ``hysteresis_db`` (offset
+included) without a break for ``ttt_s`` hands the UE over to it at that instant.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = [
+    "Static",
+    "ConstantVelocity",
+    "RandomWaypoint",
+    "GaussMarkov",
+    "coherence_time_s",
+    "ShadowField",
+    "a3_handovers",
+    "MAX_SPEED_KMH",
+]
+
+SPEED_OF_LIGHT = 299_792_458.0
+#: faster than this is not a UE (a high-speed train runs at 350–500 km/h)
+MAX_SPEED_KMH = 500.0
+
+
+def _check_speed(speed_mps: float, what: str = "speed") -> None:
+    kmh = speed_mps * 3.6
+    if not (math.isfinite(kmh) and 0.0 <= kmh <= MAX_SPEED_KMH):
+        raise ValueError(f"{what}: {kmh:g} km/h (valid: 0 to {MAX_SPEED_KMH:g})")
+
+
+@dataclass(frozen=True)
+class Static:
+    """A device that does not move."""
+
+    position_m: tuple[float, float]
+
+    def positions(self, t_s: np.ndarray) -> np.ndarray:
+        t = np.atleast_1d(np.asarray(t_s, dtype=float))
+        return np.broadcast_to(np.asarray(self.position_m, dtype=float), (t.size, 2)).copy()
+
+    def speed_mps(self, t_s: float = 0.0) -> float:
+        return 0.0
+
+
+@dataclass(frozen=True)
+class ConstantVelocity:
+    """``start_m + velocity_mps·t``: a straight line at constant speed."""
+
+    start_m: tuple[float, float]
+    velocity_mps: tuple[float, float]
+
+    def __post_init__(self) -> None:
+        _check_speed(float(np.hypot(*self.velocity_mps)))
+
+    def positions(self, t_s: np.ndarray) -> np.ndarray:
+        t = np.atleast_1d(np.asarray(t_s, dtype=float))
+        return np.asarray(self.start_m, dtype=float) + np.outer(t, self.velocity_mps)
+
+    def speed_mps(self, t_s: float = 0.0) -> float:
+        return float(np.hypot(*self.velocity_mps))
+
+
+@dataclass
+class RandomWaypoint:
+    """Random waypoint: legs to uniform points of ``sample(n, rng)``, each at a speed
+    uniform in ``[v_min_mps, v_max_mps]``, then ``pause_s`` at the waypoint."""
+
+    start_m: tuple[float, float]
+    sample: object  # callable (n, rng) -> (n, 2) points of the region
+    v_min_mps: float
+    v_max_mps: float
+    pause_s: float
+    rng: np.random.Generator
+    _times: list = field(default_factory=list)  # leg start times
+    _points: list = field(default_factory=list)  # leg start points
+    _speeds: list = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        _check_speed(self.v_min_mps, "v_min")
+        _check_speed(self.v_max_mps, "v_max")
+        if not 0.0 < self.v_min_mps <= self.v_max_mps:
+            raise ValueError(
+                f"speeds: need 0 < v_min ≤ v_max (got {self.v_min_mps}, {self.v_max_mps})"
+            )
+        if self.pause_s < 0:
+            raise ValueError(f"pause_s: {self.pause_s} must be ≥ 0")
+        self._times, self._points, self._speeds = [0.0], [np.asarray(self.start_m, float)], []
+
+    def _extend(self, t_end: float) -> None:
+        while self._times[-1] <= t_end:
+            nxt = np.asarray(self.sample(1, self.rng), dtype=float).reshape(2)
+            speed = float(self.rng.uniform(self.v_min_mps, self.v_max_mps))
+            here = self._points[-1]
+            travel = float(np.hypot(*(nxt - here))) / speed
+            self._speeds.append(speed)
+            # a leg: travel, then pause; the next leg starts at the end of the pause
+            self._times.append(self._times[-1] + travel + self.pause_s)
+            self._points.append(nxt)
+
+    def positions(self, t_s: np.ndarray) -> np.ndarray:
+        t = np.atleast_1d(np.asarray(t_s, dtype=float))
+        self._extend(float(t.max(initial=0.0)))
+        starts = np.asarray(self._times)
+        points = np.asarray(self._points)
+        leg = np.clip(np.searchsorted(starts, t, side="right") - 1, 0, len(self._speeds) - 1)
+        a, b = points[leg], points[leg + 1]
+        travel = np.hypot(*(b - a).T) / np.asarray(self._speeds)[leg]
+        frac = np.clip((t - starts[leg]) / np.where(travel > 0, travel, 1.0), 0.0, 1.0)
+        return a + frac[:, None] * (b - a)
+
+    def speed_mps(self, t_s: float = 0.0) -> float:
+        self._extend(t_s)
+        leg = max(int(np.searchsorted(self._times, t_s, side="right")) - 1, 0)
+        return float(self._speeds[min(leg, len(self._speeds) - 1)])
+
+
+@dataclass
+class GaussMarkov:
+    """Gauss–Markov mobility (Camp et al. 2002) with memory ``alpha`` ∈ [0, 1], mean
+    speed and heading, their spreads, updated every ``step_s`` from ``rng``."""
+
+    start_m: tuple[float, float]
+    mean_speed_mps: float
+    mean_heading_deg: float
+    alpha: float
+    rng: np.random.Generator
+    step_s: float = 1.0
+    speed_std_mps: float = 1.0
+    heading_std_deg: float = 20.0
+    _points: list = field(default_factory=list)
+    _speed: float = 0.0
+    _heading: float = 0.0
+
+    def __post_init__(self) -> None:
+        _check_speed(self.mean_speed_mps, "mean_speed")
+        if not 0.0 <= self.alpha <= 1.0:
+            raise ValueError(f"alpha: {self.alpha} (valid: 0 to 1)")
+        if not self.step_s > 0:
+            raise ValueError(f"step_s: {self.step_s} must be > 0")
+        self._points = [np.asarray(self.start_m, dtype=float)]
+        self._speed, self._heading = self.mean_speed_mps, math.radians(self.mean_heading_deg)
+
+    def _extend(self, t_end: float) -> None:
+        a, q = self.alpha, math.sqrt(max(1.0 - self.alpha**2, 0.0))
+        while (len(self._points) - 1) * self.step_s <= t_end:
+            w1, w2 = self.rng.standard_normal(2)
+            self._speed = (
+                a * self._speed + (1 - a) * self.mean_speed_mps + q * self.speed_std_mps * w1
+            )
+            self._speed = min(max(self._speed, 0.0), MAX_SPEED_KMH / 3.6)
+            mean_h = math.radians(self.mean_heading_deg)
+            self._heading = (
+                a * self._heading + (1 - a) * mean_h + q * math.radians(self.heading_std_deg) * w2
+            )
+            step = self._speed * self.step_s
+            self._points.append(
+                self._points[-1]
+                + step * np.array([math.cos(self._heading), math.sin(self._heading)])
+            )
+
+    def positions(self, t_s: np.ndarray) -> np.ndarray:
+        t = np.atleast_1d(np.asarray(t_s, dtype=float))
+        self._extend(float(t.max(initial=0.0)))
+        pts = np.asarray(self._points)
+        k = np.clip(np.floor(t / self.step_s).astype(int), 0, len(pts) - 2)
+        frac = (t - k * self.step_s) / self.step_s
+        return pts[k] + frac[:, None] * (pts[k + 1] - pts[k])
+
+    def speed_mps(self, t_s: float = 0.0) -> float:
+        self._extend(t_s)
+        k = min(int(t_s // self.step_s), len(self._points) - 2)
+        return float(np.hypot(*(self._points[k + 1] - self._points[k]))) / self.step_s
+
+
+def coherence_time_s(speed_mps: float, carrier_hz: float) -> float:
+    """Clarke's coherence time 0.423 / f_D, f_D = v·f_c/c (inf when standing still)."""
+    f_d = speed_mps * carrier_hz / SPEED_OF_LIGHT
+    return math.inf if f_d == 0 else 0.423 / f_d
+
+
+@dataclass(frozen=True)
+class ShadowField:
+    """A zero-mean, unit-variance Gaussian field over the plane with correlation
+    exp(−d/``d_corr_m``) (TR 38.901 §7.6.3.1), as ``num_waves`` random cosines
+    √(2/M)·Σ cos(ω_m·x + φ_m), ω_m from the exponential kernel's spectral density (a
+    bivariate Cauchy law of scale 1/d_corr), φ_m uniform; ``seed`` fixes the field."""
+
+    d_corr_m: float
+    seed: int
+    num_waves: int = 1024
+
+    def __post_init__(self) -> None:
+        if not self.d_corr_m > 0:
+            raise ValueError(f"d_corr_m: {self.d_corr_m} must be > 0")
+
+    def _waves(self) -> tuple[np.ndarray, np.ndarray]:
+        rng = np.random.default_rng(self.seed)
+        # bivariate Cauchy = Gaussian / sqrt(chi²_1): the 2-D Fourier transform of e^{-r/d}
+        g = rng.standard_normal((self.num_waves, 2))
+        chi = np.abs(rng.standard_normal(self.num_waves))
+        omega = g / chi[:, None] / self.d_corr_m
+        phase = rng.uniform(0.0, 2.0 * np.pi, self.num_waves)
+        return omega, phase
+
+    def values(self, xy: np.ndarray) -> np.ndarray:
+        """The field at points ``xy`` (N, 2): N(0, 1) marginals, spatially correlated."""
+        omega, phase = self._waves()
+        xy = np.asarray(xy, dtype=float).reshape(-1, 2)
+        return math.sqrt(2.0 / self.num_waves) * np.cos(xy @ omega.T + phase).sum(axis=1)
+
+
+def a3_handovers(
+    t_s: np.ndarray,
+    rsrp_dbm: np.ndarray,
+    serving: int,
+    hysteresis_db: float = 3.0,
+    ttt_s: float = 0.16,
+) -> list[tuple[float, int, int]]:
+    """Handovers along sampled RSRP series ``rsrp_dbm`` (times ``t_s`` × cells) by the
+    A3 rule: once the best neighbour's RSRP exceeds the serving cell's by more than
+    ``hysteresis_db`` at every sample for ``ttt_s``, the UE hands over to it (at the
+    sample where the time-to-trigger runs out). Returns ``(time, from, to)`` per
+    handover. ``hysteresis_db`` ∈ [0, 30] dB (TS 38.331's range), ``ttt_s`` ∈ [0, 5.12] s."""
+    if not 0.0 <= hysteresis_db <= 30.0:
+        raise ValueError(f"hysteresis_db: {hysteresis_db} (valid: 0 to 30 dB)")
+    if not 0.0 <= ttt_s <= 5.12:
+        raise ValueError(f"ttt_s: {ttt_s} (valid: 0 to 5.12 s)")
+    t = np.asarray(t_s, dtype=float)
+    rsrp = np.asarray(rsrp_dbm, dtype=float)
+    out: list[tuple[float, int, int]] = []
+    entered: float | None = None
+    target = -1
+    for k in range(len(t)):
+        row = rsrp[k].copy()
+        own = row[serving]
+        row[serving] = -np.inf
+        best = int(np.argmax(row))
+        if row[best] > own + hysteresis_db:
+            if entered is None or best != target:
+                entered, target = float(t[k]), best
+            if t[k] - entered >= ttt_s - 1e-12:
+                out.append((float(t[k]), serving, target))
+                serving, entered, target = target, None, -1
+        else:
+            entered, target = None, -1
+    return out

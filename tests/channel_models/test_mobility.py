@@ -1,0 +1,131 @@
+"""Mobility building blocks (issue 23, item 3): trajectories, Doppler coherence, the
+spatially consistent shadowing field, and the A3 handover rule."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import optimize, stats
+
+from channel_models.mobility import (
+    ConstantVelocity,
+    GaussMarkov,
+    RandomWaypoint,
+    ShadowField,
+    Static,
+    a3_handovers,
+    coherence_time_s,
+)
+
+
+def test_static_and_constant_velocity_positions():
+    t = np.array([0.0, 1.0, 2.5])
+    assert np.allclose(Static((3.0, 4.0)).positions(t), [[3, 4]] * 3)
+    cv = ConstantVelocity((10.0, 0.0), (2.0, -1.0))
+    assert np.allclose(cv.positions(t), [[10, 0], [12, -1], [15, -2.5]])
+    assert cv.speed_mps() == pytest.approx(math.sqrt(5))
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: ConstantVelocity((0, 0), (200.0, 0.0)),  # 720 km/h
+        lambda: RandomWaypoint((0, 0), None, -1.0, 2.0, 0.0, np.random.default_rng(0)),
+        lambda: RandomWaypoint((0, 0), None, 3.0, 2.0, 0.0, np.random.default_rng(0)),
+        lambda: GaussMarkov((0, 0), 150.0, 0.0, 0.5, np.random.default_rng(0)),
+        lambda: GaussMarkov((0, 0), 10.0, 0.0, 1.5, np.random.default_rng(0)),
+    ],
+)
+def test_absurd_mobility_is_refused(make):
+    with pytest.raises(ValueError):
+        make()
+
+
+def test_random_waypoint_moves_between_waypoints_at_its_leg_speeds():
+    def square(n, rng):
+        return rng.uniform(-100.0, 100.0, size=(n, 2))
+
+    rw = RandomWaypoint((0.0, 0.0), square, 1.0, 5.0, 2.0, np.random.default_rng(4))
+    t = np.linspace(0.0, 600.0, 60_001)
+    xy = rw.positions(t)
+    assert np.abs(xy).max() <= 100.0 + 1e-9
+    speed = np.hypot(*np.diff(xy, axis=0).T) / np.diff(t)
+    assert speed.max() <= 5.0 + 1e-6  # never faster than v_max
+    assert (speed < 1e-9).mean() > 0.01  # pauses at the waypoints
+    # a position is a function of time: asked again (or out of order), the same
+    again = RandomWaypoint((0.0, 0.0), square, 1.0, 5.0, 2.0, np.random.default_rng(4))
+    assert np.allclose(again.positions(t[::-1])[::-1], xy)
+
+
+def test_gauss_markov_with_full_memory_is_a_straight_line():
+    gm = GaussMarkov((0.0, 0.0), 10.0, 90.0, 1.0, np.random.default_rng(1), step_s=0.5)
+    xy = gm.positions(np.array([0.0, 1.0, 10.0]))
+    assert np.allclose(xy, [[0, 0], [0, 10], [0, 100]], atol=1e-9)
+    # with memory < 1 it wanders, at a mean speed near the mean
+    gm2 = GaussMarkov((0.0, 0.0), 10.0, 0.0, 0.7, np.random.default_rng(2), step_s=1.0)
+    xy2 = gm2.positions(np.arange(0.0, 2000.0, 1.0))
+    steps = np.hypot(*np.diff(xy2, axis=0).T)
+    assert steps.mean() == pytest.approx(10.0, rel=0.05) and steps.std() > 0.1
+
+
+def test_coherence_time_is_clarkes():
+    # 30 km/h at 3.5 GHz: f_D = 97.3 Hz, T_c = 0.423 / f_D = 4.35 ms
+    v = 30 / 3.6
+    assert coherence_time_s(v, 3.5e9) == pytest.approx(0.423 / (v * 3.5e9 / 299_792_458.0))
+    assert coherence_time_s(v, 3.5e9) == pytest.approx(4.35e-3, rel=1e-2)
+    assert coherence_time_s(0.0, 3.5e9) == math.inf
+
+
+def test_shadow_field_has_normal_marginals_and_exponential_correlation():
+    d_corr = 37.0  # TR 38.901 UMa LOS
+    # marginals: points far apart in one field are independent N(0, 1) draws
+    grid = np.stack(np.meshgrid(np.arange(40), np.arange(40)), -1).reshape(-1, 2) * 400.0
+    z = ShadowField(d_corr, seed=3).values(grid)
+    assert stats.kstest(z, "norm").pvalue > 1e-3
+    # correlation against distance, over many fields (seeds): fit exp(-d/d_c)
+    rng = np.random.default_rng(0)
+    dists = np.array([0.0, 10.0, 25.0, 50.0, 75.0, 100.0, 150.0])
+    corr = np.zeros(len(dists))
+    fields = 300
+    for seed in range(fields):
+        f = ShadowField(d_corr, seed=100 + seed, num_waves=256)
+        base = rng.uniform(-1e4, 1e4, size=(8, 2))
+        ang = rng.uniform(0, 2 * np.pi, size=8)
+        for k, d in enumerate(dists):
+            other = base + d * np.stack([np.cos(ang), np.sin(ang)], 1)
+            corr[k] += (f.values(base) * f.values(other)).mean()
+    corr /= fields
+    (fit,), _ = optimize.curve_fit(lambda d, dc: np.exp(-d / dc), dists, corr, p0=[30.0])
+    assert fit == pytest.approx(d_corr, rel=0.15)
+    assert corr[0] == pytest.approx(1.0, abs=0.1)
+
+
+def test_a3_hands_over_when_the_rule_says():
+    """Two omni sites 500 m apart, log-distance path loss 35 + 35·log10(d), a UE at 20 m/s
+    along the line between them: the neighbour gets ahead by the hysteresis H where
+    d0/d1 = 10^(H/35), and the UE hands over TTT later."""
+    hyst, ttt, v, x0 = 3.0, 0.16, 20.0, 100.0
+    ue = ConstantVelocity((x0, 0.0), (v, 0.0))
+    dt = 1e-3
+    t = np.arange(0.0, 20.0, dt)
+    xy = ue.positions(t)
+    sites = np.array([[0.0, 0.0], [500.0, 0.0]])
+    d = np.hypot(*(xy[:, None, :] - sites[None, :, :]).transpose(2, 0, 1))
+    rsrp = 46.0 - (35.0 + 35.0 * np.log10(d))
+    events = a3_handovers(t, rsrp, serving=0, hysteresis_db=hyst, ttt_s=ttt)
+    q = 10 ** (hyst / 35.0)
+    x_enter = 500.0 * q / (1.0 + q)
+    expected = (x_enter - x0) / v + ttt
+    assert len(events) == 1
+    when, src, dst = events[0]
+    assert (src, dst) == (0, 1)
+    assert abs(when - expected) <= 2 * dt
+    # before the time-to-trigger has run out, no handover
+    short = a3_handovers(t[t < expected - 0.05], rsrp[t < expected - 0.05], 0, hyst, ttt)
+    assert short == []
+    with pytest.raises(ValueError):
+        a3_handovers(t, rsrp, 0, hysteresis_db=40.0)
+    with pytest.raises(ValueError):
+        a3_handovers(t, rsrp, 0, ttt_s=-1.0)
