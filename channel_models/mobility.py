@@ -32,6 +32,7 @@ included) without a break for ``ttt_s`` hands the UE over to it at that instant.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -225,13 +226,7 @@ class ShadowField:
             raise ValueError(f"d_corr_m: {self.d_corr_m} must be > 0")
 
     def _waves(self) -> tuple[np.ndarray, np.ndarray]:
-        rng = np.random.default_rng(self.seed)
-        # bivariate Cauchy = Gaussian / sqrt(chi²_1): the 2-D Fourier transform of e^{-r/d}
-        g = rng.standard_normal((self.num_waves, 2))
-        chi = np.abs(rng.standard_normal(self.num_waves))
-        omega = g / chi[:, None] / self.d_corr_m
-        phase = rng.uniform(0.0, 2.0 * np.pi, self.num_waves)
-        return omega, phase
+        return _waves(self.d_corr_m, self.seed, self.num_waves)
 
     def values(self, xy: np.ndarray) -> np.ndarray:
         """The field at points ``xy`` (N, 2): N(0, 1) marginals, spatially correlated."""
@@ -240,18 +235,33 @@ class ShadowField:
         return math.sqrt(2.0 / self.num_waves) * np.cos(xy @ omega.T + phase).sum(axis=1)
 
 
+@functools.lru_cache(maxsize=4096)
+def _waves(d_corr_m: float, seed: int, num_waves: int) -> tuple[np.ndarray, np.ndarray]:
+    """The field's wave vectors and phases (drawn once per field)."""
+    rng = np.random.default_rng(seed)
+    # bivariate Cauchy = Gaussian / sqrt(chi²_1): the 2-D Fourier transform of e^{-r/d}
+    g = rng.standard_normal((num_waves, 2))
+    chi = np.abs(rng.standard_normal(num_waves))
+    omega = g / chi[:, None] / d_corr_m
+    phase = rng.uniform(0.0, 2.0 * np.pi, num_waves)
+    return omega, phase
+
+
 def a3_handovers(
     t_s: np.ndarray,
     rsrp_dbm: np.ndarray,
     serving: int,
     hysteresis_db: float = 3.0,
     ttt_s: float = 0.16,
+    state: dict | None = None,
 ) -> list[tuple[float, int, int]]:
     """Handovers along sampled RSRP series ``rsrp_dbm`` (times ``t_s`` × cells) by the
     A3 rule: once the best neighbour's RSRP exceeds the serving cell's by more than
     ``hysteresis_db`` at every sample for ``ttt_s``, the UE hands over to it (at the
     sample where the time-to-trigger runs out). Returns ``(time, from, to)`` per
-    handover. ``hysteresis_db`` ∈ [0, 30] dB (TS 38.331's range), ``ttt_s`` ∈ [0, 5.12] s."""
+    handover. ``hysteresis_db`` ∈ [0, 30] dB (TS 38.331's range), ``ttt_s`` ∈ [0, 5.12] s.
+    ``state`` (a dict, updated in place) carries a pending time-to-trigger from one call
+    to the next, so a series may be evaluated piece by piece."""
     if not 0.0 <= hysteresis_db <= 30.0:
         raise ValueError(f"hysteresis_db: {hysteresis_db} (valid: 0 to 30 dB)")
     if not 0.0 <= ttt_s <= 5.12:
@@ -259,8 +269,9 @@ def a3_handovers(
     t = np.asarray(t_s, dtype=float)
     rsrp = np.asarray(rsrp_dbm, dtype=float)
     out: list[tuple[float, int, int]] = []
-    entered: float | None = None
-    target = -1
+    state = {} if state is None else state
+    entered: float | None = state.get("entered")
+    target = int(state.get("target", -1))
     for k in range(len(t)):
         row = rsrp[k].copy()
         own = row[serving]
@@ -274,4 +285,5 @@ def a3_handovers(
                 serving, entered, target = target, None, -1
         else:
             entered, target = None, -1
+    state["entered"], state["target"] = entered, target
     return out

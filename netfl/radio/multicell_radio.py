@@ -84,6 +84,23 @@ class CellRadio(OfdmaRadio):
                 dist[rows, cols] = np.hypot(off[:, 0], off[:, 1])
         return dist
 
+    def _link_variates(self, srcs, dsts, a, b):
+        """The keyed-hash draws, except on a moving UE's links to a BS: the spatially
+        consistent fields of the BS's site at the UE's position (TR 38.901 §7.6.3)."""
+        u, z = super()._link_variates(srcs, dsts, a, b)
+        net = self.network
+        if not net.mobile:
+            return u, z
+        for m, sn in enumerate(srcs):
+            for i, dn in enumerate(dsts):
+                ue, bs = (sn, dn) if sn.is_device else (dn, sn)
+                if ue.is_device and not bs.is_device and ue.name in net.mobile:
+                    c = net.cell_index(bs)
+                    if c is not None:
+                        fu, fz = net.site_fields(int(net.cell_site[c]), ue.position_m[None, :])
+                        u[m, i], z[m, i] = fu[0], fz[0]
+        return u, z
+
     def _ues(self, srcs, dsts, rows, cols) -> list[Node]:
         return [
             dsts[i] if srcs[m] is self.node else srcs[m] for m, i in zip(rows, cols, strict=True)
@@ -214,6 +231,18 @@ class MultiCellRadio(Radio):
         self._ul_rx = np.zeros((n_cells, n_cells))  # [c', c]: mean UE of c' at BS c / N_RB
         self._stale: set[str] = set()
         self._rerate_pending = False
+        #: moving devices (names), their A3 state, handovers and interruptions
+        self.mobile: set[str] = set()
+        self.handover = {
+            "hysteresis_db": 3.0,
+            "ttt_s": 0.16,
+            "interruption_s": 0.03,
+            "sample_s": 0.01,
+        }
+        self.handovers: list[tuple[float, str, int, int]] = []
+        self._a3: dict[str, dict] = {}
+        self._busy_until: dict[str, float] = {}
+        self._fields: dict[int, tuple] = {}
         if interference == "activity" and n_cells > 1:
             for c, cell in enumerate(self.cells):
                 for d, carrier in cell.carriers.items():
@@ -450,6 +479,98 @@ class MultiCellRadio(Radio):
     def cell_of(self, device: Node) -> CellRadio:
         return self.cells[self.serving[device.name]]
 
+    # -- mobility ------------------------------------------------------------------
+    def site_fields(self, site: int, xy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Site ``site``'s spatially consistent LOS uniform and shadowing normal at points
+        ``xy`` (TR 38.901 §7.6.3: exponential correlation over the LOS-state and the
+        NLOS shadowing decorrelation distances of the profile's scenario)."""
+        from scipy.special import ndtr
+
+        from channel_models.mobility import ShadowField
+
+        fields = self._fields.get(site)
+        if fields is None:
+            d_los, d_sf = {"uma": (50.0, 50.0), "umi": (12.0, 13.0)}.get(
+                self._scenario or "", (50.0, 50.0)
+            )
+            base = int(self.cells[0]._link_seed) % (2**31)
+            fields = self._fields[site] = (
+                ShadowField(d_los, seed=base + 2 * site + 1, num_waves=512),
+                ShadowField(d_sf, seed=base + 2 * site + 2, num_waves=512),
+            )
+        return ndtr(fields[0].values(xy)), fields[1].values(xy)
+
+    def coupling_along(self, ue: Node, xy: np.ndarray) -> np.ndarray:
+        """``(points, cells)`` coupling loss [dB] of ``ue`` were it at each of ``xy``:
+        path loss at the wrap-around distance with the sites' fields, its O2I loss, less
+        the antenna gain in the direct direction (the measurement the A3 rule compares;
+        the link budget averages the gain over the departure angles, which costs 49×
+        the evaluations — the two differ by ~1 dB only near the array's nulls)."""
+        law0 = self.cells[0]._pathloss
+        h_ut = ue.height_m if math.isfinite(ue.height_m) else law0.height_rx_m
+        law = self.cells[0]._law_at(law0, self.bs_height_m, h_ut)
+        offs = nearest_image_offsets(xy, self.site_xy, self.wrap)[:, self.cell_site, :]
+        d2 = np.hypot(offs[..., 0], offs[..., 1])
+        out = np.empty(d2.shape)
+        per_site = {site: self.site_fields(site, xy) for site in np.unique(self.cell_site)}
+        for c in range(len(self.cells)):
+            u, z = per_site[self.cell_site[c]]
+            out[:, c] = law.loss_db_given(
+                d2[:, c], u if law.random else None, z if law.random else None
+            )
+            if self.antenna != "omni" or self.array_rows > 1:
+                bore = self.boresight[c]
+                out[:, c] -= sector_gain_db(  # (direct direction: see the docstring)
+                    offs[:, c][:, None, :],
+                    np.full((len(xy), 1), h_ut - self.bs_height_m),
+                    None
+                    if self.antenna == "omni" or not math.isfinite(bore)
+                    else np.array([[bore]]),
+                    None,
+                    self._scenario or "uma",
+                    self.profile.carrier_hz,
+                    np.full((len(xy), 1), h_ut),
+                    self.bs_height_m,
+                    self.array_rows,
+                    tilt_zenith_deg=self.tilt_zenith_deg,
+                )[:, 0]
+        return out + ue.o2i_loss_db
+
+    def track(self, ue: Node, trajectory: Any, t0_s: float, t1_s: float) -> None:
+        """Apply the A3 rule to ``ue``'s RSRP measured every ``sample_s`` along its
+        ``trajectory`` over (t0, t1] (equal BS powers: RSRP = P − coupling loss), carrying
+        a pending time-to-trigger across calls; record each handover and move the UE."""
+        from channel_models.mobility import a3_handovers
+
+        step = self.handover["sample_s"]
+        k0, k1 = math.floor(t0_s / step + 1e-9) + 1, math.floor(t1_s / step + 1e-9)
+        if k1 < k0:
+            return
+        t = np.arange(k0, k1 + 1) * step
+        rsrp = -self.coupling_along(ue, trajectory.positions(t))
+        serving = self.serving[ue.name]
+        events = a3_handovers(
+            t,
+            rsrp,
+            serving,
+            self.handover["hysteresis_db"],
+            self.handover["ttt_s"],
+            self._a3.setdefault(ue.name, {}),
+        )
+        for when, src, dst in events:
+            self.handovers.append((when, ue.name, src, dst))
+            self.serving[ue.name] = dst
+            self._busy_until[ue.name] = when + self.handover["interruption_s"]
+
+    def refresh(self, ue: Node) -> None:
+        """``ue`` moved: its downlink SNR from every BS at its new position (the
+        interference terms; with the measurement's coupling loss, :meth:`coupling_along`)."""
+        loss = self.coupling_along(ue, ue.position_m[None, :])[0]
+        self._snr_dl[ue.name] = np.asarray(self.cells[0].snr_terms(loss, True, False)[0])
+
+    def handover_table(self) -> pd.DataFrame:
+        return pd.DataFrame(self.handovers, columns=["time_s", "device", "from_cell", "to_cell"])
+
     # -- transfers -----------------------------------------------------------------
     def _site_hosts_server(self, cell: int) -> bool:
         return self.server_site is not None and int(self.cell_site[cell]) == self.server_site
@@ -485,25 +606,56 @@ class MultiCellRadio(Radio):
         self.recorder.transfers.append(record)
         return record
 
-    def _cell_index(self, node: Node) -> int | None:
+    def cell_index(self, node: Node) -> int | None:
+        """The cell whose BS node ``node`` is (None: not a cell's)."""
         for c, n in enumerate(self.cell_nodes):
             if n is node:
                 return c
         return None
 
+    def _wait_handover(self, devices: Sequence[Node]) -> Generator[simpy.Event, Any, None]:
+        """Move the devices up to now; wait out a handover interruption."""
+        if self.mover is not None:
+            self.mover(devices)
+        busy = max((self._busy_until.get(d.name, 0.0) for d in devices), default=0.0)
+        if busy > self.env.now:
+            yield self.env.timeout(busy - self.env.now)
+
+    def _wait_coverage(self, device: Node, direction: str) -> Generator[simpy.Event, Any, None]:
+        """A moving device with no rate to its cell where it is now (a coverage hole, a
+        busy neighbourhood) waits, measuring every 100 ms, until it has one."""
+        if device.name not in self.mobile:
+            return
+        while True:
+            c = self.serving[device.name]
+            cell = self.cells[c]
+            link = (device, cell.node) if direction == "uplink" else (cell.node, device)
+            _, psd, total = OfdmaRadio._link(cell, *link)
+            full = self.eta  # (judged at full load, as coverage is: no stall later)
+            self.eta = {d: np.ones(len(self.cells)) for d in full}
+            try:
+                scale = self.snr_scale(c, link)
+            finally:
+                self.eta = full
+            if cell.carriers[direction].reachable(psd * scale, total * scale):
+                return
+            yield self.env.timeout(0.1)
+            yield from self._wait_handover([device])
+
     def _transfer(
         self, src: Node, dst: Node, size_bits: float, kind: str, num_models: int
     ) -> Generator[simpy.Event, Any, TransferRecord | None]:
+        yield from self._wait_handover([n for n in (src, dst) if n.is_device])
         if not src.is_device and not dst.is_device:  # a cell's BS ↔ the server
             to_server = dst is self.server
-            c = self._cell_index(src if to_server else dst)
+            c = self.cell_index(src if to_server else dst)
             if c is None or (dst if to_server else src) is not self.server:
                 raise ValueError(f"no backhaul from {src.name} to {dst.name}")
             direction = "uplink" if to_server else "downlink"
             return (yield from self._backhaul(c, direction, size_bits, kind, num_models))
         bs_end = dst if src.is_device else src
         if bs_end is not self.server and bs_end is not None and not bs_end.is_device:
-            c = self._cell_index(bs_end)  # a device ↔ a cell's BS (an edge server)
+            c = self.cell_index(bs_end)  # a device ↔ a cell's BS (an edge server)
             if c is None:
                 raise ValueError(f"{bs_end.name} is not a cell of the network")
             return (yield from self.cells[c]._transfer(src, dst, size_bits, kind, num_models))
@@ -512,6 +664,7 @@ class MultiCellRadio(Radio):
             cell = self.cell_of(src)
             return (yield from cell._transfer(src, dst, size_bits, kind, num_models))
         device = src if direction == "uplink" else dst
+        yield from self._wait_coverage(device, direction)
         c = self.serving[device.name]
         cell, node = self.cells[c], self.cell_nodes[c]
         if direction == "downlink":
@@ -524,7 +677,8 @@ class MultiCellRadio(Radio):
     def _broadcast(
         self, src: Node, receivers: list[Node], size_bits: float, kind: str, num_models: int
     ) -> Generator[simpy.Event, Any, list[TransferRecord]]:
-        c = self._cell_index(src)
+        yield from self._wait_handover(receivers)
+        c = self.cell_index(src)
         if src is not self.server and c is not None:  # a cell's BS to its own UEs
             return (
                 yield from self.cells[c]._broadcast(src, receivers, size_bits, kind, num_models)
@@ -619,7 +773,10 @@ class MultiCellRadio(Radio):
         occupancy = pd.concat(occ, ignore_index=True).astype(
             {"cell": int, "time_s": float, "session_rbs": float, "flow_rbs": float}
         )  # (a cell that never carried anything has an empty, untyped frame)
-        return {"occupancy": occupancy, "cues": cues, "cells": cells}
+        tables = {"occupancy": occupancy, "cues": cues, "cells": cells}
+        if self.mobile:
+            tables["handovers"] = self.handover_table()
+        return tables
 
     def __repr__(self) -> str:
         return (

@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
 import pandas as pd
@@ -63,6 +63,9 @@ class Radio(ABC):
         self._active_downlink = 0
         #: multicast group ids (a multi-cell radio's cells share one counter)
         self.group_ids = itertools.count(1)
+        #: called with a transfer's nodes when it starts (moving devices: the world
+        #: brings their positions up to now), or None
+        self.mover: Callable[[Sequence[Node]], None] | None = None
         self.bs_meter = (
             BsRadioMeter(env, bs, bs_power or BsPowerModel(), self.downlink_load)
             if bs is not None
@@ -206,6 +209,8 @@ class Radio(ABC):
     def _transfer(
         self, src: Node, dst: Node, size_bits: float, kind: str, num_models: int
     ) -> Generator[simpy.Event, Any, TransferRecord]:
+        if self.mover is not None:
+            self.mover((src, dst))
         direction = direction_of(src, dst)
         start = self.env.now
         self._begin((src, dst), direction)
@@ -216,6 +221,8 @@ class Radio(ABC):
     def _broadcast(
         self, src: Node, receivers: list[Node], size_bits: float, kind: str, num_models: int
     ) -> Generator[simpy.Event, Any, list[TransferRecord]]:
+        if self.mover is not None:
+            self.mover(receivers)
         start = self.env.now
         self._begin((src, *receivers), "downlink")
         extra = yield from self._deliver_multicast(src, receivers, size_bits)

@@ -32,6 +32,15 @@ Without it a scenario is one BS at the origin serving the disc of ``cell.radius_
   occupancy changes; ``load_factor``: η = ``load`` for every cell; ``none``: noise
   only. SINR replaces SNR on every cellular link; D2D links stay noise-limited, and a
   multicast keeps the SINRs of its start.
+- **mobility** — ``devices.mobility`` (or a group's): static, constant velocity,
+  random waypoint or Gauss–Markov (``channel_models.mobility``). A device's position
+  is a function of time, brought up to date when it transfers or a round starts (no
+  event of its own); its large-scale loss to every BS follows spatially consistent
+  fields (shadowing and LOS state, TR 38.901 §7.6.3), and the A3 rule (``handover``:
+  hysteresis, time-to-trigger, measured every ``sample_ms``) hands it over along its
+  path — the ``handovers`` table records each, and no transfer of the device starts
+  within ``interruption_ms`` after one. A transfer keeps the cell and the loss of its
+  start until it ends (in-flight handover is not yet modelled).
 - **server** — the FL server sits at site ``server_site`` (its co-located cells reach
   it directly) or, with ``server_site: cloud``, behind every site's backhaul; a cell
   → server hop is a timed ``backhaul`` transfer over a link of
@@ -51,7 +60,14 @@ from pydantic import Field, NonNegativeFloat, PositiveFloat, model_validator
 
 from netfl.scenario.base import _Strict
 
-__all__ = ["NetworkSection", "InterferenceSection", "BackhaulSection", "MIN_SITE_DISTANCE_M"]
+__all__ = [
+    "NetworkSection",
+    "InterferenceSection",
+    "BackhaulSection",
+    "HandoverSection",
+    "MobilitySection",
+    "MIN_SITE_DISTANCE_M",
+]
 
 #: two explicit sites closer than this overlap (one site, entered twice)
 MIN_SITE_DISTANCE_M = 10.0
@@ -73,6 +89,55 @@ class BackhaulSection(_Strict):
 
     capacity_mbps: PositiveFloat = Field(1000.0, description="per site and direction [Mbit/s]")
     latency_ms: NonNegativeFloat = Field(5.0, description="one-way latency [ms]")
+
+
+class HandoverSection(_Strict):
+    """The A3 event (TS 38.331 §5.5.4.4) for moving devices."""
+
+    hysteresis_db: float = Field(3.0, ge=0.0, le=30.0, description="A3 offset + hysteresis [dB]")
+    ttt_s: float = Field(0.16, ge=0.0, le=5.12, description="time-to-trigger [s]")
+    interruption_ms: float = Field(
+        30.0, ge=0.0, le=1000.0, description="no transfer starts for this long after a handover"
+    )
+    sample_ms: float = Field(
+        40.0, ge=1.0, le=1000.0, description="RSRP measurement period along a trajectory [ms]"
+    )
+
+
+class MobilitySection(_Strict):
+    """How a device moves (``channel_models.mobility``); speeds in km/h, at most 500."""
+
+    model: Literal["static", "constant_velocity", "random_waypoint", "gauss_markov"] = "static"
+    speed_kmh: float = Field(3.0, description="constant_velocity speed; gauss_markov mean")
+    heading_deg: float | None = Field(
+        None, description="constant_velocity / gauss_markov heading (none: uniform per device)"
+    )
+    v_min_kmh: float = Field(1.0, description="random_waypoint: lowest leg speed")
+    v_max_kmh: float = Field(5.0, description="random_waypoint: highest leg speed")
+    pause_s: float = Field(0.0, ge=0.0, description="random_waypoint: pause at a waypoint")
+    alpha: float = Field(0.75, ge=0.0, le=1.0, description="gauss_markov memory")
+    step_s: float = Field(1.0, gt=0.0, description="gauss_markov update period")
+    speed_std_kmh: float = Field(1.0, ge=0.0, description="gauss_markov speed spread")
+    heading_std_deg: float = Field(20.0, ge=0.0, description="gauss_markov heading spread")
+
+    @model_validator(mode="after")
+    def _speeds(self) -> MobilitySection:
+        from channel_models.mobility import MAX_SPEED_KMH
+
+        for key in ("speed_kmh", "v_min_kmh", "v_max_kmh", "speed_std_kmh"):
+            v = getattr(self, key)
+            if not 0.0 <= v <= MAX_SPEED_KMH:
+                raise ValueError(
+                    f"{key}: {v:g} km/h is {'negative' if v < 0 else 'absurd'} "
+                    f"(valid: 0 to {MAX_SPEED_KMH:g})"
+                )
+        if self.model == "random_waypoint" and not 0.0 < self.v_min_kmh <= self.v_max_kmh:
+            raise ValueError("random_waypoint needs 0 < v_min_kmh ≤ v_max_kmh")
+        return self
+
+    @property
+    def moves(self) -> bool:
+        return self.model != "static"
 
 
 class NetworkSection(_Strict):
@@ -108,6 +173,7 @@ class NetworkSection(_Strict):
         0, description="site hosting the FL server, or cloud (behind every backhaul)"
     )
     backhaul: BackhaulSection = BackhaulSection()
+    handover: HandoverSection = HandoverSection()
 
     @model_validator(mode="after")
     def _consistent(self) -> NetworkSection:

@@ -35,7 +35,7 @@ from netfl.learning.datasets import DATASETS
 from netfl.scenario.base import STRICT_CONFIG, _check_name, _Strict, no_bool_for_numbers
 from netfl.scenario.cell import LINK_MODE_KEYS, CellSection
 from netfl.scenario.layout import LayoutSection
-from netfl.scenario.network import NetworkSection
+from netfl.scenario.network import MobilitySection, NetworkSection
 
 __all__ = ["Scenario", "LINK_MODE_KEYS", "STRICT_CONFIG", "no_bool_for_numbers"]
 
@@ -71,6 +71,9 @@ class DeviceGroup(_Strict):
     layout: LayoutSection | None = Field(
         None, description="where this group's devices stand (default: devices.layout)"
     )
+    mobility: MobilitySection | None = Field(
+        None, description="how this group's devices move (default: devices.mobility)"
+    )
 
     _vm = field_validator("model")(lambda v: _check_name("model", v, MODELS))
     _vc = field_validator("compute_profile")(
@@ -97,6 +100,19 @@ class DevicesSection(_Strict):
         LayoutSection(),
         description="where the devices no group places stand (default: uniform over the cell)",
     )
+    mobility: MobilitySection = Field(
+        MobilitySection(), description="how the devices no group moves move (default: static)"
+    )
+
+    def mobility_of(self) -> list[MobilitySection]:
+        """Each device's mobility: its group's, else ``mobility``."""
+        out = [self.mobility] * self.count
+        i = 0
+        for g in self.groups:
+            if g.mobility is not None:
+                out[i : i + g.count] = [g.mobility] * g.count
+            i += g.count
+        return out
 
     @field_validator("models")
     @classmethod
@@ -363,6 +379,18 @@ class Scenario(_Strict):
                 f"{path}: device {i} at ({pts[i, 0]:g}, {pts[i, 1]:g}) m is outside every "
                 "cell of the network"
             )
+
+    @model_validator(mode="after")
+    def _mobility_fits(self) -> Scenario:
+        if any(m.moves for m in self.devices.mobility_of()):
+            if self.cell.redrop_every_round:
+                raise ValueError(
+                    "devices.mobility: moving devices with cell.redrop_every_round (a re-drop "
+                    "would teleport them); set one of the two"
+                )
+            if self.cell.link.mode != "ofdma":
+                raise ValueError("devices.mobility: moving devices need cell.link.mode: ofdma")
+        return self
 
     @model_validator(mode="after")
     def _network_fits(self) -> Scenario:

@@ -8,6 +8,7 @@ engine, the learning executor and the recorder.
 from __future__ import annotations
 
 import logging
+import math
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
@@ -65,6 +66,7 @@ class World:
         self._build_data(source)
         self._build_nodes()
         self._build_radio()
+        self._build_mobility()  # (before the first association: moving UEs use the fields)
         self.coverage_frames: list[pd.DataFrame] = []
         self.update_coverage()
         self.compute = ComputeEngine(self.env, self.recorder)
@@ -323,10 +325,94 @@ class World:
             return dep.site_xy()[0] + drop_uniform_disc(rng, n, dep.radius_m)
         return dep.drop_uniform(n, rng)
 
+    def _build_mobility(self) -> None:
+        """Trajectories of the moving devices (``devices.mobility``), from where the drop
+        put them, each drawing from its own ``mobility`` stream; the radio brings their
+        positions (and a network their serving cells, by A3) up to date at every
+        transfer start."""
+        from channel_models import mobility as mob
+
+        self.trajectories: dict[str, Any] = {}
+        self._moved_at: dict[str, float] = {}
+        s = self.scenario
+        for node, m in zip(self.all_devices, s.devices.mobility_of(), strict=True):
+            if not m.moves:
+                continue
+            rng = self.streams.generator("mobility", node.index)
+            start = tuple(float(v) for v in node.position_m)
+            heading = (
+                math.radians(m.heading_deg)
+                if m.heading_deg is not None
+                else float(rng.uniform(0, 2 * math.pi))
+            )
+            v = m.speed_kmh / 3.6
+            if m.model == "constant_velocity":
+                traj = mob.ConstantVelocity(start, (v * math.cos(heading), v * math.sin(heading)))
+            elif m.model == "random_waypoint":
+                traj = mob.RandomWaypoint(
+                    start,
+                    self._region_sampler(),
+                    m.v_min_kmh / 3.6,
+                    m.v_max_kmh / 3.6,
+                    m.pause_s,
+                    rng,
+                )
+            else:
+                traj = mob.GaussMarkov(
+                    start,
+                    v,
+                    math.degrees(heading),
+                    m.alpha,
+                    rng,
+                    m.step_s,
+                    m.speed_std_kmh / 3.6,
+                    m.heading_std_deg,
+                )
+            self.trajectories[node.name] = traj
+            self._moved_at[node.name] = self.env.now
+        if not self.trajectories:
+            return
+        self.radio.mover = self.move
+        if self.scenario.network is not None:
+            h = self.scenario.network.handover
+            self.radio.mobile = set(self.trajectories)
+            self.radio.handover = {
+                "hysteresis_db": h.hysteresis_db,
+                "ttt_s": h.ttt_s,
+                "interruption_s": h.interruption_ms * 1e-3,
+                "sample_s": h.sample_ms * 1e-3,
+            }
+
+    def _region_sampler(self):
+        """Uniform points of the area devices move in (random waypoint)."""
+        if self.deployment is not None:
+            return lambda n, rng: self._drop_over_network(n, rng)
+        from netfl.radio.geometry import drop_uniform_disc
+
+        return lambda n, rng: drop_uniform_disc(rng, n, self.scenario.cell.radius_m)
+
+    def move(self, nodes) -> None:
+        """Bring the moving devices among ``nodes`` to their positions now (a network
+        first applies the A3 rule along the way)."""
+        now = self.env.now
+        for node in nodes:
+            traj = self.trajectories.get(node.name)
+            if traj is None or self._moved_at[node.name] >= now:
+                continue
+            if self.scenario.network is not None:
+                self.radio.track(node, traj, self._moved_at[node.name], now)
+            node.position_m = traj.positions(np.array([now]))[0]
+            self._moved_at[node.name] = now
+            if self.scenario.network is not None:
+                self.radio.refresh(node)
+
     def begin_round(self, r: int) -> None:
-        """Called by the runner before round ``r``: re-drops UEs if the scenario asks."""
+        """Called by the runner before round ``r``: re-drops UEs if the scenario asks;
+        moving devices are brought to where they are now."""
         if self.scenario.cell.redrop_every_round and r > 0:
             self.redrop(r)
+        if self.trajectories:
+            self.move(self.all_devices)
 
     def redrop(self, *keys: int) -> None:
         """Re-drop every device uniformly over the cell from the ``placement`` stream of ``keys``.

@@ -347,3 +347,94 @@ def test_a_network_run_writes_its_tables_and_figures(tmp_path):
     cells = back.tables["cells"]
     assert len(cells) == 21 and cells["devices"].sum() == 12
     assert set(back.tables["coverage"]["cell"]) <= set(range(21))
+
+
+def test_a_device_crossing_the_border_hands_over_when_a3_says():
+    """Two omni sites 500 m apart, deterministic log-distance loss: a device at 72 km/h
+    from x = 100 m towards site 1 enters A3 where d0/d1 = 10^(H/35) and hands over TTT
+    later (to the 10 ms measurement grid); a transfer started within the interruption
+    waits for its end."""
+    hyst, ttt, v, x0 = 3.0, 0.16, 20.0, 100.0
+    s = _scenario(
+        cell=PLAIN_CELL,
+        network={
+            **TWO_SITES,
+            "handover": {
+                "hysteresis_db": hyst,
+                "ttt_s": ttt,
+                "interruption_ms": 50,
+                "sample_ms": 10,
+            },
+        },
+        devices={
+            "count": 1,
+            "layout": {"kind": "positions", "positions_m": [[x0, 0.0]]},
+            "mobility": {"model": "constant_velocity", "speed_kmh": v * 3.6, "heading_deg": 0},
+        },
+    )
+    world = World(s)
+    radio, env = world.radio, world.env
+    (ue,) = world.all_devices
+    assert radio.serving["ue0"] == 0
+    q = 10 ** (hyst / 35.0)
+    expected = (500.0 * q / (1.0 + q) - x0) / v + ttt
+    env.run(until=expected - 1.0)
+    world.move([ue])
+    assert radio.handovers == []  # (not yet: the time-to-trigger carries over calls)
+    env.run(until=expected + 0.02)
+    world.move([ue])
+    assert ue.position_m == pytest.approx([x0 + v * env.now, 0.0])
+    ((when, name, src, dst),) = radio.handovers
+    assert (name, src, dst) == ("ue0", 0, 1) and abs(when - expected) <= 0.011
+    assert radio.serving["ue0"] == 1
+    # a transfer asked for within the interruption starts when it ends, on the new cell
+    rec = env.run(until=radio.transfer(radio.cell_nodes[1], ue, 1e5, "probe"))
+    assert rec.start_s == pytest.approx(when + 0.05) and rec.src == "cell1"
+    assert list(world.radio.tables()["handovers"]["to_cell"]) == [1]
+
+
+def test_moving_devices_keep_a_spatially_consistent_loss():
+    s = _scenario(
+        cell={"link": {"mode": "ofdma", "channel_profile": "nr_fr1_uma"}},
+        network={"sites": 7, "sectors": 3},
+        devices={"count": 1, "mobility": {"model": "constant_velocity", "speed_kmh": 3.6}},
+        seed=2,
+    )
+    world = World(s)
+    (ue,) = world.all_devices
+    cell = world.radio.cell_of(ue)
+    losses = []
+    for t in np.arange(0.0, 5.0, 0.5):  # 1 m/s: 0.5 m steps, far below the 50 m correlation
+        world.env.run(until=t + 1e-9)
+        world.move([ue])
+        losses.append(cell.link_loss_matrix_db([cell.node], [ue])[0, 0])
+    # the shadowing moves with the position (an independent draw per position would jump
+    # by ~σ√2 ≈ 10 dB; over 0.5 m of a 50 m exponential correlation the change is ~0.14σ)
+    assert np.median(np.abs(np.diff(losses))) < 1.5 and np.abs(np.diff(losses)).max() < 4.0
+
+
+@pytest.mark.parametrize(
+    ("mobility", "message"),
+    [
+        ({"model": "constant_velocity", "speed_kmh": 700}, "absurd"),
+        ({"model": "constant_velocity", "speed_kmh": -5}, "negative"),
+        ({"model": "random_waypoint", "v_min_kmh": 9, "v_max_kmh": 5}, "v_min_kmh"),
+    ],
+)
+def test_bad_mobility_is_a_one_line_error(mobility, message):
+    with pytest.raises(ScenarioError) as err:
+        _scenario(
+            cell={"link": {"mode": "ofdma", "channel_profile": "nr_fr1_uma"}},
+            devices={"count": 2, "mobility": mobility},
+        )
+    assert message in str(err.value) and "devices.mobility" in str(err.value)
+
+
+@pytest.mark.parametrize(("key", "value"), [("hysteresis_db", 31), ("ttt_s", 6), ("ttt_s", -1)])
+def test_bad_handover_settings_are_one_line_errors(key, value):
+    with pytest.raises(ScenarioError) as err:
+        _scenario(
+            cell={"link": {"mode": "ofdma", "channel_profile": "nr_fr1_uma"}},
+            network={"sites": 7, "handover": {key: value}},
+        )
+    assert f"network.handover.{key}" in str(err.value)
