@@ -26,6 +26,17 @@ from netfl import read_run  # noqa: E402
 from netfl.sweep import expand, load_sweep, run_sweep  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
+#: ``--complete-only``: analyse the runs already complete, start none
+COMPLETE_ONLY = False
+
+
+def _complete_dir(path: Path) -> bool:
+    import json
+
+    manifest = path / "manifest.json"
+    return manifest.is_file() and json.loads(manifest.read_text()).get("complete", True)
+
+
 OUT = ROOT / "analysis" / "dfl"
 
 
@@ -40,6 +51,8 @@ def _run(
     if thresholds is not None and name == "threshold":
         runs = [r for r in runs if r.params["algorithm.threshold"] in thresholds]
     where = out / spec.name
+    if COMPLETE_ONLY:  # (analyse what is done; run nothing)
+        runs = [r for r in runs if _complete_dir(where / r.name)]
     index = run_sweep(runs, where, workers, None, lambda n, s: print(f"  {n}: {s}", flush=True))
     return index, where
 
@@ -165,7 +178,10 @@ def main() -> None:
     ap.add_argument("--sweeps", nargs="+", default=["methods", "threshold"])
     ap.add_argument("--thresholds", type=float, nargs="+", help="run only these T values")
     ap.add_argument("--out", default=str(ROOT / "runs" / "dfl_study"))
+    ap.add_argument("--complete-only", action="store_true", help="analyse complete runs only")
     args = ap.parse_args()
+    global COMPLETE_ONLY
+    COMPLETE_ONLY = args.complete_only
     OUT.mkdir(parents=True, exist_ok=True)
     pd.set_option("display.width", 160)
     for name in args.sweeps:

@@ -33,6 +33,17 @@ from netfl import cost_to_target, read_run  # noqa: E402
 from netfl.sweep import expand, load_sweep, run_sweep  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
+#: ``--complete-only``: analyse the runs already complete, start none
+COMPLETE_ONLY = False
+
+
+def _complete_dir(path: Path) -> bool:
+    import json
+
+    manifest = path / "manifest.json"
+    return manifest.is_file() and json.loads(manifest.read_text()).get("complete", True)
+
+
 SWEEPS = ROOT / "scenarios" / "feddif"
 FIGURES = ROOT / "analysis" / "feddif" / "figures"
 ALGOS = ("fedavg", "feddif", "fedswap")
@@ -56,6 +67,8 @@ def run_study_sweep(
     if variants is not None:
         runs = [r for r in runs if r.params.get("variant") in variants]
     where = out / spec.name
+    if COMPLETE_ONLY:  # (analyse what is done; run nothing)
+        runs = [r for r in runs if _complete_dir(where / r.name)]
 
     def progress(run: str, status: str) -> None:
         print(f"  {spec.name}/{run}: {status}", flush=True)
@@ -277,7 +290,10 @@ def main() -> None:
     ap.add_argument("--alphas", type=float, nargs="+", help="alpha sweep: only these α")
     ap.add_argument("--variants", nargs="+", help="only these variants (e.g. fedavg feddif)")
     ap.add_argument("--out", default=str(ROOT / "runs" / "feddif_study"))
+    ap.add_argument("--complete-only", action="store_true", help="analyse complete runs only")
     args = ap.parse_args()
+    global COMPLETE_ONLY
+    COMPLETE_ONLY = args.complete_only
     out = Path(args.out)
     FIGURES.mkdir(parents=True, exist_ok=True)
     pd.set_option("display.width", 160)
