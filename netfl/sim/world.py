@@ -8,7 +8,6 @@ engine, the learning executor and the recorder.
 from __future__ import annotations
 
 import logging
-import math
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
@@ -326,85 +325,16 @@ class World:
         return dep.drop_uniform(n, rng)
 
     def _build_mobility(self) -> None:
-        """Trajectories of the moving devices (``devices.mobility``), from where the drop
-        put them, each drawing from its own ``mobility`` stream; the radio brings their
-        positions (and a network their serving cells, by A3) up to date at every
-        transfer start."""
-        from channel_models import mobility as mob
+        """The moving devices' trajectories (:class:`~netfl.sim.mobility.DeviceMobility`)."""
+        from netfl.sim.mobility import DeviceMobility
 
-        self.trajectories: dict[str, Any] = {}
-        self._moved_at: dict[str, float] = {}
-        s = self.scenario
-        for node, m in zip(self.all_devices, s.devices.mobility_of(), strict=True):
-            if not m.moves:
-                continue
-            rng = self.streams.generator("mobility", node.index)
-            start = tuple(float(v) for v in node.position_m)
-            heading = (
-                math.radians(m.heading_deg)
-                if m.heading_deg is not None
-                else float(rng.uniform(0, 2 * math.pi))
-            )
-            v = m.speed_kmh / 3.6
-            if m.model == "constant_velocity":
-                traj = mob.ConstantVelocity(start, (v * math.cos(heading), v * math.sin(heading)))
-            elif m.model == "random_waypoint":
-                traj = mob.RandomWaypoint(
-                    start,
-                    self._region_sampler(),
-                    m.v_min_kmh / 3.6,
-                    m.v_max_kmh / 3.6,
-                    m.pause_s,
-                    rng,
-                )
-            else:
-                traj = mob.GaussMarkov(
-                    start,
-                    v,
-                    math.degrees(heading),
-                    m.alpha,
-                    rng,
-                    m.step_s,
-                    m.speed_std_kmh / 3.6,
-                    m.heading_std_deg,
-                )
-            self.trajectories[node.name] = traj
-            self._moved_at[node.name] = self.env.now
-        if not self.trajectories:
-            return
-        self.radio.mover = self.move
-        if self.scenario.network is not None:
-            h = self.scenario.network.handover
-            self.radio.mobile = set(self.trajectories)
-            self.radio.handover = {
-                "hysteresis_db": h.hysteresis_db,
-                "ttt_s": h.ttt_s,
-                "interruption_s": h.interruption_ms * 1e-3,
-                "sample_s": h.sample_ms * 1e-3,
-            }
-
-    def _region_sampler(self):
-        """Uniform points of the area devices move in (random waypoint)."""
-        if self.deployment is not None:
-            return lambda n, rng: self._drop_over_network(n, rng)
-        from netfl.radio.geometry import drop_uniform_disc
-
-        return lambda n, rng: drop_uniform_disc(rng, n, self.scenario.cell.radius_m)
+        self.mobility = DeviceMobility(self)
+        self.trajectories = self.mobility.trajectories
 
     def move(self, nodes) -> None:
         """Bring the moving devices among ``nodes`` to their positions now (a network
         first applies the A3 rule along the way)."""
-        now = self.env.now
-        for node in nodes:
-            traj = self.trajectories.get(node.name)
-            if traj is None or self._moved_at[node.name] >= now:
-                continue
-            if self.scenario.network is not None:
-                self.radio.track(node, traj, self._moved_at[node.name], now)
-            node.position_m = traj.positions(np.array([now]))[0]
-            self._moved_at[node.name] = now
-            if self.scenario.network is not None:
-                self.radio.refresh(node)
+        self.mobility.move(nodes)
 
     def begin_round(self, r: int) -> None:
         """Called by the runner before round ``r``: re-drops UEs if the scenario asks;

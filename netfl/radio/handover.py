@@ -1,0 +1,145 @@
+"""Moving devices in a multi-cell network (issue 23, item 3): the A3 rule along their
+paths, spatially consistent fields for their losses, handover interruptions and waits
+for coverage. A mixin of :class:`~netfl.radio.multicell_radio.MultiCellRadio`, which holds
+the state these methods use (``mobile``, ``handover``, ``handovers``, ``serving``, the
+cells and the geometry)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Generator, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import simpy
+
+from channel_models.multicell import nearest_image_offsets, sector_gain_db
+from netfl.core.nodes import Node
+from netfl.radio.ofdma_radio import OfdmaRadio
+
+__all__ = ["HandoverMixin"]
+
+
+class HandoverMixin:
+    """A3 handovers, spatially consistent fields and coverage waits of moving devices."""
+
+    def site_fields(self, site: int, xy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Site ``site``'s spatially consistent LOS uniform and shadowing normal at points
+        ``xy`` (TR 38.901 §7.6.3: exponential correlation over the LOS-state and the
+        NLOS shadowing decorrelation distances of the profile's scenario)."""
+        from scipy.special import ndtr
+
+        from channel_models.mobility import ShadowField
+
+        fields = self._fields.get(site)
+        if fields is None:
+            d_los, d_sf = {"uma": (50.0, 50.0), "umi": (12.0, 13.0)}.get(
+                self._scenario or "", (50.0, 50.0)
+            )
+            base = int(self.cells[0]._link_seed) % (2**31)
+            fields = self._fields[site] = (
+                ShadowField(d_los, seed=base + 2 * site + 1, num_waves=512),
+                ShadowField(d_sf, seed=base + 2 * site + 2, num_waves=512),
+            )
+        return ndtr(fields[0].values(xy)), fields[1].values(xy)
+
+    def coupling_along(self, ue: Node, xy: np.ndarray) -> np.ndarray:
+        """``(points, cells)`` coupling loss [dB] of ``ue`` were it at each of ``xy``:
+        path loss at the wrap-around distance with the sites' fields, its O2I loss, less
+        the antenna gain in the direct direction (the measurement the A3 rule compares;
+        the link budget averages the gain over the departure angles, which costs 49×
+        the evaluations — the two differ by ~1 dB only near the array's nulls)."""
+        law0 = self.cells[0]._pathloss
+        h_ut = ue.height_m if math.isfinite(ue.height_m) else law0.height_rx_m
+        law = self.cells[0]._law_at(law0, self.bs_height_m, h_ut)
+        offs = nearest_image_offsets(xy, self.site_xy, self.wrap)[:, self.cell_site, :]
+        d2 = np.hypot(offs[..., 0], offs[..., 1])
+        out = np.empty(d2.shape)
+        per_site = {site: self.site_fields(site, xy) for site in np.unique(self.cell_site)}
+        for c in range(len(self.cells)):
+            u, z = per_site[self.cell_site[c]]
+            out[:, c] = law.loss_db_given(
+                d2[:, c], u if law.random else None, z if law.random else None
+            )
+            if self.antenna != "omni" or self.array_rows > 1:
+                bore = self.boresight[c]
+                out[:, c] -= sector_gain_db(  # (direct direction: see the docstring)
+                    offs[:, c][:, None, :],
+                    np.full((len(xy), 1), h_ut - self.bs_height_m),
+                    None
+                    if self.antenna == "omni" or not math.isfinite(bore)
+                    else np.array([[bore]]),
+                    None,
+                    self._scenario or "uma",
+                    self.profile.carrier_hz,
+                    np.full((len(xy), 1), h_ut),
+                    self.bs_height_m,
+                    self.array_rows,
+                    tilt_zenith_deg=self.tilt_zenith_deg,
+                )[:, 0]
+        return out + ue.o2i_loss_db
+
+    def track(self, ue: Node, trajectory: Any, t0_s: float, t1_s: float) -> None:
+        """Apply the A3 rule to ``ue``'s RSRP measured every ``sample_s`` along its
+        ``trajectory`` over (t0, t1] (equal BS powers: RSRP = P − coupling loss), carrying
+        a pending time-to-trigger across calls; record each handover and move the UE."""
+        from channel_models.mobility import a3_handovers
+
+        step = self.handover["sample_s"]
+        k0, k1 = math.floor(t0_s / step + 1e-9) + 1, math.floor(t1_s / step + 1e-9)
+        if k1 < k0:
+            return
+        t = np.arange(k0, k1 + 1) * step
+        rsrp = -self.coupling_along(ue, trajectory.positions(t))
+        serving = self.serving[ue.name]
+        events = a3_handovers(
+            t,
+            rsrp,
+            serving,
+            self.handover["hysteresis_db"],
+            self.handover["ttt_s"],
+            self._a3.setdefault(ue.name, {}),
+        )
+        for when, src, dst in events:
+            self.handovers.append((when, ue.name, src, dst))
+            self.serving[ue.name] = dst
+            self._busy_until[ue.name] = when + self.handover["interruption_s"]
+
+    def refresh(self, ue: Node) -> None:
+        """``ue`` moved: its downlink SNR from every BS at its new position (the
+        interference terms; with the measurement's coupling loss, :meth:`coupling_along`)."""
+        loss = self.coupling_along(ue, ue.position_m[None, :])[0]
+        self._snr_dl[ue.name] = np.asarray(self.cells[0].snr_terms(loss, True, False)[0])
+
+    def handover_table(self) -> pd.DataFrame:
+        return pd.DataFrame(self.handovers, columns=["time_s", "device", "from_cell", "to_cell"])
+
+    def _wait_handover(self, devices: Sequence[Node]) -> Generator[simpy.Event, Any, None]:
+        """Move the devices up to now; wait out a handover interruption."""
+        if self.mover is not None:
+            self.mover(devices)
+        busy = max((self._busy_until.get(d.name, 0.0) for d in devices), default=0.0)
+        if busy > self.env.now:
+            yield self.env.timeout(busy - self.env.now)
+
+    def _wait_coverage(self, device: Node, direction: str) -> Generator[simpy.Event, Any, None]:
+        """A moving device with no rate to its cell where it is now (a coverage hole, a
+        busy neighbourhood) waits, measuring every 100 ms, until it has one."""
+        if device.name not in self.mobile:
+            return
+        while True:
+            c = self.serving[device.name]
+            cell = self.cells[c]
+            link = (device, cell.node) if direction == "uplink" else (cell.node, device)
+            _, psd, total = OfdmaRadio._link(cell, *link)
+            full = self.eta  # (judged at full load, as coverage is: no stall later)
+            self.eta = {d: np.ones(len(self.cells)) for d in full}
+            try:
+                scale = self.snr_scale(c, link)
+            finally:
+                self.eta = full
+            if cell.carriers[direction].reachable(psd * scale, total * scale):
+                return
+            yield self.env.timeout(0.1)
+            yield from self._wait_handover([device])

@@ -1,0 +1,100 @@
+"""Moving devices of a run (issue 23, item 3): their trajectories, built from where the
+drop put them, and bringing them up to date (``channel_models.mobility``; the network's
+A3 rule in :mod:`netfl.radio.handover`)."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from netfl.sim.world import World
+
+__all__ = ["DeviceMobility"]
+
+
+class DeviceMobility:
+    """Trajectories of the moving devices (``devices.mobility``), from where the drop
+    put them, each drawing from its own ``mobility`` stream; the radio brings their
+    positions (and a network their serving cells, by A3) up to date at every transfer
+    start (its ``mover``)."""
+
+    def __init__(self, world: World):
+        from channel_models import mobility as mob
+
+        self.world = world
+        self.trajectories: dict[str, Any] = {}
+        self._moved_at: dict[str, float] = {}
+        s = world.scenario
+        for node, m in zip(world.all_devices, s.devices.mobility_of(), strict=True):
+            if not m.moves:
+                continue
+            rng = world.streams.generator("mobility", node.index)
+            start = tuple(float(v) for v in node.position_m)
+            heading = (
+                math.radians(m.heading_deg)
+                if m.heading_deg is not None
+                else float(rng.uniform(0, 2 * math.pi))
+            )
+            v = m.speed_kmh / 3.6
+            if m.model == "constant_velocity":
+                traj = mob.ConstantVelocity(start, (v * math.cos(heading), v * math.sin(heading)))
+            elif m.model == "random_waypoint":
+                traj = mob.RandomWaypoint(
+                    start,
+                    self._region_sampler(),
+                    m.v_min_kmh / 3.6,
+                    m.v_max_kmh / 3.6,
+                    m.pause_s,
+                    rng,
+                )
+            else:
+                traj = mob.GaussMarkov(
+                    start,
+                    v,
+                    math.degrees(heading),
+                    m.alpha,
+                    rng,
+                    m.step_s,
+                    m.speed_std_kmh / 3.6,
+                    m.heading_std_deg,
+                )
+            self.trajectories[node.name] = traj
+            self._moved_at[node.name] = world.env.now
+        if not self.trajectories:
+            return
+        world.radio.mover = self.move
+        if world.scenario.network is not None:
+            h = world.scenario.network.handover
+            world.radio.mobile = set(self.trajectories)
+            world.radio.handover = {
+                "hysteresis_db": h.hysteresis_db,
+                "ttt_s": h.ttt_s,
+                "interruption_s": h.interruption_ms * 1e-3,
+                "sample_s": h.sample_ms * 1e-3,
+            }
+
+    def _region_sampler(self):
+        """Uniform points of the area devices move in (random waypoint)."""
+        if self.world.deployment is not None:
+            return lambda n, rng: self.world._drop_over_network(n, rng)
+        from netfl.radio.geometry import drop_uniform_disc
+
+        return lambda n, rng: drop_uniform_disc(rng, n, self.world.scenario.cell.radius_m)
+
+    def move(self, nodes) -> None:
+        """Bring the moving devices among ``nodes`` to their positions now (a network
+        first applies the A3 rule along the way)."""
+        now = self.world.env.now
+        for node in nodes:
+            traj = self.trajectories.get(node.name)
+            if traj is None or self._moved_at[node.name] >= now:
+                continue
+            if self.world.scenario.network is not None:
+                self.world.radio.track(node, traj, self._moved_at[node.name], now)
+            node.position_m = traj.positions(np.array([now]))[0]
+            self._moved_at[node.name] = now
+            if self.world.scenario.network is not None:
+                self.world.radio.refresh(node)
