@@ -1,6 +1,6 @@
 """Moving devices in a multi-cell network (issue 23, item 3): the A3 rule along their
-paths, spatially consistent fields for their losses, handover interruptions and waits
-for coverage. A mixin of :class:`~netfl.radio.multicell_radio.MultiCellRadio`, which holds
+paths, spatially consistent fields for their losses, transfers that follow the UE as it
+moves and hand over in flight, handover interruptions and waits for coverage. A mixin of :class:`~netfl.radio.multicell_radio.MultiCellRadio`, which holds
 the state these methods use (``mobile``, ``handover``, ``handovers``, ``serving``, the
 cells and the geometry)."""
 
@@ -16,7 +16,9 @@ import simpy
 
 from channel_models.multicell import nearest_image_offsets, sector_gain_db
 from netfl.core.nodes import Node
+from netfl.core.records import TransferRecord
 from netfl.radio.ofdma_radio import OfdmaRadio
+from netfl.radio.uplink_mac import flows_accounting, harq_tail
 
 __all__ = ["HandoverMixin"]
 
@@ -143,3 +145,82 @@ class HandoverMixin:
                 return
             yield self.env.timeout(0.1)
             yield from self._wait_handover([device])
+
+    def _moving_transfer(
+        self, device: Node, direction: str, size_bits: float, kind: str, num_models: int
+    ) -> Generator[simpy.Event, Any, TransferRecord]:
+        """A cellular unicast between a moving ``device`` and the FL server: the UE moves on
+        while its bits flow. At every measurement instant (multiples of ``sample_s``) its
+        position, A3 state and link are brought up to date, and its flow is re-rated at the
+        SINR where it now is (link adaptation following the UE's reports;
+        :meth:`OfdmaCarrier.relink`). On a handover the flow leaves the old cell's carrier
+        with the bits it has not delivered (:meth:`OfdmaCarrier.withdraw`); they resume on
+        the new cell's carrier after the interruption — a downlink's remaining bits first
+        forwarded to the new site over its backhaul (a recorded hop, no model counted). An
+        uplink of a buffer-status MAC keeps its grant cycles, each cycle's flow followed
+        the same way. The events this costs are one per measurement instant while the
+        transfer is in flight, none while the device idles. One record: from the first to
+        the last bit on air, between the device and the cell that carried the last bit."""
+        env = self.env
+        uplink = direction == "uplink"
+        c = self.serving[device.name]
+        if not uplink:
+            yield from self._backhaul(c, "downlink", size_bits, kind, num_models)
+
+        def link_of(cell: int) -> tuple[Node, Node]:
+            bs = self.cell_nodes[cell]
+            return (device, bs) if uplink else (bs, device)
+
+        grant = self.profile.uplink_grant if uplink else None
+        chunk = 8.0 * grant["bsr_max_bytes"] if grant is not None else math.inf
+        step = self.handover["sample_s"]
+        start = env.now
+        self.cells[c]._begin(link_of(c), direction)
+        if grant is not None and grant["startup_delay_s"] > 0:
+            yield env.timeout(grant["startup_delay_s"])
+        flows, left = [], float(size_bits)
+        while True:
+            self.mover([device])  # (a no-op when its position is up to date)
+            if self.serving[device.name] != c:  # handed over: the rest goes via the new cell
+                self.cells[c]._end(link_of(c), direction)
+                yield from self._wait_handover([device])
+                yield from self._wait_coverage(device, direction)
+                c = self.serving[device.name]
+                if not uplink:
+                    yield from self._backhaul(c, "downlink", left, kind, 0)
+                self.cells[c]._begin(link_of(c), direction)
+                continue  # (the interruption took time: move again first)
+            cell, link = self.cells[c], link_of(c)
+            carrier = cell.carriers[direction]
+            flow = cell._send(carrier, min(left, chunk), 0.0, 0.0, link=link)
+            while not flow.done.triggered:
+                wake = (math.floor(env.now / step + 1e-9) + 1) * step
+                yield flow.done | env.timeout(max(wake - env.now, 0.0))
+                if flow.done.triggered:
+                    break
+                self.mover([device])
+                if self.serving[device.name] != c:
+                    left -= flow.size_bits - carrier.withdraw(flow)
+                    break
+                _, psd, total = OfdmaRadio._link(cell, *link)
+                scale = self.snr_scale(c, link)
+                if psd * scale != flow.mean_snr or total * scale != flow.snr_total:
+                    carrier.relink([flow], [psd * scale], [total * scale], [scale])
+            flows.append(flow)
+            if not flow.done.triggered:
+                continue  # (withdrawn)
+            left -= flow.size_bits
+            if left <= 0:
+                break
+            if grant is not None and grant["cycle_gap_s"] > 0:
+                yield env.timeout(grant["cycle_gap_s"])
+        extra = flows_accounting(flows)
+        cell = self.cells[c]
+        yield from harq_tail(env, self.profile.harq, carrier.efficiency, extra, flows[-1].rng)
+        cell._end(link_of(c), direction)
+        if size_bits <= 0:
+            extra["airtime_s"] = env.now - start
+        record = cell._record(*link_of(c), kind, direction, size_bits, start, num_models, extra)
+        if uplink:
+            yield from self._backhaul(c, "uplink", size_bits, kind, num_models)
+        return record

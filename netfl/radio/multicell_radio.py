@@ -23,7 +23,8 @@ already happens, never a new one), a constant ``load`` (``load_factor``), or 0.
 
 The geometry terms (SNR_c(u), I_c'c) are computed when devices are (re-)dropped. D2D
 links use the sender's cell's uplink and stay noise-limited; a multicast keeps the
-SINRs of its start.
+SINRs of its start. A moving device's unicast with the server follows it in flight
+(:meth:`HandoverMixin._moving_transfer`).
 
 A transfer between a device and the FL server (``world.bs``) is an access hop over the
 device's serving cell plus, unless the server sits at that cell's site, a
@@ -545,6 +546,10 @@ class MultiCellRadio(HandoverMixin, Radio):
             return (yield from cell._transfer(src, dst, size_bits, kind, num_models))
         device = src if direction == "uplink" else dst
         yield from self._wait_coverage(device, direction)
+        if device.name in self.mobile:
+            return (
+                yield from self._moving_transfer(device, direction, size_bits, kind, num_models)
+            )
         c = self.serving[device.name]
         cell, node = self.cells[c], self.cell_nodes[c]
         if direction == "downlink":

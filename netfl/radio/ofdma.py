@@ -83,6 +83,8 @@ class OfdmaFlow(Flow):
     link: tuple | None = None
     #: SINR / SNR factor in its SNRs now (interference; 1: none)
     snr_scale: float = 1.0
+    #: the cap asked for, before the power-limited one (``cap`` is their minimum)
+    requested_cap: float = math.inf
 
 
 def _min_usable_snr(efficiency: Callable[[np.ndarray], np.ndarray]) -> float:
@@ -182,10 +184,8 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
         if multicast_snrs is not None:
             multicast_snrs = np.asarray(multicast_snrs, dtype=float)
             mean_snr = float(multicast_snrs.min())
-        if math.isfinite(snr_total) and self._min_usable_snr > 0:
-            usable_rbs = max(snr_total / self._min_usable_snr, 1.0)
-            if usable_rbs < self.num_rbs:  # else the cap never binds: keep the fast path
-                cap_rbs = min(cap_rbs, usable_rbs)
+        requested_cap = float(cap_rbs)
+        cap_rbs = self._usable_cap(requested_cap, snr_total)
         if size_bits > 0 and not self.reachable(mean_snr, snr_total):
             raise LinkBudgetError(
                 f"{self.name}: a transfer with mean SNR {10 * math.log10(max(mean_snr, 1e-300)):.1f} dB "
@@ -203,10 +203,20 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
             multicast_snrs=multicast_snrs,
             link=link,
             snr_scale=float(snr_scale),
+            requested_cap=requested_cap,
         )
         flow.k0 = int(math.floor(self.env.now / self.block_s))
         self.add_flow(flow)
         return flow
+
+    def _usable_cap(self, cap_rbs: float, snr_total: float) -> float:
+        """A power-limited flow holds at most the RBs at which its mean per-RB SNR still
+        reaches the lowest usable efficiency."""
+        if math.isfinite(snr_total) and self._min_usable_snr > 0:
+            usable_rbs = max(snr_total / self._min_usable_snr, 1.0)
+            if usable_rbs < self.num_rbs:  # else the cap never binds: keep the fast path
+                return min(cap_rbs, usable_rbs)
+        return cap_rbs
 
     def reachable(self, mean_snr: float, snr_total: float = math.inf) -> bool:
         """Whether a transfer at this mean per-RB SNR can ever be delivered: some rate at
@@ -298,15 +308,45 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
         completion is found again."""
         if not flows:
             return
+        scales = np.asarray(scales, dtype=float)
+        ratio = scales / np.array([f.snr_scale for f in flows])
+        self.relink(
+            flows,
+            np.array([f.mean_snr for f in flows]) * ratio,
+            np.array([f.snr_total for f in flows]) * ratio,
+            scales,
+        )
+
+    def relink(
+        self,
+        flows: list[OfdmaFlow],
+        mean_snrs: np.ndarray,
+        snr_totals: np.ndarray,
+        scales: np.ndarray,
+    ) -> None:
+        """Active unicast flows' link changed (interference elsewhere, or their UE moved):
+        from now on their per-RB and power-control SNRs are ``mean_snrs`` / ``snr_totals``
+        (SINR factor ``scales`` included); the bits before now were carried at the old
+        rates, the blocks ahead are re-rated, and the next completion is found again."""
+        if not flows:
+            return
         self._advance()  # (the bits up to now at the old rates)
         index = {id(f): i for i, f in enumerate(self.flows)}
         rows = np.array([index[id(f)] for f in flows])
-        scales = np.asarray(scales, dtype=float)
-        ratio = scales / np.array([f.snr_scale for f in flows])
-        for f, sc, q in zip(flows, scales, ratio, strict=True):
-            f.snr_scale, f.mean_snr, f.snr_total = float(sc), f.mean_snr * q, f.snr_total * q
-        self._snr_psd[rows] *= ratio
-        self._snr_total[rows] *= ratio
+        mean_snrs = np.asarray(mean_snrs, dtype=float)
+        snr_totals = np.asarray(snr_totals, dtype=float)
+        for f, sc, m, t in zip(
+            flows, np.asarray(scales, float), mean_snrs, snr_totals, strict=True
+        ):
+            f.snr_scale, f.mean_snr, f.snr_total = float(sc), float(m), float(t)
+        self._n_pc += int(np.isfinite(snr_totals).sum() - np.isfinite(self._snr_total[rows]).sum())
+        self._snr_psd[rows] = mean_snrs
+        self._snr_total[rows] = snr_totals
+        for f, r in zip(flows, rows, strict=True):  # (the power-limited cap follows)
+            cap = self._usable_cap(f.requested_cap, f.snr_total)
+            if cap != f.cap:
+                self._n_capped += int(math.isfinite(cap)) - int(math.isfinite(f.cap))
+                f.cap = self._cap[r] = cap
         share = self._share[rows]
         total, psd = self._snr_total[rows], self._snr_psd[rows]
         pc = np.isfinite(total) & (share > 0)
@@ -318,6 +358,35 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
             self._dirty = True
         else:
             self._reschedule(flows_changed=True)
+
+    def withdraw(self, flow: OfdmaFlow) -> float:
+        """Take an active flow off the carrier now (its UE handed over): its accounting up
+        to now is written to it as on delivery, the others are re-allocated at this
+        instant; returns its bits not yet delivered. Its ``done`` never fires."""
+        self._advance()
+        i = next(k for k, f in enumerate(self.flows) if f is flow)
+        flow.remaining_bits = max(float(self._rem[i]), 0.0)
+        self._bank(i)
+        self._defer_reschedule()
+        return flow.remaining_bits
+
+    def _bank(self, i: int) -> None:
+        """Write row ``i``'s accounting to its flow and remove the row (swap with the last)."""
+        f = self.flows[i]
+        assert isinstance(f, OfdmaFlow)
+        f.rb_seconds, f.share = float(self._rbs[i]), 0.0
+        self._n_background -= int(f.background)
+        self._n_capped -= int(math.isfinite(f.cap))
+        self._n_pc -= int(math.isfinite(self._snr_total[i]))
+        f.airtime_s = float(self._air[i])
+        f.snr_seconds = float(self._snracc[i]) + float(self._snr[i]) * (
+            self._gain_integral(i, self.env.now) - self._gstart[i]
+        )
+        last = len(self.flows) - 1
+        if i != last:
+            self.flows[i] = self.flows[last]
+            self._move_row(last, i)
+        self.flows.pop()
 
     def _rerate(self, rows: np.ndarray, new: np.ndarray) -> None:
         """Rows ``rows`` carry per-RB SNR ``new`` from now on: the SNR integral so far is
@@ -418,22 +487,9 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
         finished = []
         for i in sorted(done.tolist(), reverse=True):  # swap-remove from the back
             f = self.flows[i]
-            assert isinstance(f, OfdmaFlow)
             f.remaining_bits = 0.0
-            f.rb_seconds, f.share = float(self._rbs[i]), 0.0
-            self._n_background -= int(f.background)
-            self._n_capped -= int(math.isfinite(f.cap))
-            self._n_pc -= int(math.isfinite(f.snr_total))
-            f.airtime_s = float(self._air[i])
-            f.snr_seconds = float(self._snracc[i]) + float(self._snr[i]) * (
-                self._gain_integral(i, self.env.now) - self._gstart[i]
-            )
+            self._bank(i)
             finished.append(f)
-            last = len(self.flows) - 1
-            if i != last:
-                self.flows[i] = self.flows[last]
-                self._move_row(last, i)
-            self.flows.pop()
         finished.sort(key=lambda f: f.arrival)
         return finished
 

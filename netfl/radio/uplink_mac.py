@@ -17,7 +17,7 @@ from channel_models.numerology import SUBFRAME_S
 from channel_models.units import linear_to_db
 from netfl.radio.ofdma import OfdmaFlow
 
-__all__ = ["deliver_in_grant_cycles", "harq_tail"]
+__all__ = ["flows_accounting", "deliver_in_grant_cycles", "harq_tail"]
 
 
 def deliver_in_grant_cycles(
@@ -44,13 +44,19 @@ def deliver_in_grant_cycles(
             break
         if grant["cycle_gap_s"] > 0:
             yield env.timeout(grant["cycle_gap_s"])
+    return flows_accounting(flows), flows[-1]
+
+
+def flows_accounting(flows: list[OfdmaFlow]) -> dict[str, float]:
+    """One transfer's accounting fields from the flows that carried it (grant cycles, or
+    the cells of a moving UE): RB sub-frames, airtime and the airtime-mean SNR."""
     airtime = sum(f.airtime_s for f in flows)
     snr = sum(f.snr_seconds for f in flows) / airtime if airtime > 0 else flows[0].mean_snr
     return {
         "rb_subframes": sum(f.rb_seconds for f in flows) / SUBFRAME_S,
         "mean_snr_db": float(linear_to_db(snr)),
         "airtime_s": airtime,
-    }, flows[-1]
+    }
 
 
 def harq_tail(

@@ -39,8 +39,8 @@ Without it a scenario is one BS at the origin serving the disc of ``cell.radius_
   fields (shadowing and LOS state, TR 38.901 §7.6.3), and the A3 rule (``handover``:
   hysteresis, time-to-trigger, measured every ``sample_ms``) hands it over along its
   path — the ``handovers`` table records each, and no transfer of the device starts
-  within ``interruption_ms`` after one. A transfer keeps the cell and the loss of its
-  start until it ends (in-flight handover is not yet modelled).
+  within ``interruption_ms`` after one. A transfer in flight follows it: re-rated at
+  every measurement, handed over with its undelivered bits.
 - **server** — the FL server sits at site ``server_site`` (its co-located cells reach
   it directly) or, with ``server_site: cloud``, behind every site's backhaul; a cell
   → server hop is a timed ``backhaul`` transfer over a link of

@@ -438,3 +438,109 @@ def test_bad_handover_settings_are_one_line_errors(key, value):
             network={"sites": 7, "handover": {key: value}},
         )
     assert f"network.handover.{key}" in str(err.value)
+
+
+def test_a_transfer_in_flight_follows_the_ue_and_resumes_on_the_new_cell():
+    """A downlink to a UE driving from site 0 towards site 1 (deterministic loss, no
+    fading): every 10 ms measurement re-rates the flow at the SNR where the UE is; at the
+    A3 handover the flow leaves cell 0 with its undelivered bits, which after the
+    interruption cross site 1's backhaul and resume on cell 1. The end instant follows
+    by hand from the piecewise rates; the bits are conserved."""
+    v, x0, step, interruption = 20.0, 200.0, 0.01, 0.05
+    cell = {
+        **PLAIN_CELL,
+        "link": {
+            **PLAIN_CELL["link"],
+            "pathloss": {"model": "log_distance", "beta0_db": -50.0, "kappa": 3.5},
+            "fading": "none",
+            "link_abstraction": "gap",
+        },
+    }
+    s = _scenario(
+        cell=cell,
+        network={
+            **TWO_SITES,
+            "interference": {"model": "none"},
+            "server_site": 0,
+            "backhaul": {"capacity_mbps": 1000.0, "latency_ms": 5.0},
+            "handover": {
+                "hysteresis_db": 3.0,
+                "ttt_s": 0.16,
+                "interruption_ms": interruption * 1e3,
+                "sample_ms": step * 1e3,
+            },
+        },
+        devices={
+            "count": 1,
+            "layout": {"kind": "positions", "positions_m": [[x0, 0.0]]},
+            "mobility": {"model": "constant_velocity", "speed_kmh": v * 3.6, "heading_deg": 0},
+        },
+    )
+    world = World(s)
+    radio, env = world.radio, world.env
+    (ue,) = world.all_devices
+    c0 = radio.cells[0]
+    carrier = c0.carriers["downlink"]
+    p = world.channel
+
+    def rate(cell_site_x, t):  # bit/s of the whole carrier where the UE is at time t
+        d = abs(x0 + v * t - cell_site_x)
+        snr = p.bs_tx_power_w * 10 ** (-(50.0 + 35.0 * math.log10(d)) / 10) / p.noise_w("ue")
+        eff = float(carrier.efficiency(np.array([snr]))[0])
+        return eff * carrier.rb_bandwidth_hz * carrier.num_rbs * carrier.time_fraction
+
+    assert rate(0.0, 0.0) > 1.5 * rate(0.0, 4.0)  # (the rate falls as it drives away)
+    size = rate(0.0, 0.0) * 4.5
+    rec = env.run(until=radio.transfer(world.bs, ue, size, "probe"))
+    ((when, _, src, dst),) = radio.handovers
+    assert (src, dst) == (0, 1) and 0.0 < when < rec.end_s
+    # cell 0: from 0 at x0, re-rated at every 10 ms tick until the handover tick
+    ticks = np.arange(0.0, when - 1e-9, step)
+    sent0 = sum(rate(0.0, t) * step for t in ticks[:-1]) + rate(0.0, ticks[-1]) * (when - ticks[-1])
+    left = size - sent0
+    (fwd,) = [t for t in world.recorder.transfers if t.direction == "backhaul"]
+    assert fwd.size_bits == pytest.approx(left, rel=1e-9) and fwd.num_models == 0
+    assert fwd.start_s == pytest.approx(when + interruption, rel=1e-12)
+    resume = when + interruption + left / 1e9 + 0.005
+    assert fwd.end_s == pytest.approx(resume, rel=1e-12)
+    # cell 1: from the resume instant at the UE's position then, re-rated at every tick
+    t, bits = resume, 0.0
+    while True:
+        nxt = (math.floor(t / step + 1e-9) + 1) * step
+        r = rate(500.0, t)
+        if bits + r * (nxt - t) >= left:
+            end = t + (left - bits) / r
+            break
+        bits += r * (nxt - t)
+        t = nxt
+    assert rec.end_s == pytest.approx(end, rel=1e-9)
+    assert (rec.src, rec.dst, rec.start_s, rec.size_bits) == ("cell1", "ue0", 0.0, size)
+    assert rec.airtime_s == pytest.approx(when + (end - resume), rel=1e-9)
+
+
+def test_a_moving_device_costs_events_only_while_it_transfers():
+    """Idle, a moving device schedules nothing (its position is brought up to date when
+    a transfer starts); transferring, one wake-up per measurement instant."""
+    s = _scenario(
+        cell={"link": {"mode": "ofdma", "channel_profile": "nr_fr1_uma"}},
+        network={"sites": 7, "sectors": 3, "handover": {"sample_ms": 40}},
+        devices={"count": 1, "mobility": {"model": "constant_velocity", "speed_kmh": 60}},
+        seed=3,
+    )
+    world = World(s)
+    env = world.env
+    (ue,) = world.all_devices
+    assert env.peek() == math.inf  # (nothing scheduled while it drives idle)
+    env.run(until=30.0)
+    calls = []
+    mover = world.radio.mover
+    world.radio.mover = lambda nodes: (calls.append(env.now), mover(nodes))
+    rec = env.run(until=world.radio.transfer(ue, world.bs, 2e8, "probe"))
+    duration = rec.end_s - rec.start_s
+    assert duration > 0.4
+    ticks = [t for t in calls if rec.start_s < t < rec.end_s]
+    # (one per 40 ms measurement from the start to the last bit; a HARQ tail may follow)
+    assert ticks[0] == pytest.approx(30.04) and np.allclose(np.diff(ticks), 0.04)
+    assert len(ticks) >= duration / 0.04 - 3
+    last = world.mobility.trajectories["ue0"].positions(np.array([ticks[-1]]))[0]
+    assert ue.position_m == pytest.approx(last, abs=1e-9)

@@ -410,3 +410,72 @@ def test_processor_sharing_delivers_tiny_flows_late_in_time():
     env.process(go())
     env.run()
     assert done and done[0] == pytest.approx(2e6 + 3.2e-10, abs=1e-8)
+
+
+def _two_flows_one_withdrawn(t_w):
+    """Two equal flows (SNR 3: 2 bit/s/Hz) on 10 RBs; flow 0 is withdrawn at ``t_w``."""
+    env = simpy.Environment()
+    carrier = OfdmaCarrier(env, "ul", 10, RB_HZ, NoFading(BLOCK_S), shannon_efficiency)
+    size = 10 * RB_HZ * 2.0  # 1 s alone on all 10 RBs
+    a = carrier.send(size, 3.0, np.random.default_rng(0))
+    b = carrier.send(size, 3.0, np.random.default_rng(1))
+    left = {}
+
+    def withdraw():
+        yield env.timeout(t_w)
+        left["a"] = carrier.withdraw(a)
+
+    env.process(withdraw())
+    env.run(until=b.done)
+    return env, carrier, a, b, left["a"], size
+
+
+def test_a_withdrawn_flow_keeps_its_bits_and_frees_its_rbs_at_once():
+    """Half the RBs each until t_w: a has delivered t_w·5 RBs' worth and keeps the rest;
+    b then runs alone on all 10 RBs, so it ends at t_w + (S − S·t_w/2)/(10 RB rate)."""
+    t_w = 0.3
+    env, carrier, a, b, left, size = _two_flows_one_withdrawn(t_w)
+    assert left == pytest.approx(size * (1 - t_w / 2), rel=REL)
+    assert a.remaining_bits == left and not a.done.triggered
+    assert env.now == pytest.approx(t_w + (size - size * t_w / 2) / size, rel=REL)
+    # its accounting up to the withdrawal: 5 RBs for t_w, on air all along
+    assert a.rb_seconds == pytest.approx(5 * t_w, rel=REL)
+    assert a.airtime_s == pytest.approx(t_w, rel=REL)
+    assert a.snr_seconds == pytest.approx(3.0 * t_w, rel=REL)
+    assert carrier.flows == [] and carrier.held() == (0.0, 0.0)
+
+
+def test_relink_changes_a_flows_rate_from_now_on():
+    """SNR 3 (2 bit/s/Hz) for 0.25 s, then SNR 15 (4 bit/s/Hz): the rest at twice the rate."""
+    env = simpy.Environment()
+    carrier = OfdmaCarrier(env, "dl", 10, RB_HZ, NoFading(BLOCK_S), shannon_efficiency)
+    size = 10 * RB_HZ * 2.0
+    f = carrier.send(size, 3.0, np.random.default_rng(0))
+
+    def better():
+        yield env.timeout(0.25)
+        carrier.relink([f], [15.0], [math.inf], [1.0])
+
+    env.process(better())
+    env.run(until=f.done)
+    assert env.now == pytest.approx(0.25 + 0.75 / 2, rel=REL)
+    assert f.mean_snr == 15.0
+    assert f.snr_seconds == pytest.approx(3.0 * 0.25 + 15.0 * 0.375, rel=REL)
+
+
+def test_relink_moves_a_power_limited_flows_rb_cap():
+    """Power control: a flow whose SNR with all power in one RB is 10× the lowest usable
+    SNR holds at most 10 RBs; its UE comes 4× closer in gain: at most 40."""
+    env = simpy.Environment()
+    carrier = OfdmaCarrier(env, "ul", 100, RB_HZ, NoFading(BLOCK_S), _floor_efficiency)
+    low = carrier._min_usable_snr
+    f = carrier.send(1e9, 100.0, np.random.default_rng(0), snr_total=10 * low)
+    assert f.cap == pytest.approx(10.0)
+    carrier.relink([f], [100.0], [40 * low], [1.0])
+    assert f.cap == pytest.approx(40.0) and carrier._cap[0] == pytest.approx(40.0)
+
+
+def _floor_efficiency(snr):
+    """Shannon above an SNR floor of 0.1 (−10 dB), nothing below (a lowest CQI)."""
+    snr = np.asarray(snr, dtype=float)
+    return np.where(snr >= 0.1, np.log2(1.0 + snr), 0.0)
