@@ -30,6 +30,7 @@ shadowing is drawn per UE and site (co-located sectors share it).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -436,14 +437,20 @@ def zod_offset_deg(
 def _spread_gain(gain_fn, theta: np.ndarray, phi: np.ndarray, asd, zsd, nodes: int = 7):
     """E[10^(G/10)] over Gaussian azimuth/zenith offsets of RMS ``asd``/``zsd`` [deg]
     (Gauss–Hermite quadrature, ``nodes``² points)."""
+    xa, xz, w = _hermite_grid(nodes)
+    shape = (-1,) + (1,) * np.ndim(theta)
+    t = np.clip(theta + xz.reshape(shape) * zsd, 0.0, 180.0)  # (all nodes at once)
+    lin = 10.0 ** (gain_fn(t, phi + xa.reshape(shape) * asd) / 10.0)
+    return np.tensordot(w, lin, axes=1)
+
+
+@functools.lru_cache(maxsize=8)
+def _hermite_grid(nodes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Gauss–Hermite nodes and weights for a standard normal pair, flattened."""
     x, w = np.polynomial.hermite.hermgauss(nodes)
     x, w = x * math.sqrt(2.0), w / math.sqrt(math.pi)
-    out = np.zeros_like(theta)
-    for xi, wi in zip(x, w, strict=True):
-        for xj, wj in zip(x, w, strict=True):
-            t = np.clip(theta + xj * zsd, 0.0, 180.0)
-            out += wi * wj * 10.0 ** (gain_fn(t, phi + xi * asd) / 10.0)
-    return out
+    xa, xz = np.meshgrid(x, x, indexing="ij")
+    return xa.reshape(-1), xz.reshape(-1), np.outer(w, w).reshape(-1)
 
 
 def coupling_loss_db(

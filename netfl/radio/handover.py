@@ -46,6 +46,28 @@ class HandoverMixin:
             )
         return ndtr(fields[0].values(xy)), fields[1].values(xy)
 
+    def _all_site_fields(self, xy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`site_fields` of every site at once: ``(points, sites)`` uniforms and
+        normals (one product with all the sites' waves stacked)."""
+        from scipy.special import ndtr
+
+        stacked = self._fields.get("stacked")
+        if stacked is None:
+            n_sites = len(self.site_xy)
+            for site in range(n_sites):
+                self.site_fields(site, self.site_xy[:1])  # (builds the fields)
+            fields = [self._fields[site][k] for site in range(n_sites) for k in (0, 1)]
+            waves = [f._waves() for f in fields]
+            stacked = self._fields["stacked"] = (
+                np.concatenate([w[0] for w in waves]),  # (2·sites·M, 2)
+                np.concatenate([w[1] for w in waves]),
+                fields[0].num_waves,
+            )
+        omega, phase, m = stacked
+        xy = np.asarray(xy, dtype=float).reshape(-1, 2)
+        v = math.sqrt(2.0 / m) * np.cos(xy @ omega.T + phase).reshape(len(xy), -1, 2, m).sum(-1)
+        return ndtr(v[:, :, 0]), v[:, :, 1]
+
     def coupling_along(self, ue: Node, xy: np.ndarray) -> np.ndarray:
         """``(points, cells)`` coupling loss [dB] of ``ue`` were it at each of ``xy``:
         path loss at the wrap-around distance with the sites' fields, its O2I loss, less
@@ -56,30 +78,24 @@ class HandoverMixin:
         h_ut = ue.height_m if math.isfinite(ue.height_m) else law0.height_rx_m
         law = self.cells[0]._law_at(law0, self.bs_height_m, h_ut)
         offs = nearest_image_offsets(xy, self.site_xy, self.wrap)[:, self.cell_site, :]
-        d2 = np.hypot(offs[..., 0], offs[..., 1])
-        out = np.empty(d2.shape)
-        per_site = {site: self.site_fields(site, xy) for site in np.unique(self.cell_site)}
-        for c in range(len(self.cells)):
-            u, z = per_site[self.cell_site[c]]
-            out[:, c] = law.loss_db_given(
-                d2[:, c], u if law.random else None, z if law.random else None
+        d2 = np.hypot(offs[..., 0], offs[..., 1])  # (points, cells)
+        u, z = self._all_site_fields(xy)
+        u, z = u[:, self.cell_site], z[:, self.cell_site]
+        out = law.loss_db_given(d2, u if law.random else None, z if law.random else None)
+        if self.antenna != "omni" or self.array_rows > 1:
+            bore = self.boresight[None, :]
+            out = out - sector_gain_db(  # (direct direction: see the docstring)
+                offs,
+                np.full(d2.shape, h_ut - self.bs_height_m),
+                None if self.antenna == "omni" or not np.isfinite(bore).all() else bore,
+                None,
+                self._scenario or "uma",
+                self.profile.carrier_hz,
+                np.full(d2.shape, h_ut),
+                self.bs_height_m,
+                self.array_rows,
+                tilt_zenith_deg=self.tilt_zenith_deg,
             )
-            if self.antenna != "omni" or self.array_rows > 1:
-                bore = self.boresight[c]
-                out[:, c] -= sector_gain_db(  # (direct direction: see the docstring)
-                    offs[:, c][:, None, :],
-                    np.full((len(xy), 1), h_ut - self.bs_height_m),
-                    None
-                    if self.antenna == "omni" or not math.isfinite(bore)
-                    else np.array([[bore]]),
-                    None,
-                    self._scenario or "uma",
-                    self.profile.carrier_hz,
-                    np.full((len(xy), 1), h_ut),
-                    self.bs_height_m,
-                    self.array_rows,
-                    tilt_zenith_deg=self.tilt_zenith_deg,
-                )[:, 0]
         return out + ue.o2i_loss_db
 
     def track(self, ue: Node, trajectory: Any, t0_s: float, t1_s: float) -> None:
@@ -94,6 +110,7 @@ class HandoverMixin:
             return
         t = np.arange(k0, k1 + 1) * step
         rsrp = -self.coupling_along(ue, trajectory.positions(t))
+        self._measured[ue.name] = (float(t[-1]), -rsrp[-1])  # (for refresh at that instant)
         serving = self.serving[ue.name]
         events = a3_handovers(
             t,
@@ -111,7 +128,9 @@ class HandoverMixin:
     def refresh(self, ue: Node) -> None:
         """``ue`` moved: its downlink SNR from every BS at its new position (the
         interference terms; with the measurement's coupling loss, :meth:`coupling_along`)."""
-        loss = self.coupling_along(ue, ue.position_m[None, :])[0]
+        at, loss = self._measured.get(ue.name, (math.nan, None))
+        if at != self.env.now:
+            loss = self.coupling_along(ue, ue.position_m[None, :])[0]
         self._snr_dl[ue.name] = np.asarray(self.cells[0].snr_terms(loss, True, False)[0])
 
     def handover_table(self) -> pd.DataFrame:
@@ -155,7 +174,8 @@ class HandoverMixin:
         SINR where it now is (link adaptation following the UE's reports;
         :meth:`OfdmaCarrier.relink`). On a handover the flow leaves the old cell's carrier
         with the bits it has not delivered (:meth:`OfdmaCarrier.withdraw`); they resume on
-        the new cell's carrier after the interruption — a downlink's remaining bits first
+        the new cell's carrier after the interruption (a UE that drives out of coverage
+        is taken off the same way and resumes once it has a rate again) — a downlink's remaining bits first
         forwarded to the new site over its backhaul (a recorded hop, no model counted). An
         uplink of a buffer-status MAC keeps its grant cycles, each cycle's flow followed
         the same way. The events this costs are one per measurement instant while the
@@ -190,6 +210,10 @@ class HandoverMixin:
                     yield from self._backhaul(c, "downlink", left, kind, 0)
                 self.cells[c]._begin(link_of(c), direction)
                 continue  # (the interruption took time: move again first)
+            waited = env.now
+            yield from self._wait_coverage(device, direction)  # (it drove into a hole)
+            if env.now > waited:
+                continue
             cell, link = self.cells[c], link_of(c)
             carrier = cell.carriers[direction]
             flow = cell._send(carrier, min(left, chunk), 0.0, 0.0, link=link)
@@ -204,6 +228,9 @@ class HandoverMixin:
                     break
                 _, psd, total = OfdmaRadio._link(cell, *link)
                 scale = self.snr_scale(c, link)
+                if not carrier.reachable(psd * scale, total * scale):  # out of coverage
+                    left -= flow.size_bits - carrier.withdraw(flow)
+                    break
                 if psd * scale != flow.mean_snr or total * scale != flow.snr_total:
                     carrier.relink([flow], [psd * scale], [total * scale], [scale])
             flows.append(flow)

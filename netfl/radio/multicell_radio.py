@@ -245,6 +245,7 @@ class MultiCellRadio(HandoverMixin, Radio):
         self._a3: dict[str, dict] = {}
         self._busy_until: dict[str, float] = {}
         self._fields: dict[int, tuple] = {}
+        self._measured: dict[str, tuple[float, np.ndarray]] = {}
         if interference == "activity" and n_cells > 1:
             for c, cell in enumerate(self.cells):
                 for d, carrier in cell.carriers.items():
