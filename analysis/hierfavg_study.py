@@ -6,7 +6,9 @@ the run directories:
 - test accuracy against simulated time, mean ± std over seeds, per variant;
 - per variant (mean ± std over seeds): the simulated time and device energy to reach
   a fixed target accuracy, the final accuracy, and the bytes on the access links
-  (uplink + downlink) and on the backhaul, per run.
+  (uplink + downlink) and on the backhaul, per run;
+- per variant, its ratio to FedAvg on the same seed (mean ± std): time and device
+  energy to the target, device energy over the run (``paired.csv``).
 
     .venv/bin/python analysis/hierfavg_study.py [--workers 1] [--target 0.85]
 """
@@ -14,6 +16,7 @@ the run directories:
 from __future__ import annotations
 
 import argparse
+import warnings
 from pathlib import Path
 
 import matplotlib
@@ -72,6 +75,23 @@ def summary(runs: pd.DataFrame) -> pd.DataFrame:
     return agg.join(reached.rename("reached")).reset_index()
 
 
+def paired(runs: pd.DataFrame, baseline: str = "fedavg") -> pd.DataFrame:
+    """Per variant, mean ± std over seeds of its ratio to the baseline on the same seed
+    (the same drop, data split and initial model): time and device energy to the
+    target, and device energy over the whole run. The seeds' drops differ much (a
+    cell-edge straggler doubles a run's time), so the paired ratio is the comparison."""
+    base = runs[runs["variant"] == baseline].set_index("seed")
+    rows = []
+    for variant, g in runs.groupby("variant"):
+        g = g.set_index("seed")
+        row = {"variant": variant}
+        for col in ("time_to_target_s", "energy_to_target_j", "device_energy_j"):
+            r = g[col] / base[col].reindex(g.index)
+            row[f"{col}_ratio_mean"], row[f"{col}_ratio_std"] = r.mean(), r.std()
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def accuracy_figure(index: pd.DataFrame, where: Path, target: float) -> None:
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
     for c, (variant, g) in enumerate(index[index["status"] == "complete"].groupby("variant")):
@@ -89,7 +109,9 @@ def accuracy_figure(index: pd.DataFrame, where: Path, target: float) -> None:
             ]
         )
         for ax, y in ((axes[0], acc), (axes[1], energy)):
-            mean, std = np.nanmean(y, axis=0), np.nanstd(y, axis=0)
+            with warnings.catch_warnings():  # (before every seed's first round: no value)
+                warnings.simplefilter("ignore", RuntimeWarning)
+                mean, std = np.nanmean(y, axis=0), np.nanstd(y, axis=0)
             ax.plot(grid, mean, color=f"C{c}", label=f"{variant} ({len(curves)} seeds)")
             ax.fill_between(grid, mean - std, mean + std, color=f"C{c}", alpha=0.2, lw=0)
     axes[0].axhline(target, color="k", ls=":", lw=1, label=f"target {target:g}")
@@ -118,8 +140,11 @@ def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     runs.to_csv(OUT / "runs.csv", index=False)
     table.to_csv(OUT / "summary.csv", index=False)
+    ratios = paired(runs)
+    ratios.to_csv(OUT / "paired.csv", index=False)
     pd.set_option("display.width", 200)
     print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    print(ratios.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     print(f"figures: {OUT}")
 
 
