@@ -254,26 +254,36 @@ def a3_handovers(
     hysteresis_db: float = 3.0,
     ttt_s: float = 0.16,
     state: dict | None = None,
+    filter_k: int = 0,
 ) -> list[tuple[float, int, int]]:
     """Handovers along sampled RSRP series ``rsrp_dbm`` (times ``t_s`` × cells) by the
     A3 rule: once the best neighbour's RSRP exceeds the serving cell's by more than
     ``hysteresis_db`` at every sample for ``ttt_s``, the UE hands over to it (at the
     sample where the time-to-trigger runs out). Returns ``(time, from, to)`` per
     handover. ``hysteresis_db`` ∈ [0, 30] dB (TS 38.331's range), ``ttt_s`` ∈ [0, 5.12] s.
-    ``state`` (a dict, updated in place) carries a pending time-to-trigger from one call
-    to the next, so a series may be evaluated piece by piece."""
+
+    The rule sees the layer-3 filtered RSRP (TS 38.331 §5.5.3.2): F_n = (1 − a)·F_{n−1}
+    + a·M_n in dBm, a = 1/2^(k/4), ``filter_k`` = k (0: no filtering; the standard's
+    default filterCoefficient is fc4), F_0 = M_0. ``state`` (a dict, updated in place)
+    carries the filter and a pending time-to-trigger from one call to the next, so a
+    series may be evaluated piece by piece."""
     if not 0.0 <= hysteresis_db <= 30.0:
         raise ValueError(f"hysteresis_db: {hysteresis_db} (valid: 0 to 30 dB)")
     if not 0.0 <= ttt_s <= 5.12:
         raise ValueError(f"ttt_s: {ttt_s} (valid: 0 to 5.12 s)")
+    if not 0 <= filter_k <= 19:
+        raise ValueError(f"filter_k: {filter_k} (valid: 0 to 19)")
     t = np.asarray(t_s, dtype=float)
     rsrp = np.asarray(rsrp_dbm, dtype=float)
     out: list[tuple[float, int, int]] = []
     state = {} if state is None else state
     entered: float | None = state.get("entered")
     target = int(state.get("target", -1))
+    a = 0.5 ** (filter_k / 4.0)
+    filtered = state.get("filtered")
     for k in range(len(t)):
-        row = rsrp[k].copy()
+        filtered = rsrp[k] if filtered is None else (1.0 - a) * filtered + a * rsrp[k]
+        row = filtered.copy()
         own = row[serving]
         row[serving] = -np.inf
         best = int(np.argmax(row))
@@ -285,5 +295,5 @@ def a3_handovers(
                 serving, entered, target = target, None, -1
         else:
             entered, target = None, -1
-    state["entered"], state["target"] = entered, target
+    state["entered"], state["target"], state["filtered"] = entered, target, filtered
     return out

@@ -119,6 +119,7 @@ class HandoverMixin:
             self.handover["hysteresis_db"],
             self.handover["ttt_s"],
             self._a3.setdefault(ue.name, {}),
+            self.handover.get("filter_k", 0),
         )
         for when, src, dst in events:
             self.handovers.append((when, ue.name, src, dst))

@@ -240,6 +240,7 @@ class MultiCellRadio(HandoverMixin, Radio):
             "ttt_s": 0.16,
             "interruption_s": 0.03,
             "sample_s": 0.01,
+            "filter_k": 0,
         }
         self.handovers: list[tuple[float, str, int, int]] = []
         self._a3: dict[str, dict] = {}

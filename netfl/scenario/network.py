@@ -102,6 +102,9 @@ class HandoverSection(_Strict):
     sample_ms: float = Field(
         40.0, ge=1.0, le=1000.0, description="RSRP measurement period along a trajectory [ms]"
     )
+    filter_k: int = Field(
+        4, ge=0, le=19, description="layer-3 RSRP filter coefficient k (TS 38.331; 0: none)"
+    )
 
 
 class MobilitySection(_Strict):

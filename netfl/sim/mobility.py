@@ -74,6 +74,7 @@ class DeviceMobility:
                 "ttt_s": h.ttt_s,
                 "interruption_s": h.interruption_ms * 1e-3,
                 "sample_s": h.sample_ms * 1e-3,
+                "filter_k": h.filter_k,
             }
 
     def _region_sampler(self):

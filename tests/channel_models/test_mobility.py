@@ -102,6 +102,22 @@ def test_shadow_field_has_normal_marginals_and_exponential_correlation():
     assert corr[0] == pytest.approx(1.0, abs=0.1)
 
 
+def test_a3_sees_the_layer3_filtered_rsrp():
+    """TS 38.331 §5.5.3.2, k = 4 (a = 1/2): the neighbour steps from −100 to −90 dBm
+    against a serving −95 dBm, hysteresis 3 dB, no TTT: filtered it reads −100, −95,
+    −92.5, −91.25 — above −92 only at the fourth sample (unfiltered: the second). The
+    filter carries over calls: split in two, the same instant."""
+    t = np.arange(6) * 0.04
+    rsrp = np.column_stack([np.full(6, -95.0), [-100.0] + [-90.0] * 5])
+    assert a3_handovers(t, rsrp, 0, 3.0, 0.0) == [(t[1], 0, 1)]
+    assert a3_handovers(t, rsrp, 0, 3.0, 0.0, filter_k=4) == [(t[3], 0, 1)]
+    state: dict = {}
+    assert a3_handovers(t[:3], rsrp[:3], 0, 3.0, 0.0, state, filter_k=4) == []
+    assert a3_handovers(t[3:], rsrp[3:], 0, 3.0, 0.0, state, filter_k=4) == [(t[3], 0, 1)]
+    with pytest.raises(ValueError):
+        a3_handovers(t, rsrp, 0, filter_k=20)
+
+
 def test_a3_hands_over_when_the_rule_says():
     """Two omni sites 500 m apart, log-distance path loss 35 + 35·log10(d), a UE at 20 m/s
     along the line between them: the neighbour gets ahead by the hysteresis H where

@@ -364,6 +364,7 @@ def test_a_device_crossing_the_border_hands_over_when_a3_says():
                 "ttt_s": ttt,
                 "interruption_ms": 50,
                 "sample_ms": 10,
+                "filter_k": 0,
             },
         },
         devices={
@@ -468,6 +469,7 @@ def test_a_transfer_in_flight_follows_the_ue_and_resumes_on_the_new_cell():
                 "ttt_s": 0.16,
                 "interruption_ms": interruption * 1e3,
                 "sample_ms": step * 1e3,
+                "filter_k": 0,
             },
         },
         devices={
