@@ -349,21 +349,19 @@ def test_a_network_run_writes_its_tables_and_figures(tmp_path):
     assert set(back.tables["coverage"]["cell"]) <= set(range(21))
 
 
-def test_a_device_crossing_the_border_hands_over_when_a3_says():
-    """Two omni sites 500 m apart, deterministic log-distance loss: a device at 72 km/h
-    from x = 100 m towards site 1 enters A3 where d0/d1 = 10^(H/35) and hands over TTT
-    later (to the 10 ms measurement grid); a transfer started within the interruption
-    waits for its end."""
-    hyst, ttt, v, x0 = 3.0, 0.16, 20.0, 100.0
-    s = _scenario(
-        cell=PLAIN_CELL,
+def _driving_ue(cell, network, x0, v, interruption_s, sample_s):
+    """One UE driving at ``v`` m/s from x = ``x0`` towards site 1 of ``TWO_SITES``; the
+    A3 rule at 3 dB, TTT 160 ms, unfiltered (the filter is tested on its own)."""
+    return _scenario(
+        cell=cell,
         network={
             **TWO_SITES,
+            **network,
             "handover": {
-                "hysteresis_db": hyst,
-                "ttt_s": ttt,
-                "interruption_ms": 50,
-                "sample_ms": 10,
+                "hysteresis_db": 3.0,
+                "ttt_s": 0.16,
+                "interruption_ms": interruption_s * 1e3,
+                "sample_ms": sample_s * 1e3,
                 "filter_k": 0,
             },
         },
@@ -373,6 +371,15 @@ def test_a_device_crossing_the_border_hands_over_when_a3_says():
             "mobility": {"model": "constant_velocity", "speed_kmh": v * 3.6, "heading_deg": 0},
         },
     )
+
+
+def test_a_device_crossing_the_border_hands_over_when_a3_says():
+    """Two omni sites 500 m apart, deterministic log-distance loss: a device at 72 km/h
+    from x = 100 m towards site 1 enters A3 where d0/d1 = 10^(H/35) and hands over TTT
+    later (to the 10 ms measurement grid); a transfer started within the interruption
+    waits for its end."""
+    hyst, ttt, v, x0 = 3.0, 0.16, 20.0, 100.0
+    s = _driving_ue(PLAIN_CELL, {}, x0, v, 0.05, 0.01)
     world = World(s)
     radio, env = world.radio, world.env
     (ue,) = world.all_devices
@@ -457,26 +464,17 @@ def test_a_transfer_in_flight_follows_the_ue_and_resumes_on_the_new_cell():
             "link_abstraction": "gap",
         },
     }
-    s = _scenario(
-        cell=cell,
-        network={
-            **TWO_SITES,
+    s = _driving_ue(
+        cell,
+        {
             "interference": {"model": "none"},
             "server_site": 0,
             "backhaul": {"capacity_mbps": 1000.0, "latency_ms": 5.0},
-            "handover": {
-                "hysteresis_db": 3.0,
-                "ttt_s": 0.16,
-                "interruption_ms": interruption * 1e3,
-                "sample_ms": step * 1e3,
-                "filter_k": 0,
-            },
         },
-        devices={
-            "count": 1,
-            "layout": {"kind": "positions", "positions_m": [[x0, 0.0]]},
-            "mobility": {"model": "constant_velocity", "speed_kmh": v * 3.6, "heading_deg": 0},
-        },
+        x0,
+        v,
+        interruption,
+        step,
     )
     world = World(s)
     radio, env = world.radio, world.env
