@@ -426,7 +426,8 @@ class FedDif(FedAvg):
         wall0 = time.perf_counter()
         matched = select_winners(weights)
         matching_wall = time.perf_counter() - wall0
-        pairs = fit_bandwidth(matched, weights, bandwidth, radio.d2d_free_bandwidth_hz())
+        pool, available = radio.d2d_budget(holders)
+        pairs = fit_bandwidth(matched, weights, bandwidth, available, pool)
         return {
             "pairs": pairs,
             "matching_wall_s": matching_wall,

@@ -187,19 +187,35 @@ def fit_bandwidth(
     pairs: list[tuple[int, int]],
     weights: np.ndarray,
     bandwidths_hz: np.ndarray,
-    available_hz: float,
+    available_hz: float | ArrayLike,
+    pool_of_model: ArrayLike | None = None,
 ) -> list[tuple[int, int]]:
     """(16f): keep matched pairs whose total bandwidth fits what CUEs leave.
 
     ``bandwidths_hz[m, i]`` is B̃ = S/γ̃ (21) of the pair. While the total
     exceeds ``available_hz`` the pair with the smallest weight c = v/B̃ — the
     least IID-distance gain per Hz — is dropped (the greedy rule for a
-    knapsack by value density; the joint problem is NP-hard).
+    knapsack by value density; the joint problem is NP-hard). With several
+    pools (the cells of a network: a D2D pair uses its sender's cell's uplink),
+    ``available_hz`` holds each pool's bandwidth and ``pool_of_model[m]`` the pool of
+    model m's holder; the rule holds in every pool.
     """
+    available = np.atleast_1d(np.asarray(available_hz, dtype=float))
+    pool = (
+        np.zeros(weights.shape[0], dtype=int)
+        if pool_of_model is None
+        else np.asarray(pool_of_model, dtype=int)
+    )
     kept = sorted(pairs, key=lambda p: weights[p], reverse=True)
-    total = sum(float(bandwidths_hz[p]) for p in kept)
-    while kept and total > available_hz * (1 + 1e-12):
-        total -= float(bandwidths_hz[kept.pop()])
+    total = np.zeros(len(available))
+    for p in kept:
+        total[pool[p[0]]] += float(bandwidths_hz[p])
+    for k in range(len(available)):
+        mine = [p for p in kept if pool[p[0]] == k]
+        while mine and total[k] > available[k] * (1 + 1e-12):
+            dropped = mine.pop()
+            total[k] -= float(bandwidths_hz[dropped])
+            kept.remove(dropped)
     return sorted(kept)
 
 

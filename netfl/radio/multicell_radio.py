@@ -21,9 +21,14 @@ own draw) and an indoor UE's O2I loss — and the other cells, each on air on a 
 RBs, re-rating the other cells' active flows whenever it changes — an event that
 already happens, never a new one), a constant ``load`` (``load_factor``), or 0.
 
-The geometry terms (SNR_c(u), I_c'c) are computed when devices are (re-)dropped. D2D
-links use the sender's cell's uplink and stay noise-limited; a multicast keeps the
-SINRs of its start. A moving device's unicast with the server follows it in flight
+- D2D SINR of a pair sent in cell s (on RBs of s's uplink no CUE of s holds): the SNR
+  over 1 + Σ_{c≠s} η_c·J_c(v), J_c(v) the mean over the UEs and CUEs attached to c
+  (but v) of p_RB(x)·g_xv / N_RB at the receiver v — the other cells' uplinks on the
+  same band — with g_xv the D2D law's mean loss (no shadowing) at the wrap-around
+  distance.
+
+The geometry terms (SNR_c(u), I_c'c, J_c(v)) are computed when devices are (re-)dropped;
+a multicast keeps the SINRs of its start. A moving device's unicast with the server follows it in flight
 (:meth:`HandoverMixin._moving_transfer`).
 
 A transfer between a device and the FL server (``world.bs``) is an access hop over the
@@ -230,6 +235,7 @@ class MultiCellRadio(HandoverMixin, Radio):
         eta0 = self.load if interference == "load_factor" else 0.0
         self.eta = {d: np.full(n_cells, eta0) for d in ("uplink", "downlink")}
         self._snr_dl: dict[str, np.ndarray] = {}  # device → SNR from every cell's BS
+        self._d2d_rx: dict[str, np.ndarray] = {}  # device → J_c(v) of every cell (D2D)
         self._ul_rx = np.zeros((n_cells, n_cells))  # [c', c]: mean UE of c' at BS c / N_RB
         self._stale: set[str] = set()
         self._rerate_pending = False
@@ -381,6 +387,7 @@ class MultiCellRadio(HandoverMixin, Radio):
         self._snr_dl = {d.name: np.asarray(snr_dl[k], dtype=float) for k, d in enumerate(devices)}
         # uplink: [c', c] = mean over the UEs and CUEs attached to c' of p_RB(x)·g_xc / N_RB
         self._ul_rx = np.zeros((n_cells, n_cells))
+        self._d2d_rx = {}
         if self.interference == "none" or n_cells == 1:
             return
         counts = np.bincount(serving, minlength=n_cells) if devices else np.zeros(n_cells)
@@ -405,6 +412,31 @@ class MultiCellRadio(HandoverMixin, Radio):
             if members.any():
                 self._ul_rx[c2] = rx[members].mean(axis=0)
         np.fill_diagonal(self._ul_rx, 0.0)
+        self._d2d_terms(devices, all_cell, p_rb)
+
+    def _d2d_terms(self, devices: list[Node], all_cell: np.ndarray, p_rb: np.ndarray) -> None:
+        """J_c(v) of every device v: the mean over cell c's uplink members x ≠ v (devices,
+        then CUEs, in ``all_cell`` order, transmitting ``p_rb`` W per RB) of p_RB(x)·g_xv
+        over the UE's noise per RB, g_xv the D2D law's mean loss at the wrap-around
+        distance (the devices' heights left at the law's)."""
+        p = self.profile
+        n_cells = len(self.cells)
+        xy = np.array([d.position_m for d in devices], dtype=float).reshape(-1, 2)
+        all_xy = np.concatenate([xy, self.cue_positions_m])
+        off = nearest_image_offsets(xy, all_xy, self.wrap)  # (devices, members, 2)
+        dist = np.maximum(np.hypot(off[..., 0], off[..., 1]), 1.0)
+        law = self.cells[0]._d2d_pathloss
+        gain = 10.0 ** (-law.mean_loss_db(dist.reshape(-1)).reshape(dist.shape) / 10.0)
+        rx = p_rb[None, :] * gain / p.noise_w("ue", p.rb_bandwidth_hz)
+        rx[np.arange(len(devices)), np.arange(len(devices))] = 0.0  # (not from itself)
+        own = np.zeros((len(devices), len(all_cell)), dtype=bool)
+        own[np.arange(len(devices)), np.arange(len(devices))] = True
+        terms = np.zeros((len(devices), n_cells))
+        for c in range(n_cells):
+            members = all_cell == c
+            count = members.sum() - own[:, members].sum(axis=1)
+            terms[:, c] = rx[:, members].sum(axis=1) / np.maximum(count, 1)
+        self._d2d_rx = {d.name: terms[k] for k, d in enumerate(devices)}
 
     _cue_demand_rbs = 1.0
 
@@ -434,11 +466,44 @@ class MultiCellRadio(HandoverMixin, Radio):
         return float(eta @ row - eta[cell] * row[cell])
 
     def snr_scale(self, cell: int, link: tuple) -> float:
-        """SINR/SNR of a link ``(src, dst)`` of cell ``cell`` now (1 for D2D links)."""
+        """SINR/SNR of a link ``(src, dst)`` of cell ``cell`` now."""
         src, dst = link
         if src.is_device and dst.is_device:
-            return 1.0
+            return 1.0 / (1.0 + self.d2d_inr(cell, dst))
         return 1.0 / (1.0 + self.inr(cell, src if src.is_device else dst, dst.is_device is False))
+
+    def d2d_inr(self, cell: int, receiver: Node) -> float:
+        """Interference over noise at ``receiver`` of a D2D pair sent on cell ``cell``'s
+        uplink: Σ_{c≠cell} η_c·J_c(receiver) (the other cells' uplinks on the band)."""
+        if self.interference == "none" or len(self.cells) == 1:
+            return 0.0
+        row = self._d2d_rx.get(receiver.name)
+        if row is None:
+            return 0.0
+        eta = self.eta["uplink"]
+        return float(eta @ row - eta[cell] * row[cell])
+
+    def link_states(
+        self, srcs: Sequence[Node], dsts: Sequence[Node]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """FedDif's D2D link planning on a network: ``(mean SINR, expected spectral
+        efficiency)`` of every pair ``srcs[m] → dsts[i]`` (devices), each on its sender's
+        cell's uplink with the interference now (:meth:`d2d_inr`); 0 on the diagonal."""
+        if not all(n.is_device for n in (*srcs, *dsts)):
+            raise ValueError("a network plans D2D links only (devices to devices)")
+        snr = np.zeros((len(srcs), len(dsts)))
+        for m, src in enumerate(srcs):
+            c = self.serving[src.name]
+            row, _ = self.cells[c].link_states([src], dsts)
+            scale = np.array([1.0 / (1.0 + self.d2d_inr(c, d)) for d in dsts])
+            snr[m] = row[0] * scale
+        return snr, self.cells[0].expected_efficiency(snr, "d2d")
+
+    def d2d_budget(self, senders: Sequence[Node]) -> tuple[np.ndarray, np.ndarray]:
+        """One pool per cell (a pair uses its sender's cell's uplink): each sender's cell
+        and the uplink bandwidth no CUE holds in each cell [Hz]."""
+        pool = np.array([self.serving[s.name] for s in senders], dtype=int)
+        return pool, np.array([c.d2d_free_bandwidth_hz() for c in self.cells])
 
     def _on_activity(self, cell: int, direction: str) -> None:
         """``interference: activity``: cell ``cell``'s ``direction`` carrier changed its
@@ -458,19 +523,14 @@ class MultiCellRadio(HandoverMixin, Radio):
             self.env.timeout(0.0).callbacks.append(self._rerate)
 
     def _rerate(self, _event: simpy.Event | None = None) -> None:
-        """Every active cellular FL flow of a direction whose η changed, at its SINR now."""
+        """Every active FL unicast (D2D pairs on the uplink too) of a direction whose η
+        changed, at its SINR now."""
         self._rerate_pending = False
         stale, self._stale = sorted(self._stale), set()
         for direction in stale:
             for k, other in enumerate(self.cells):
                 c = other.carriers[direction]
-                flows = [
-                    f
-                    for f in c.flows
-                    if f.link is not None
-                    and f.multicast_snrs is None
-                    and not (f.link[0].is_device and f.link[1].is_device)
-                ]
+                flows = [f for f in c.flows if f.link is not None and f.multicast_snrs is None]
                 if not flows:
                     continue
                 scales = np.array([self.snr_scale(k, f.link) for f in flows])

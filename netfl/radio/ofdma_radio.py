@@ -291,10 +291,22 @@ class OfdmaRadio(Radio):
         )
         self_pair = np.array([[s is d for d in dsts] for s in srcs], dtype=bool)
         snr = np.where(self_pair, 0.0, psd)
+        return snr, self.expected_efficiency(snr, direction)
+
+    def expected_efficiency(self, snr: np.ndarray, direction: str) -> np.ndarray:
+        """γ̃ = E_h[SE(SNR·|h|²)] [bit/s/Hz] at mean SNRs ``snr`` over the profile's fading
+        with the ``direction`` carrier's efficiency (FedDif (9))."""
+        snr = np.asarray(snr, dtype=float)
         se = self.carrier_for(direction).efficiency
         flat = snr.reshape(-1)
         gamma = self.carriers["uplink"].fading.expectation(lambda g: se(flat[:, None] * g))
-        return snr, np.asarray(gamma, dtype=float).reshape(snr.shape)
+        return np.asarray(gamma, dtype=float).reshape(snr.shape)
+
+    def d2d_budget(self, senders: Sequence[Node]) -> tuple[np.ndarray, np.ndarray]:
+        """FedDif (16f)'s bandwidth pools of D2D pairs sent by ``senders``: the pool of
+        each sender and the uplink bandwidth no CUE holds in each pool [Hz] (one cell:
+        one pool, :meth:`d2d_free_bandwidth_hz`)."""
+        return np.zeros(len(senders), dtype=int), np.array([self.d2d_free_bandwidth_hz()])
 
     def link_state(self, src: Node, dst: Node) -> tuple[float, float]:
         """:meth:`link_states` of one link."""

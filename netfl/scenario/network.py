@@ -30,8 +30,10 @@ Without it a scenario is one BS at the origin serving the disc of ``cell.radius_
   BS). ``activity`` (the default): η is the cell's carrier occupancy now (CUE
   sessions and FL transfers), so a flow is re-rated whenever another cell's
   occupancy changes; ``load_factor``: η = ``load`` for every cell; ``none``: noise
-  only. SINR replaces SNR on every cellular link; D2D links stay noise-limited, and a
-  multicast keeps the SINRs of its start.
+  only. SINR replaces SNR on every link: a D2D pair, sent on its sender's cell's
+  uplink, hears the other cells' uplink UEs and CUEs at their load (FedDif and FedSwap
+  plan their pairs with it, one (16f) bandwidth pool per cell); a multicast keeps the
+  SINRs of its start.
 - **mobility** — ``devices.mobility`` (or a group's): static, constant velocity,
   random waypoint or Gauss–Markov (``channel_models.mobility``). A device's position
   is a function of time, brought up to date when it transfers or a round starts (no

@@ -403,11 +403,6 @@ class Scenario(_Strict):
                 "network: size-based CUE sessions (cell.cues.mean_session_bits) are not "
                 "simulated in a network yet; use duration-based sessions"
             )
-        if self.algorithm.name in ("feddif", "fedswap"):
-            raise ValueError(
-                f"network: {self.algorithm.name} plans D2D links of one cell; it does not "
-                "run on a network yet"
-            )
         return self
 
     def layout_slots(self) -> list[tuple[str, LayoutSection, list[int], int | None]]:

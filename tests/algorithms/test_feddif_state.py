@@ -164,3 +164,18 @@ def test_fit_bandwidth_drops_least_dense_pairs_first():
     assert fit_bandwidth(pairs, w, b, 0.5) == []
     kept = fit_bandwidth(pairs, w, b, 6.0)
     assert sum(b[p] for p in kept) <= 6.0
+
+
+def test_fit_bandwidth_holds_in_every_pool():
+    """Two cells (pools): models 0 and 1 are held in cell 0, model 2 in cell 1. Cell 0's
+    4 Hz fit only the denser of its two pairs; cell 1's pair fits its own 3 Hz even though
+    the three together exceed either pool."""
+    w = np.array([[2.0, 0.0], [0.0, 1.0], [5.0, 0.0]])
+    b = np.array([[3.0, 0.0], [0.0, 2.0], [3.0, 0.0]])
+    pairs = [(0, 0), (1, 1), (2, 0)]
+    pool = np.array([0, 0, 1])
+    assert fit_bandwidth(pairs, w, b, [4.0, 3.0], pool) == [(0, 0), (2, 0)]
+    assert fit_bandwidth(pairs, w, b, [5.0, 3.0], pool) == pairs
+    assert fit_bandwidth(pairs, w, b, [5.0, 2.0], pool) == [(0, 0), (1, 1)]
+    # one pool: the single-cell rule
+    assert fit_bandwidth(pairs, w, b, [8.0], None) == fit_bandwidth(pairs, w, b, 8.0)

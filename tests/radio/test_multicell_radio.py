@@ -11,6 +11,7 @@ import pytest
 
 from channel_models.units import dbm_to_w
 from netfl.errors import ScenarioError
+from netfl.radio.ofdma_radio import OfdmaRadio
 from netfl.scenario.files import parse_scenario
 from netfl.sim.runner import run
 from netfl.sim.world import World
@@ -235,7 +236,6 @@ def test_multicast_sends_one_backhaul_copy_per_cell():
             "drawn around one BS",
         ),
         ({"sites": 7}, {"cell": {"link": {"mode": "fixed_rate"}}}, "needs cell.link.mode: ofdma"),
-        ({"sites": 7}, {"algorithm": {"name": "feddif"}}, "does not run on a network"),
     ],
 )
 def test_bad_network_input_is_a_one_line_error(network, extra, message):
@@ -544,3 +544,60 @@ def test_a_moving_device_costs_events_only_while_it_transfers():
     assert len(ticks) >= duration / 0.04 - 3
     last = world.mobility.trajectories["ue0"].positions(np.array([ticks[-1]]))[0]
     assert ue.position_m == pytest.approx(last, abs=1e-9)
+
+
+def test_d2d_sinr_on_a_network_by_hand():
+    """A D2D pair in cell 0 (ue0 → ue1) and cell 1's only UE (ue2) on its uplink at load
+    η = 0.5: the pair's SINR is its SNR over 1 + η·p_RB(ue2)·g(ue2 → ue1)/N_RB (the D2D
+    law's mean loss); FedDif's planning sees the same SINR, each cell is its own pool."""
+    world = _two_cell_world([[100.0, 0.0], [150.0, 0.0], [420.0, 0.0]])
+    radio, p = world.radio, world.channel
+    a, b, c = world.all_devices
+    assert radio.serving == {"ue0": 0, "ue1": 0, "ue2": 1}
+    pc = p.uplink_power_control
+    n_rb = radio.cells[1].carriers["uplink"].num_rbs
+    own = 35.0 + 35.0 * math.log10(80.0)  # ue2 to its BS
+    p_rb = min(
+        p.ue_tx_power_w / n_rb,
+        dbm_to_w(pc["p0_dbm"] + 10 * math.log10(2.0**p.numerology) + pc["alpha"] * own),
+    )
+    law = radio.cells[0]._d2d_pathloss
+    g = 10 ** (-float(law.mean_loss_db(np.array([270.0]))[0]) / 10)
+    inr = 0.5 * p_rb * g / p.noise_w("ue", p.rb_bandwidth_hz)
+    cell0 = radio.cells[0]
+    _, snr_psd, snr_total = OfdmaRadio._link(cell0, a, b)
+    _, sinr_psd, sinr_total = cell0._link(a, b)
+    assert sinr_psd == pytest.approx(snr_psd / (1 + inr), rel=1e-12)
+    assert sinr_total == pytest.approx(snr_total / (1 + inr), rel=1e-12)
+    snr, gamma = radio.link_states([a], [a, b])
+    plain, _ = cell0.link_states([a], [a, b])
+    assert snr[0, 0] == 0.0 and snr[0, 1] == pytest.approx(plain[0, 1] / (1 + inr), rel=1e-12)
+    assert gamma[0, 1] == pytest.approx(cell0.expected_efficiency(snr, "d2d")[0, 1])
+    pool, available = radio.d2d_budget([a, c])
+    assert list(pool) == [0, 1] and len(available) == 2
+
+
+@pytest.mark.parametrize("name", ["feddif", "fedswap"])
+def test_feddif_and_fedswap_run_on_a_network(name):
+    """FedDif's auction plans D2D pairs across a 7-cell network (each on its sender's
+    cell's uplink, the interference of the others included); the models it counts are
+    the D2D transfers it makes, none of which crosses a backhaul."""
+    s = _scenario(
+        cell={"link": {"mode": "ofdma", "channel_profile": "feddif"}},
+        network={"sites": 7, "sectors": 1, "antenna": "omni", "isd_m": 200},
+        devices={"count": 8},
+        data={"dataset": "digits", "partition": {"scheme": "dirichlet", "alpha": 0.3}},
+        algorithm={"name": name, "epsilon": 0.0} if name == "feddif" else {"name": name},
+        training={"rounds": 2},
+        seed=3,
+    )
+    res = run(s)
+    t = res.transfers
+    d2d = t[t["direction"] == "d2d"]
+    assert len(d2d) > 0 and d2d["src"].str.startswith("ue").all()
+    assert d2d["dst"].str.startswith("ue").all()
+    assert res.rounds["models_d2d"].sum() == (d2d["kind"] == "model_d2d").sum()
+    assert (res.rounds["models_backhaul"] > 0).all()  # (the server's broadcast and uploads)
+    assert (
+        res.rounds["backhaul_bits"].sum() == t.loc[t["direction"] == "backhaul", "size_bits"].sum()
+    )
