@@ -304,9 +304,11 @@ def array_gain_db(
         * spacing_wl
         * (np.cos(np.radians(theta_deg)) - math.cos(math.radians(tilt_zenith_deg)))
     )
-    m = np.arange(rows)
-    af = np.exp(1j * np.multiply.outer(np.asarray(psi), m)).sum(axis=-1)
-    return 10.0 * np.log10(np.maximum(np.abs(af) ** 2 / rows, 1e-12))
+    # |Σ_m e^{jmψ}|² = sin²(Mψ/2) / sin²(ψ/2) (M² where sin(ψ/2) = 0)
+    den = np.sin(psi / 2.0) ** 2
+    small = den < 1e-20
+    af2 = np.where(small, float(rows) ** 2, np.sin(rows * psi / 2.0) ** 2 / np.where(small, 1.0, den))
+    return 10.0 * np.log10(np.maximum(af2 / rows, 1e-12))
 
 
 @dataclass
