@@ -124,6 +124,9 @@ class MobilitySection(_Strict):
     step_s: float = Field(1.0, gt=0.0, description="gauss_markov update period")
     speed_std_kmh: float = Field(1.0, ge=0.0, description="gauss_markov speed spread")
     heading_std_deg: float = Field(20.0, ge=0.0, description="gauss_markov heading spread")
+    record_every_s: float = Field(
+        1.0, gt=0.0, description="period of the trajectories table's position samples [s]"
+    )
 
     @model_validator(mode="after")
     def _speeds(self) -> MobilitySection:

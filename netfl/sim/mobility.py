@@ -8,6 +8,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pandas as pd
 
 if TYPE_CHECKING:
     from netfl.sim.world import World
@@ -27,6 +28,7 @@ class DeviceMobility:
         self.world = world
         self.trajectories: dict[str, Any] = {}
         self._moved_at: dict[str, float] = {}
+        self._record_every: dict[str, float] = {}
         s = world.scenario
         for node, m in zip(world.all_devices, s.devices.mobility_of(), strict=True):
             if not m.moves:
@@ -63,6 +65,7 @@ class DeviceMobility:
                 )
             self.trajectories[node.name] = traj
             self._moved_at[node.name] = world.env.now
+            self._record_every[node.name] = m.record_every_s
         if not self.trajectories:
             return
         world.radio.mover = self.move
@@ -99,3 +102,21 @@ class DeviceMobility:
             self._moved_at[node.name] = now
             if self.world.scenario.network is not None:
                 self.world.radio.refresh(node)
+
+    def table(self) -> pd.DataFrame:
+        """``trajectories``: each moving device's position every ``record_every_s`` from
+        the start to the last instant it was brought up to date (its path is a function
+        of time: sampled afterwards, at no event's cost), that instant included."""
+        frames = []
+        for name, traj in self.trajectories.items():
+            end = self._moved_at[name]
+            step = self._record_every[name]
+            t = np.arange(0.0, end, step)
+            t = np.append(t, end) if not len(t) or t[-1] < end else t
+            xy = traj.positions(t)
+            frames.append(
+                pd.DataFrame({"device": name, "time_s": t, "x_m": xy[:, 0], "y_m": xy[:, 1]})
+            )
+        if not frames:
+            return pd.DataFrame(columns=["device", "time_s", "x_m", "y_m"])
+        return pd.concat(frames, ignore_index=True)

@@ -157,6 +157,7 @@ def _run_world(
             **world.radio.tables(),
             # (OFDMA: which devices the cell can serve; fixed-rate links serve all)
             **({"coverage": world.coverage_table()} if world.radio.mode == "ofdma" else {}),
+            **({"trajectories": world.mobility.table()} if world.trajectories else {}),
             **algorithm.tables(),
         },
         info={

@@ -601,3 +601,34 @@ def test_feddif_and_fedswap_run_on_a_network(name):
     assert (
         res.rounds["backhaul_bits"].sum() == t.loc[t["direction"] == "backhaul", "size_bits"].sum()
     )
+
+
+def test_trajectories_table_samples_every_moving_device(tmp_path):
+    """Positions every ``record_every_s`` up to each device's last update, on its path
+    (constant velocity: start + v·t exactly), written with the run and read back."""
+    from netfl import read_run, write_run
+
+    s = _scenario(
+        cell={"link": {"mode": "ofdma", "channel_profile": "nr_fr1_uma"}},
+        devices={
+            "count": 3,
+            "mobility": {
+                "model": "constant_velocity",
+                "speed_kmh": 36,
+                "heading_deg": 90,
+                "record_every_s": 0.5,
+            },
+        },
+        training={"rounds": 2},
+    )
+    res = run(s)
+    traj = res.tables["trajectories"]
+    assert set(traj["device"]) == {"ue0", "ue1", "ue2"}
+    for name, g in traj.groupby("device"):
+        t = g["time_s"].to_numpy()
+        assert t[0] == 0.0 and np.allclose(np.diff(t)[:-1], 0.5) and np.diff(t)[-1] <= 0.5
+        assert t[-1] <= res.rounds["sim_time_s"].iloc[-1] + 1e-9
+        np.testing.assert_allclose(g["x_m"], g["x_m"].iloc[0])  # (heading 90°: along y)
+        np.testing.assert_allclose(g["y_m"] - g["y_m"].iloc[0], 10.0 * t, atol=1e-9)
+    back = read_run(write_run(res, tmp_path / "run"))
+    pd.testing.assert_frame_equal(back.tables["trajectories"], traj, check_dtype=False)
