@@ -624,7 +624,7 @@ def test_trajectories_table_samples_every_moving_device(tmp_path):
     res = run(s)
     traj = res.tables["trajectories"]
     assert set(traj["device"]) == {"ue0", "ue1", "ue2"}
-    for name, g in traj.groupby("device"):
+    for _, g in traj.groupby("device"):
         t = g["time_s"].to_numpy()
         assert t[0] == 0.0 and np.allclose(np.diff(t)[:-1], 0.5) and np.diff(t)[-1] <= 0.5
         assert t[-1] <= res.rounds["sim_time_s"].iloc[-1] + 1e-9
