@@ -25,6 +25,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 
@@ -64,19 +65,45 @@ def _summary(where: Path, run: str) -> dict:
 
 
 def methods(index: pd.DataFrame, where: Path) -> pd.DataFrame:
+    """Per data split and method: accuracy against round (mean ± std band over seeds) and
+    one summary row per run (``seed`` column); :func:`methods_summary` aggregates."""
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), sharey=True)
     rows = []
+    done = index[index["status"] == "complete"]
     for ax, (scheme, label) in zip(axes, PARTS.items(), strict=True):
-        for _, row in index[index["status"] == "complete"].iterrows():
-            if f"partition={scheme}" not in row["run"]:
-                continue
-            r = read_run(where / row["run"]).rounds
-            if row["variant"] == "fedzkt":
-                ax.plot(r["round"], r["accuracy"], label="FedZKT global model")
-                ax.plot(r["round"], r["device_accuracy_mean"], "--", label="FedZKT devices (mean)")
-            else:
-                ax.plot(r["round"], r["accuracy"], ":", label="FedMD devices (mean)")
-            rows.append({"data": label, "method": row["variant"], **_summary(where, row["run"])})
+        mine = done[done["run"].str.contains(f"partition={scheme}", regex=False)]
+        for variant, g in mine.groupby("variant"):
+            curves = [read_run(where / run).rounds for run in g["run"]]
+            columns = (
+                (
+                    ("accuracy", "-", "FedZKT global model"),
+                    ("device_accuracy_mean", "--", "FedZKT devices (mean)"),
+                )
+                if variant == "fedzkt"
+                else (("accuracy", ":", "FedMD devices (mean)"),)
+            )
+            for col, style, name in columns:
+                n = min(len(r) for r in curves)
+                y = np.array([r[col].to_numpy()[:n] for r in curves])
+                x = curves[0]["round"].to_numpy()[:n]
+                line = ax.plot(x, y.mean(axis=0), style, label=f"{name} ({len(curves)} seeds)")
+                ax.fill_between(
+                    x,
+                    y.mean(axis=0) - y.std(axis=0),
+                    y.mean(axis=0) + y.std(axis=0),
+                    color=line[0].get_color(),
+                    alpha=0.15,
+                    lw=0,
+                )
+            for _, row in g.iterrows():
+                rows.append(
+                    {
+                        "data": label,
+                        "method": variant,
+                        "seed": row.get("seed"),
+                        **_summary(where, row["run"]),
+                    }
+                )
         ax.set_title(label)
         ax.set_xlabel("round")
         ax.grid(alpha=0.3)
@@ -87,6 +114,14 @@ def methods(index: pd.DataFrame, where: Path) -> pd.DataFrame:
     plt.close(fig)
     _device_curves(index, where)
     return pd.DataFrame(rows)
+
+
+def methods_summary(runs: pd.DataFrame) -> pd.DataFrame:
+    """Mean and sample std over seeds of every summary column, per data split and method."""
+    stats = runs.drop(columns="seed").groupby(["data", "method"], sort=False).agg(["mean", "std"])
+    stats.columns = [f"{c}_{s}" for c, s in stats.columns]
+    stats.insert(0, "n_seeds", runs.groupby(["data", "method"], sort=False).size())
+    return stats.reset_index()
 
 
 def _device_curves(index: pd.DataFrame, where: Path) -> None:
@@ -227,6 +262,9 @@ def main() -> None:
             b.to_csv(OUT / "bounds.csv", index=False)
             print(b.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
         table.to_csv(OUT / f"{name}.csv", index=False)
+        if name == "methods":
+            table = methods_summary(table)
+            table.to_csv(OUT / "methods_summary.csv", index=False)
         print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     print(f"figures: {OUT}")
 
