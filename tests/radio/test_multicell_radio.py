@@ -632,3 +632,44 @@ def test_trajectories_table_samples_every_moving_device(tmp_path):
         np.testing.assert_allclose(g["y_m"] - g["y_m"].iloc[0], 10.0 * t, atol=1e-9)
     back = read_run(write_run(res, tmp_path / "run"))
     pd.testing.assert_frame_equal(back.tables["trajectories"], traj, check_dtype=False)
+
+
+def test_a_d2d_flow_is_rerated_while_another_cell_uploads():
+    """``activity``: ue0 → ue1 (D2D, cell 0's uplink) runs at its SNR; while cell 1's
+    ue2 uploads, at SNR/(1 + η1·J1(ue1)) with η1 cell 1's uplink occupancy; then at its
+    SNR again — re-rated at the instants the other cell's occupancy changes."""
+    s = _scenario(
+        cell={**PLAIN_CELL, "link": {**PLAIN_CELL["link"], "fading": "none"}},
+        network={**TWO_SITES, "interference": {"model": "activity"}},
+        devices={
+            "count": 3,
+            "layout": {
+                "kind": "positions",
+                "positions_m": [[100.0, 0.0], [150.0, 0.0], [420.0, 0.0]],
+            },
+        },
+    )
+    world = World(s)
+    radio, env = world.radio, world.env
+    a, b, c = world.all_devices
+    carrier = radio.cells[0].carriers["uplink"]
+    seen = []
+
+    def watch():
+        yield env.timeout(0.01)
+        seen.append(("before", carrier.flows[0].snr_scale, radio.eta["uplink"][1]))
+        up = radio.transfer(c, radio.cell_nodes[1], 2e6, "probe")
+        yield env.timeout(1e-4)
+        seen.append(("during", carrier.flows[0].snr_scale, radio.eta["uplink"][1]))
+        yield up
+        yield env.timeout(1e-4)
+        seen.append(("after", carrier.flows[0].snr_scale, radio.eta["uplink"][1]))
+
+    d2d = radio.transfer(a, b, 4e8, "probe")
+    env.process(watch())
+    env.run(until=d2d)
+    (_, s0, e0), (_, s1, e1), (_, s2, e2) = seen
+    assert s0 == 1.0 and e0 == 0.0 and e2 == 0.0 and s2 == 1.0
+    assert 0.0 < e1 <= 1.0
+    assert s1 == pytest.approx(1.0 / (1.0 + e1 * radio._d2d_rx["ue1"][1]), rel=1e-12)
+    assert s1 < 1.0
