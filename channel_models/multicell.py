@@ -307,7 +307,9 @@ def array_gain_db(
     # |Σ_m e^{jmψ}|² = sin²(Mψ/2) / sin²(ψ/2) (M² where sin(ψ/2) = 0)
     den = np.sin(psi / 2.0) ** 2
     small = den < 1e-20
-    af2 = np.where(small, float(rows) ** 2, np.sin(rows * psi / 2.0) ** 2 / np.where(small, 1.0, den))
+    af2 = np.where(
+        small, float(rows) ** 2, np.sin(rows * psi / 2.0) ** 2 / np.where(small, 1.0, den)
+    )
     return 10.0 * np.log10(np.maximum(af2 / rows, 1e-12))
 
 
@@ -475,7 +477,9 @@ def coupling_loss_db(
     angles, as a multipath channel's power is — a LOS link keeps K/(K+1) of its power on
     the direct path (Ricean K of Table 7.5-6, 9 dB), the rest and every NLOS link spread
     with the median ASD/ZSD of Table 7.5-6 (Gaussian, Gauss–Hermite quadrature), NLOS
-    links around the zenith offset μ_offset,ZOD of Tables 7.5-7/8;
+    links around the zenith offset μ_offset,ZOD of Tables 7.5-7/8; an indoor UE's links
+    (O2I) have no direct path and the O2I azimuth spread, their zenith spread and
+    offset following the outdoor part's LOS state;
     ``False``: the gain in the direct direction only."""
     offsets = layout.site_offsets(drop.xy)  # (N, S, 2)
     d2 = np.hypot(offsets[..., 0], offsets[..., 1])
@@ -512,6 +516,7 @@ def coupling_loss_db(
         spacing_wl,
         tilt_zenith_deg,
         k_factor_db,
+        drop.indoor[:, None],
     )
     return loss[:, cell_site] - gain
 
@@ -529,12 +534,15 @@ def sector_gain_db(
     spacing_wl: float = 0.8,
     tilt_zenith_deg: float = 102.0,
     k_factor_db: float = 9.0,
+    indoor: np.ndarray | None = None,
 ) -> np.ndarray:
     """A cell's antenna gain towards UEs [dB]: ``offsets_m`` (..., 2) from the site to
     each UE (wrap-around applied), ``dz_m`` UE height − BS height, the cell's azimuth
     ``boresight_deg`` (``None``: omni, the array only). ``los`` given (the links' LOS
     states): averaged over the departure angles as :func:`coupling_loss_db` says;
-    ``None``: the gain in the direct direction."""
+    ``None``: the gain in the direct direction. ``indoor`` (the UEs' O2I state): an
+    indoor UE's link has no specular path and the O2I azimuth spread (Table 7.5-6,
+    lgASD 1.25), its zenith spread and offset those of its outdoor part's LOS state."""
     dx, dy = offsets_m[..., 0], offsets_m[..., 1]
     theta = np.degrees(np.arctan2(np.hypot(dx, dy), dz_m))  # zenith angle from the BS
     phi = np.degrees(np.arctan2(dy, dx)) - (0.0 if boresight_deg is None else boresight_deg)
@@ -553,11 +561,17 @@ def sector_gain_db(
     direct = 10.0 ** (gain / 10.0)
     lin = np.empty_like(gain)
     offset = zod_offset_deg(scenario, carrier_hz, d2c, h_ut)
+    o2i = (
+        np.zeros(gain.shape, dtype=bool) if indoor is None else np.broadcast_to(indoor, gain.shape)
+    )
     for state, mask in (("los", los), ("nlos", ~los)):
         asd, zsd = spreads[state]
+        if o2i.any():
+            asd = np.where(o2i, 10.0**1.25, asd)
         t = theta[mask] + (offset[mask] if state == "nlos" else 0.0)
         spread = _spread_gain(gain_fn, t, phi[mask], asd[mask], zsd[mask])
-        lin[mask] = (k * direct[mask] + spread) / (k + 1.0) if state == "los" else spread
+        diffuse = o2i[mask] if state == "los" else np.ones(int(mask.sum()), dtype=bool)
+        lin[mask] = np.where(diffuse, spread, (k * direct[mask] + spread) / (k + 1.0))
     return 10.0 * np.log10(lin)
 
 

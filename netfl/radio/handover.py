@@ -17,10 +17,14 @@ import simpy
 from channel_models.multicell import nearest_image_offsets, sector_gain_db
 from netfl.core.nodes import Node
 from netfl.core.records import TransferRecord
+from netfl.errors import UserError
 from netfl.radio.ofdma_radio import OfdmaRadio
 from netfl.radio.uplink_mac import flows_accounting, harq_tail
 
-__all__ = ["HandoverMixin"]
+__all__ = ["COVERAGE_WAIT_LIMIT_S", "HandoverMixin"]
+
+#: how long a moving device may wait for coverage before the run stops [s]
+COVERAGE_WAIT_LIMIT_S = 600.0
 
 
 class HandoverMixin:
@@ -147,10 +151,22 @@ class HandoverMixin:
 
     def _wait_coverage(self, device: Node, direction: str) -> Generator[simpy.Event, Any, None]:
         """A moving device with no rate to its cell where it is now (a coverage hole, a
-        busy neighbourhood) waits, measuring every 100 ms, until it has one."""
+        busy neighbourhood) waits, measuring every 100 ms, until it has one; after
+        :data:`COVERAGE_WAIT_LIMIT_S` without one the run stops with a
+        :class:`~netfl.errors.UserError` (e.g. a constant-velocity device that drove off a
+        deployment without wrap-around never comes back)."""
         if device.name not in self.mobile:
             return
+        since = self.env.now
         while True:
+            if self.env.now - since > COVERAGE_WAIT_LIMIT_S:
+                x, y = device.position_m
+                raise UserError(
+                    f"{device.name} has had no {direction} rate for "
+                    f"{COVERAGE_WAIT_LIMIT_S:g} s of simulated time (at x = {x:.0f} m, "
+                    f"y = {y:.0f} m): it left the network's coverage; keep moving devices "
+                    "inside it (network.wrap_around, random_waypoint or gauss_markov)"
+                )
             c = self.serving[device.name]
             cell = self.cells[c]
             link = (device, cell.node) if direction == "uplink" else (cell.node, device)
@@ -166,8 +182,28 @@ class HandoverMixin:
             yield self.env.timeout(0.1)
             yield from self._wait_handover([device])
 
+    def _relay(
+        self, cell: int, edge: int | None, direction: str, bits: float, kind: str, models: int
+    ) -> Generator[simpy.Event, Any, None]:
+        """The wired part of a moving device's transfer between its serving cell ``cell``
+        and its far end: the FL server (``edge`` None: that site's backhaul), or the edge
+        server at cell ``edge`` (nothing when on the same site; else through the core,
+        up one site's backhaul and down the other's)."""
+        if edge is None:
+            yield from self._backhaul(cell, direction, bits, kind, models)
+        elif self.cell_site[cell] != self.cell_site[edge]:
+            first, second = (cell, edge) if direction == "uplink" else (edge, cell)
+            yield from self._backhaul(first, "uplink", bits, kind, models)
+            yield from self._backhaul(second, "downlink", bits, kind, models)
+
     def _moving_transfer(
-        self, device: Node, direction: str, size_bits: float, kind: str, num_models: int
+        self,
+        device: Node,
+        direction: str,
+        size_bits: float,
+        kind: str,
+        num_models: int,
+        edge: int | None = None,
     ) -> Generator[simpy.Event, Any, TransferRecord]:
         """A cellular unicast between a moving ``device`` and the FL server: the UE moves on
         while its bits flow. At every measurement instant (multiples of ``sample_s``) its
@@ -181,12 +217,15 @@ class HandoverMixin:
         uplink of a buffer-status MAC keeps its grant cycles, each cycle's flow followed
         the same way. The events this costs are one per measurement instant while the
         transfer is in flight, none while the device idles. One record: from the first to
-        the last bit on air, between the device and the cell that carried the last bit."""
+        the last bit on air, between the device and the cell that carried the last bit.
+        ``edge``: the far end is the edge server of that cell (HierFAVG) rather than the
+        FL server; when the device is served elsewhere, the bits cross the core
+        (:meth:`_relay`)."""
         env = self.env
         uplink = direction == "uplink"
         c = self.serving[device.name]
         if not uplink:
-            yield from self._backhaul(c, "downlink", size_bits, kind, num_models)
+            yield from self._relay(c, edge, "downlink", size_bits, kind, num_models)
 
         def link_of(cell: int) -> tuple[Node, Node]:
             bs = self.cell_nodes[cell]
@@ -208,7 +247,7 @@ class HandoverMixin:
                 yield from self._wait_coverage(device, direction)
                 c = self.serving[device.name]
                 if not uplink:
-                    yield from self._backhaul(c, "downlink", left, kind, 0)
+                    yield from self._relay(c, edge, "downlink", left, kind, 0)
                 self.cells[c]._begin(link_of(c), direction)
                 continue  # (the interruption took time: move again first)
             waited = env.now
@@ -250,5 +289,5 @@ class HandoverMixin:
             extra["airtime_s"] = env.now - start
         record = cell._record(*link_of(c), kind, direction, size_bits, start, num_models, extra)
         if uplink:
-            yield from self._backhaul(c, "uplink", size_bits, kind, num_models)
+            yield from self._relay(c, edge, "uplink", size_bits, kind, num_models)
         return record

@@ -279,8 +279,11 @@ class MultiCellRadio(HandoverMixin, Radio):
     def antenna_gains_db(self, ues: Sequence[Node], cell: CellRadio) -> np.ndarray:
         """Cell ``cell``'s antenna gain towards each UE [dB], kept per UE position: the
         sector element and array, averaged over the departure angles (LOS state: the
-        link's own draw) on TR 38.901 UMa/UMi links, else in the direct direction."""
-        keys = [(u.name, u.position_m.tobytes(), u.height_m, cell.cell) for u in ues]
+        link's own draw; an indoor UE's links with the O2I parameters) on TR 38.901
+        UMa/UMi links, else in the direct direction."""
+        keys = [
+            (u.name, u.position_m.tobytes(), u.height_m, u.o2i_loss_db > 0, cell.cell) for u in ues
+        ]
         missing = [k for k, key in enumerate(keys) if key not in self._gain_cache]
         if missing:
             if len(self._gain_cache) > 500_000:
@@ -313,6 +316,7 @@ class MultiCellRadio(HandoverMixin, Radio):
                 self.bs_height_m,
                 self.array_rows,
                 tilt_zenith_deg=self.tilt_zenith_deg,
+                indoor=np.array([u.o2i_loss_db > 0 for u in miss])[:, None],
             )[:, 0]
             for k, g in zip(missing, gain, strict=True):
                 self._gain_cache[keys[k]] = float(g)
@@ -601,6 +605,14 @@ class MultiCellRadio(HandoverMixin, Radio):
             c = self.cell_index(bs_end)  # a device ↔ a cell's BS (an edge server)
             if c is None:
                 raise ValueError(f"{bs_end.name} is not a cell of the network")
+            device = src if src.is_device else dst
+            if device.name in self.mobile:  # (over its serving cell, wherever it is)
+                yield from self._wait_coverage(device, direction_of(src, dst))
+                return (
+                    yield from self._moving_transfer(
+                        device, direction_of(src, dst), size_bits, kind, num_models, edge=c
+                    )
+                )
             return (yield from self.cells[c]._transfer(src, dst, size_bits, kind, num_models))
         direction = direction_of(src, dst)
         if direction == "d2d":

@@ -264,12 +264,18 @@ def test_indoor_devices_get_tr38901_floors_and_their_o2i_loss():
     floors = (heights[indoor] - 1.5) / 3.0
     assert np.allclose(floors, np.round(floors)) and floors.min() >= 0 and floors.max() <= 7
     assert np.isnan(heights[~indoor]).all()  # outdoors: the law's UE height
-    # the O2I loss rides on the coupling loss: the same UE outdoors loses exactly that less
+    # the O2I loss rides on the coupling loss: the same UE outdoors loses exactly that
+    # less, once the antenna gain is set aside (an indoor link takes the O2I angular
+    # parameters: no direct path, the O2I azimuth spread)
     d = devs[int(np.argmax(indoor))]
     cell = world.radio.cells[world.radio.serving[d.name]]
     with_o2i = cell.link_loss_matrix_db([cell.node], [d])[0, 0]
+    g_in = world.radio.antenna_gains_db([d], cell)[0]
     o2i, d.o2i_loss_db = d.o2i_loss_db, 0.0
-    assert with_o2i - cell.link_loss_matrix_db([cell.node], [d])[0, 0] == pytest.approx(o2i)
+    without = cell.link_loss_matrix_db([cell.node], [d])[0, 0]
+    g_out = world.radio.antenna_gains_db([d], cell)[0]
+    assert (with_o2i + g_in) - (without + g_out) == pytest.approx(o2i)
+    assert g_in != g_out
     # re-drops draw new indoor states
     before = [x.o2i_loss_db for x in devs]
     world.redrop(1)
@@ -673,3 +679,50 @@ def test_a_d2d_flow_is_rerated_while_another_cell_uploads():
     assert 0.0 < e1 <= 1.0
     assert s1 == pytest.approx(1.0 / (1.0 + e1 * radio._d2d_rx["ue1"][1]), rel=1e-12)
     assert s1 < 1.0
+
+
+def test_an_edge_upload_in_flight_reaches_its_edge_through_the_core():
+    """HierFAVG: a UE uploading to cell 0's edge server hands over to cell 1 in flight;
+    the rest goes over cell 1, then up site 1's backhaul to the core (at site 0, which
+    hosts the edge): one recorded hop of the whole model, S/C + latency after the air."""
+    cell = {**PLAIN_CELL, "link": {**PLAIN_CELL["link"], "fading": "none"}}
+    s = _driving_ue(
+        cell,
+        {
+            "interference": {"model": "none"},
+            "server_site": 0,
+            "backhaul": {"capacity_mbps": 100.0, "latency_ms": 5.0},
+        },
+        230.0,
+        20.0,
+        0.05,
+        0.01,
+    )
+    world = World(s)
+    radio, env = world.radio, world.env
+    (ue,) = world.all_devices
+    size = 2e7  # (~6 s at the ~3 Mbit/s this power-limited uplink has)
+    rec = env.run(until=radio.transfer(ue, radio.cell_nodes[0], size, "model_up", 1))
+    ((when, _, src, dst),) = radio.handovers
+    assert (src, dst) == (0, 1) and rec.start_s < when < rec.end_s
+    assert (rec.src, rec.dst, rec.size_bits) == ("ue0", "cell1", size)
+    (hop,) = [t for t in world.recorder.transfers if t.direction == "backhaul"]
+    assert (hop.src, hop.size_bits, hop.num_models) == ("cell1", size, 1)
+    assert hop.start_s == pytest.approx(rec.end_s)
+    assert hop.end_s == pytest.approx(rec.end_s + size / 100e6 + 0.005, rel=1e-9)
+
+
+def test_a_device_that_drives_out_of_coverage_for_good_stops_the_run_clearly():
+    """Two sites without wrap-around: a UE heading away at 300 km/h loses coverage and
+    never comes back; its transfer waits 600 simulated seconds, then a one-line error."""
+    from netfl.errors import UserError
+
+    cell = {**PLAIN_CELL, "link": {**PLAIN_CELL["link"], "fading": "none"}}
+    s = _driving_ue(cell, {"interference": {"model": "none"}}, 550.0, 300 / 3.6, 0.05, 0.04)
+    world = World(s)
+    (ue,) = world.all_devices
+    world.env.run(until=60.0)  # (3.5 km away by now)
+    with pytest.raises(UserError) as err:
+        world.env.run(until=world.radio.transfer(ue, world.bs, 1e6, "probe"))
+    assert "ue0 has had no uplink rate for 600 s" in str(err.value)
+    assert "\n" not in str(err.value)
