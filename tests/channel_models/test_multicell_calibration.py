@@ -4,11 +4,13 @@
 wrap-around: the 5th/50th/95th percentiles of the serving cell's coupling loss and of
 the downlink geometry SINR against Sionna's.
 
-The issue's bar is 1 dB. Measured (8 drops, 4,560 UEs a side): UMa within 1 dB but the
-median coupling loss (1.1 dB); UMi's coupling loss within 1.7 dB and its SINR 0.7 / 1.2 /
-2.8 dB above Sionna's (netfl's interference from the other cells is lower at the top of
-the distribution). The tolerances below are those measured, as a regression bound, not
-the bar: closing UMi's gap is the open part of the calibration (README)."""
+The issue's bar is 1 dB. Measured (16 drops, 9,120 UEs a side; Sionna seeded through
+``sionna.phy.config.seed`` — unseeded, two of its runs differed by up to 1.7 dB): UMi
+within 1.0 dB at all six points; UMa's coupling loss within 1.1 dB but its 5th
+percentile (1.35 dB — Sionna's own two halves of the drops differ by 1.0 dB there) and
+its SINR within 0.35 dB but its 95th percentile, 3.0 dB below Sionna's (the open part:
+netfl's angular average gives the best-placed UEs less gain than Sionna's per-link
+rays). The tolerances below are those measured, as a regression bound."""
 
 from __future__ import annotations
 
@@ -26,10 +28,10 @@ DATA = json.loads(FIXTURE.read_text())
 
 #: |netfl − Sionna| reached per scenario and metric [dB] (5th, 50th, 95th percentiles)
 TOLERANCE_DB = {
-    ("uma", "coupling_loss_db"): (1.0, 1.2, 1.0),
-    ("uma", "geometry_sinr_db"): (1.0, 1.0, 1.0),
-    ("umi", "coupling_loss_db"): (1.8, 1.0, 1.0),
-    ("umi", "geometry_sinr_db"): (1.0, 1.3, 3.0),
+    ("uma", "coupling_loss_db"): (1.4, 1.1, 1.0),
+    ("uma", "geometry_sinr_db"): (1.0, 1.0, 3.0),
+    ("umi", "coupling_loss_db"): (1.0, 1.0, 1.0),
+    ("umi", "geometry_sinr_db"): (1.0, 1.01, 1.0),
 }
 
 
