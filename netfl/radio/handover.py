@@ -205,15 +205,16 @@ class HandoverMixin:
         num_models: int,
         edge: int | None = None,
     ) -> Generator[simpy.Event, Any, TransferRecord]:
-        """A cellular unicast between a moving ``device`` and the FL server: the UE moves on
-        while its bits flow. At every measurement instant (multiples of ``sample_s``) its
-        position, A3 state and link are brought up to date, and its flow is re-rated at the
-        SINR where it now is (link adaptation following the UE's reports;
-        :meth:`OfdmaCarrier.relink`). On a handover the flow leaves the old cell's carrier
-        with the bits it has not delivered (:meth:`OfdmaCarrier.withdraw`); they resume on
-        the new cell's carrier after the interruption (a UE that drives out of coverage
-        is taken off the same way and resumes once it has a rate again) — a downlink's remaining bits first
-        forwarded to the new site over its backhaul (a recorded hop, no model counted). An
+        """A cellular unicast between a moving ``device`` and the FL server (or an edge
+        server): the UE moves on while its bits flow. At every measurement instant
+        (multiples of ``sample_s``) its position, A3 state and link are brought up to date,
+        and its flow is re-rated at the SINR where it now is (link adaptation following the
+        UE's reports; :meth:`OfdmaCarrier.relink`). On a handover the flow leaves the old
+        cell's carrier with the bits it has not delivered (:meth:`OfdmaCarrier.withdraw`);
+        they resume on the new cell's carrier after the interruption (a UE that drives out
+        of coverage is taken off the same way and resumes once it has a rate again) — a
+        downlink's remaining bits first forwarded to the new site (a recorded hop, no
+        model counted). An
         uplink of a buffer-status MAC keeps its grant cycles, each cycle's flow followed
         the same way. The events this costs are one per measurement instant while the
         transfer is in flight, none while the device idles. One record: from the first to
@@ -244,7 +245,6 @@ class HandoverMixin:
             if self.serving[device.name] != c:  # handed over: the rest goes via the new cell
                 self.cells[c]._end(link_of(c), direction)
                 yield from self._wait_handover([device])
-                yield from self._wait_coverage(device, direction)
                 c = self.serving[device.name]
                 if not uplink:
                     yield from self._relay(c, edge, "downlink", left, kind, 0)

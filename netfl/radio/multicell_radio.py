@@ -433,12 +433,10 @@ class MultiCellRadio(HandoverMixin, Radio):
         gain = 10.0 ** (-law.mean_loss_db(dist.reshape(-1)).reshape(dist.shape) / 10.0)
         rx = p_rb[None, :] * gain / p.noise_w("ue", p.rb_bandwidth_hz)
         rx[np.arange(len(devices)), np.arange(len(devices))] = 0.0  # (not from itself)
-        own = np.zeros((len(devices), len(all_cell)), dtype=bool)
-        own[np.arange(len(devices)), np.arange(len(devices))] = True
         terms = np.zeros((len(devices), n_cells))
         for c in range(n_cells):
             members = all_cell == c
-            count = members.sum() - own[:, members].sum(axis=1)
+            count = members.sum() - (all_cell[: len(devices)] == c)  # (v is not its own)
             terms[:, c] = rx[:, members].sum(axis=1) / np.maximum(count, 1)
         self._d2d_rx = {d.name: terms[k] for k, d in enumerate(devices)}
 

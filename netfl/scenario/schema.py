@@ -104,15 +104,18 @@ class DevicesSection(_Strict):
         MobilitySection(), description="how the devices no group moves move (default: static)"
     )
 
-    def mobility_of(self) -> list[MobilitySection]:
-        """Each device's mobility: its group's, else ``mobility``."""
-        out = [self.mobility] * self.count
-        i = 0
+    def _per_device(self, values: list, key: str) -> list:
+        """``values`` (one per device) with each group's own ``key`` over its devices."""
+        out, i = list(values), 0
         for g in self.groups:
-            if g.mobility is not None:
-                out[i : i + g.count] = [g.mobility] * g.count
+            if getattr(g, key) is not None:
+                out[i : i + g.count] = [getattr(g, key)] * g.count
             i += g.count
         return out
+
+    def mobility_of(self) -> list[MobilitySection]:
+        """Each device's mobility: its group's, else ``mobility``."""
+        return self._per_device([self.mobility] * self.count, "mobility")
 
     @field_validator("models")
     @classmethod
@@ -126,12 +129,7 @@ class DevicesSection(_Strict):
         names = [
             self.models[i % len(self.models)] if self.models else default for i in range(self.count)
         ]
-        i = 0
-        for g in self.groups:
-            if g.model is not None:
-                names[i : i + g.count] = [g.model] * g.count
-            i += g.count
-        return names
+        return self._per_device(names, "model")
 
     _vc = field_validator("compute_profile")(
         lambda v: _check_name("compute profile", v, compute_profiles())
