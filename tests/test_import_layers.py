@@ -77,6 +77,7 @@ LAYERS: list[list[str]] = [
         "netfl.radio.energy",
         "netfl.radio.geometry",
         "netfl.radio.handover",
+        "netfl.radio.interference",
         "netfl.radio.multicell_radio",
         "netfl.radio.network",
         "netfl.radio.ofdma",

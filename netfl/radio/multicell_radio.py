@@ -52,11 +52,12 @@ import simpy
 from channel_models.channel_profiles import ChannelProfile
 from channel_models.multicell import nearest_image_offsets, sector_gain_db
 from channel_models.pathloss import UMa, UMi
-from channel_models.units import dbm_to_w, linear_to_db
+from channel_models.units import linear_to_db
 from netfl.core.nodes import Node
 from netfl.core.records import Recorder, TransferRecord
 from netfl.radio.energy import BsPowerModel
 from netfl.radio.handover import HandoverMixin
+from netfl.radio.interference import InterferenceMixin
 from netfl.radio.network import Radio, direction_of
 from netfl.radio.ofdma_radio import OfdmaRadio
 from netfl.radio.sharing import ProcessorSharing
@@ -145,7 +146,7 @@ class CellRadio(OfdmaRadio):
         return super()._send(carrier, size_bits, psd, total, rng, **kw)
 
 
-class MultiCellRadio(HandoverMixin, Radio):
+class MultiCellRadio(HandoverMixin, InterferenceMixin, Radio):
     """Cells with their own carriers, RSRP association, interference and backhaul.
 
     Parameters
@@ -354,193 +355,6 @@ class MultiCellRadio(HandoverMixin, Radio):
         )
         out[:] = pl - gain
         return out
-
-    # -- association and interference ----------------------------------------------
-    def attach_cues(self, positions_m: np.ndarray, demand_rbs: float = 1.0) -> np.ndarray:
-        """Attach CUEs at ``positions_m`` (each holding ``demand_rbs`` RBs in a session)
-        to their best cells (mean coupling loss); the cell of each, also kept for the
-        uplink interference."""
-        self._cue_demand_rbs = float(demand_rbs)
-        self.cue_positions_m = np.asarray(positions_m, dtype=float).reshape(-1, 2)
-        self.cue_cells = (
-            np.argmin(self._mean_coupling_db(self.cue_positions_m), axis=1)
-            if len(self.cue_positions_m)
-            else np.zeros(0, dtype=int)
-        )
-        self._cue_loss = (
-            self._mean_coupling_db(self.cue_positions_m)
-            if len(self.cue_positions_m)
-            else np.zeros((0, len(self.cells)))
-        )
-        return self.cue_cells
-
-    def attach(self, devices: Sequence[Node]) -> None:
-        """(Re-)associate every device with its highest-RSRP cell and recompute the
-        interference terms of this drop."""
-        devices = list(devices)
-        self._devices = devices
-        loss = self.coupling_loss_db(devices) if devices else np.zeros((0, len(self.cells)))
-        serving = np.argmin(loss, axis=1) if devices else np.zeros(0, dtype=int)
-        self.serving = {d.name: int(c) for d, c in zip(devices, serving, strict=True)}
-        for cell in self.cells:
-            cell._loss_cache.clear()
-        p = self.profile
-        n_cells = len(self.cells)
-        # downlink: each device's SNR from every cell's BS (the interferers' at full power)
-        snr_dl, _ = self.cells[0].snr_terms(loss, True, False)
-        self._snr_dl = {d.name: np.asarray(snr_dl[k], dtype=float) for k, d in enumerate(devices)}
-        # uplink: [c', c] = mean over the UEs and CUEs attached to c' of p_RB(x)·g_xc / N_RB
-        self._ul_rx = np.zeros((n_cells, n_cells))
-        self._d2d_rx = {}
-        if self.interference == "none" or n_cells == 1:
-            return
-        counts = np.bincount(serving, minlength=n_cells) if devices else np.zeros(n_cells)
-        cue_loss = getattr(self, "_cue_loss", np.zeros((0, n_cells)))
-        all_loss = np.concatenate([loss, cue_loss])
-        all_cell = np.concatenate([serving, self.cue_cells]).astype(int)
-        if not len(all_loss):
-            return
-        rbs = self.cells[0].carriers["uplink"].num_rbs
-        m = np.concatenate(
-            [
-                rbs / np.maximum(counts[serving], 1),
-                np.full(len(self.cue_cells), self._cue_demand_rbs),
-            ]
-        )
-        own = all_loss[np.arange(len(all_loss)), all_cell]
-        p_rb = self._per_rb_power_w(own, m)
-        noise_rb = p.noise_w("bs", p.rb_bandwidth_hz)
-        rx = p_rb[:, None] * 10.0 ** (-all_loss / 10.0) / noise_rb  # (UEs, cells)
-        for c2 in range(n_cells):
-            members = all_cell == c2
-            if members.any():
-                self._ul_rx[c2] = rx[members].mean(axis=0)
-        np.fill_diagonal(self._ul_rx, 0.0)
-        self._d2d_terms(devices, all_cell, p_rb)
-
-    def _d2d_terms(self, devices: list[Node], all_cell: np.ndarray, p_rb: np.ndarray) -> None:
-        """J_c(v) of every device v: the mean over cell c's uplink members x ≠ v (devices,
-        then CUEs, in ``all_cell`` order, transmitting ``p_rb`` W per RB) of p_RB(x)·g_xv
-        over the UE's noise per RB, g_xv the D2D law's mean loss at the wrap-around
-        distance (the devices' heights left at the law's)."""
-        p = self.profile
-        n_cells = len(self.cells)
-        xy = np.array([d.position_m for d in devices], dtype=float).reshape(-1, 2)
-        all_xy = np.concatenate([xy, self.cue_positions_m])
-        off = nearest_image_offsets(xy, all_xy, self.wrap)  # (devices, members, 2)
-        dist = np.maximum(np.hypot(off[..., 0], off[..., 1]), 1.0)
-        law = self.cells[0]._d2d_pathloss
-        gain = 10.0 ** (-law.mean_loss_db(dist.reshape(-1)).reshape(dist.shape) / 10.0)
-        rx = p_rb[None, :] * gain / p.noise_w("ue", p.rb_bandwidth_hz)
-        rx[np.arange(len(devices)), np.arange(len(devices))] = 0.0  # (not from itself)
-        terms = np.zeros((len(devices), n_cells))
-        for c in range(n_cells):
-            members = all_cell == c
-            count = members.sum() - (all_cell[: len(devices)] == c)  # (v is not its own)
-            terms[:, c] = rx[:, members].sum(axis=1) / np.maximum(count, 1)
-        self._d2d_rx = {d.name: terms[k] for k, d in enumerate(devices)}
-
-    _cue_demand_rbs = 1.0
-
-    def _per_rb_power_w(self, own_loss_db: np.ndarray, rbs: np.ndarray) -> np.ndarray:
-        """A UE's transmit power per RB [W] at coupling loss ``own_loss_db`` to its cell
-        holding ``rbs`` RBs: open loop min(P_max/M, P0·2^μ·PL^α); full carrier P_max/N."""
-        p = self.profile
-        pc = p.uplink_power_control
-        if pc["model"] == "full_carrier":
-            n = self.cells[0].carriers["uplink"].num_rbs
-            return np.full(len(own_loss_db), p.ue_tx_power_w / n)
-        psd_dbm = pc["p0_dbm"] + 10.0 * math.log10(2.0**p.numerology) + pc["alpha"] * own_loss_db
-        return np.minimum(p.ue_tx_power_w / np.maximum(rbs, 1.0), dbm_to_w(psd_dbm))
-
-    def inr(self, cell: int, ue: Node, uplink: bool) -> float:
-        """Interference over noise of ``ue``'s link with ``cell`` now (linear): uplink
-        Σ_{c'≠c} η_c'·[mean UE of c' at BS c]/N_RB, downlink Σ_{c'≠c} η_c'·SNR_c'(ue),
-        with η the other cells' share of RBs on air (``eta``)."""
-        if self.interference == "none" or len(self.cells) == 1:
-            return 0.0
-        if uplink:
-            return float(self.eta["uplink"] @ self._ul_rx[:, cell])
-        row = self._snr_dl.get(ue.name)
-        if row is None:
-            return 0.0
-        eta = self.eta["downlink"]
-        return float(eta @ row - eta[cell] * row[cell])
-
-    def snr_scale(self, cell: int, link: tuple) -> float:
-        """SINR/SNR of a link ``(src, dst)`` of cell ``cell`` now."""
-        src, dst = link
-        if src.is_device and dst.is_device:
-            return 1.0 / (1.0 + self.d2d_inr(cell, dst))
-        return 1.0 / (1.0 + self.inr(cell, src if src.is_device else dst, dst.is_device is False))
-
-    def d2d_inr(self, cell: int, receiver: Node) -> float:
-        """Interference over noise at ``receiver`` of a D2D pair sent on cell ``cell``'s
-        uplink: Σ_{c≠cell} η_c·J_c(receiver) (the other cells' uplinks on the band)."""
-        if self.interference == "none" or len(self.cells) == 1:
-            return 0.0
-        row = self._d2d_rx.get(receiver.name)
-        if row is None:
-            return 0.0
-        eta = self.eta["uplink"]
-        return float(eta @ row - eta[cell] * row[cell])
-
-    def link_states(
-        self, srcs: Sequence[Node], dsts: Sequence[Node]
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """FedDif's D2D link planning on a network: ``(mean SINR, expected spectral
-        efficiency)`` of every pair ``srcs[m] → dsts[i]`` (devices), each on its sender's
-        cell's uplink with the interference now (:meth:`d2d_inr`); 0 on the diagonal."""
-        if not all(n.is_device for n in (*srcs, *dsts)):
-            raise ValueError("a network plans D2D links only (devices to devices)")
-        snr = np.zeros((len(srcs), len(dsts)))
-        for m, src in enumerate(srcs):
-            c = self.serving[src.name]
-            row, _ = self.cells[c].link_states([src], dsts)
-            scale = np.array([1.0 / (1.0 + self.d2d_inr(c, d)) for d in dsts])
-            snr[m] = row[0] * scale
-        return snr, self.cells[0].expected_efficiency(snr, "d2d")
-
-    def d2d_budget(self, senders: Sequence[Node]) -> tuple[np.ndarray, np.ndarray]:
-        """One pool per cell (a pair uses its sender's cell's uplink): each sender's cell
-        and the uplink bandwidth no CUE holds in each cell [Hz]."""
-        pool = np.array([self.serving[s.name] for s in senders], dtype=int)
-        return pool, np.array([c.d2d_free_bandwidth_hz() for c in self.cells])
-
-    def _on_activity(self, cell: int, direction: str) -> None:
-        """``interference: activity``: cell ``cell``'s ``direction`` carrier changed its
-        occupancy. When its share of RBs on air moved, the other cells' active FL flows
-        of that direction are re-rated — once per instant, after every change of that
-        instant (a round's transfers start together in every cell): no time passes in
-        between, so no bit is carried at a stale SINR."""
-        carrier = self.cells[cell].carriers[direction]
-        background, fl = carrier.held()
-        eta = min((background + fl) / carrier.num_rbs, 1.0)
-        if abs(eta - self.eta[direction][cell]) <= 1e-12:
-            return
-        self.eta[direction][cell] = eta
-        self._stale.add(direction)
-        if not self._rerate_pending:
-            self._rerate_pending = True
-            self.env.timeout(0.0).callbacks.append(self._rerate)
-
-    def _rerate(self, _event: simpy.Event | None = None) -> None:
-        """Every active FL unicast (D2D pairs on the uplink too) of a direction whose η
-        changed, at its SINR now."""
-        self._rerate_pending = False
-        stale, self._stale = sorted(self._stale), set()
-        for direction in stale:
-            for k, other in enumerate(self.cells):
-                c = other.carriers[direction]
-                flows = [f for f in c.flows if f.link is not None and f.multicast_snrs is None]
-                if not flows:
-                    continue
-                scales = np.array([self.snr_scale(k, f.link) for f in flows])
-                moved = np.abs(scales - np.array([f.snr_scale for f in flows])) > 1e-12 * scales
-                if moved.any():
-                    c.rescale_snr(
-                        [f for f, m in zip(flows, moved, strict=True) if m], scales[moved]
-                    )
 
     def cell_of(self, device: Node) -> CellRadio:
         return self.cells[self.serving[device.name]]
