@@ -25,17 +25,29 @@ floor n_fl ~ U{1..N_fl}, N_fl ~ U{4..8}, height 3(n_fl − 1) + 1.5 m, at an ind
 distance min(U(0, 25), U(0, 25)) m; outdoor UEs at 1.5 m. O2I loss (Table 7.4.3-2): half
 the indoor UEs behind low-loss, half behind high-loss walls, PL_tw + 0.5·d_2D-in + N(0,
 σ_P²) (σ_P 4.4 / 6.5 dB). The LOS state uses the outdoor distance d_2D − d_2D-in;
-shadowing is drawn per UE and site (co-located sectors share it).
+shadowing is drawn per UE and site (co-located sectors share it), an indoor UE's with
+the O2I σ_SF (7 dB, Table 7.5-6).
+
+Coupling loss. A link's antenna gain is its power summed over its own departure rays
+(:mod:`channel_models.departure_rays`: TR 38.901 §7.5 steps 4–7 per UE and site, the
+LSPs correlated with the link's shadowing) — the RSRP a 3GPP calibration's coupling
+loss is defined on.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from channel_models.departure_rays import (
+    O2I_LG_ASD,
+    RAY_PARAMS,
+    RAYS_PER_CLUSTER,
+    LinkRays,
+    draw_link_rays,
+)
 from channel_models.pathloss import PATHLOSS_MODELS, PathLoss
 
 __all__ = [
@@ -51,6 +63,8 @@ __all__ = [
     "indoor_states",
     "o2i_loss_db",
     "coupling_loss_db",
+    "site_rays",
+    "site_gains_db",
     "serving_cells",
     "geometry_sinr_db",
 ]
@@ -438,25 +452,6 @@ def zod_offset_deg(
     raise ValueError(f"ZoD offset of scenario {scenario!r} (valid: uma, umi)")
 
 
-def _spread_gain(gain_fn, theta: np.ndarray, phi: np.ndarray, asd, zsd, nodes: int = 7):
-    """E[10^(G/10)] over Gaussian azimuth/zenith offsets of RMS ``asd``/``zsd`` [deg]
-    (Gauss–Hermite quadrature, ``nodes``² points)."""
-    xa, xz, w = _hermite_grid(nodes)
-    shape = (-1,) + (1,) * np.ndim(theta)
-    t = np.clip(theta + xz.reshape(shape) * zsd, 0.0, 180.0)  # (all nodes at once)
-    lin = 10.0 ** (gain_fn(t, phi + xa.reshape(shape) * asd) / 10.0)
-    return np.tensordot(w, lin, axes=1)
-
-
-@functools.lru_cache(maxsize=8)
-def _hermite_grid(nodes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Gauss–Hermite nodes and weights for a standard normal pair, flattened."""
-    x, w = np.polynomial.hermite.hermgauss(nodes)
-    x, w = x * math.sqrt(2.0), w / math.sqrt(math.pi)
-    xa, xz = np.meshgrid(x, x, indexing="ij")
-    return xa.reshape(-1), xz.reshape(-1), np.outer(w, w).reshape(-1)
-
-
 def coupling_loss_db(
     layout: HexLayout,
     drop: UeDrop,
@@ -467,25 +462,22 @@ def coupling_loss_db(
     spacing_wl: float = 0.8,
     tilt_zenith_deg: float = 102.0,
     angular_spread: bool = True,
-    k_factor_db: float = 9.0,
 ) -> np.ndarray:
     """``(UEs, cells)`` coupling loss [dB]: path loss (TR 38.901 ``scenario``, LOS state
     drawn per UE and site from the outdoor distance, shadowing per UE and site) + O2I −
     the BS antenna gain towards the UE (element + vertical array; UE antenna 0 dBi).
 
-    ``angular_spread``: the antenna gain a link sees is averaged over its departure
-    angles, as a multipath channel's power is — a LOS link keeps K/(K+1) of its power on
-    the direct path (Ricean K of Table 7.5-6, 9 dB), the rest and every NLOS link spread
-    with the median ASD/ZSD of Table 7.5-6 (Gaussian, Gauss–Hermite quadrature), NLOS
-    links around the zenith offset μ_offset,ZOD of Tables 7.5-7/8; an indoor UE's links
-    (O2I) have no direct path and the O2I azimuth spread, their zenith spread and
-    offset following the outdoor part's LOS state;
-    ``False``: the gain in the direct direction only."""
+    ``angular_spread``: the antenna gain a link sees is its power summed over its own
+    departure rays (:mod:`channel_models.departure_rays`: TR 38.901 §7.5 steps 4–7 per
+    UE and site, K, ASD and ZSD correlated with the link's shadowing; co-located sectors
+    share the rays) — an indoor UE's links with the O2I column and σ_SF = 7 dB;
+    ``False``: the gain in the direct direction only, the path loss's σ_SF."""
     offsets = layout.site_offsets(drop.xy)  # (N, S, 2)
     d2 = np.hypot(offsets[..., 0], offsets[..., 1])
     n, s = d2.shape
     law_cls = PATHLOSS_MODELS[scenario]
     loss = np.empty((n, s))
+    std = np.empty((n, s))
     is_los = np.zeros((n, s), dtype=bool)
     u = rng.random((n, s))
     z = rng.standard_normal((n, s))
@@ -497,34 +489,68 @@ def coupling_loss_db(
         los = u[rows_h] < law.los_probability(d_out)
         d = np.maximum(d2[rows_h], 10.0)
         is_los[rows_h] = los
-        pl = np.where(los, law.los_loss_db(d), law.nlos_loss_db(d))
-        std = np.where(los, law.los_shadow_db, law.nlos_shadow_db)
-        loss[rows_h] = pl + std * z[rows_h]
-    loss += o2i_loss_db(drop, carrier_hz, rng)[:, None]
-    # antenna gain of each cell towards each UE
+        loss[rows_h] = np.where(los, law.los_loss_db(d), law.nlos_loss_db(d))
+        std[rows_h] = np.where(los, law.los_shadow_db, law.nlos_shadow_db)
+    indoor = np.broadcast_to(drop.indoor[:, None], (n, s))
+    rays = None
+    if angular_spread:
+        std = np.where(indoor, law_cls.o2i_shadow_db, std)
+        rays = site_rays(scenario, carrier_hz, is_los, indoor, z, rng)
+    loss = loss + std * z + o2i_loss_db(drop, carrier_hz, rng)[:, None]
     cell_site = layout.cell_site()
-    gain = sector_gain_db(
-        offsets[:, cell_site, :],
-        drop.height_m[:, None] - layout.bs_height_m,
-        None if layout.sectors == 1 else layout.cell_boresight_deg()[None, :],
-        is_los[:, cell_site] if angular_spread else None,
-        scenario,
-        carrier_hz,
-        drop.height_m[:, None],
-        layout.bs_height_m,
-        rows,
-        spacing_wl,
-        tilt_zenith_deg,
-        k_factor_db,
-        drop.indoor[:, None],
-    )
+    bore = None if layout.sectors == 1 else layout.cell_boresight_deg()
+    gain = np.empty((n, len(cell_site)))
+    for site in range(s):  # antenna gain of each of the site's cells towards each UE
+        cells = np.flatnonzero(cell_site == site)
+        args = (offsets[:, site, :], drop.height_m - layout.bs_height_m)
+        if rays is None:
+            for c in cells:
+                gain[:, c] = sector_gain_db(
+                    *args, None if bore is None else bore[c], None, scenario, carrier_hz,
+                    drop.height_m, layout.bs_height_m, rows, spacing_wl, tilt_zenith_deg,
+                )  # fmt: skip
+            continue
+        gain[:, cells] = site_gains_db(
+            *args, None if bore is None else bore[cells], is_los[:, site], scenario,
+            carrier_hz, drop.height_m, layout.bs_height_m, rows, spacing_wl,
+            tilt_zenith_deg, rays.take(np.arange(n) * s + site),
+        )  # fmt: skip
     return loss[:, cell_site] - gain
+
+
+def site_rays(
+    scenario: str,
+    carrier_hz: float,
+    los: np.ndarray,
+    indoor: np.ndarray,
+    shadow_z: np.ndarray,
+    rng: np.random.Generator,
+) -> LinkRays:
+    """Departure rays of every link of ``los``'s shape (flattened, C order): LOS and
+    NLOS links with their state's column, indoor UEs' links with the O2I one;
+    ``shadow_z`` the links' shadowing variates (loss sense) the LSPs correlate with."""
+    los, indoor = np.ravel(los), np.ravel(np.broadcast_to(indoor, np.shape(los)))
+    z = np.ravel(shadow_z)
+    median = departure_spreads_deg(scenario, carrier_hz, np.zeros(1), np.full(1, 1.5), 25.0)
+    groups = [
+        ("los", los & ~indoor, median["los"][0][0]),
+        ("nlos", ~los & ~indoor, median["nlos"][0][0]),
+        ("o2i", indoor, 10.0**O2I_LG_ASD),
+    ]
+    most = (
+        max(RAY_PARAMS[(scenario, g)].clusters for g, m, _ in groups if m.any()) if los.size else 1
+    )
+    out = LinkRays.empty(los.size, most * RAYS_PER_CLUSTER)
+    for state, mask, asd in groups:
+        if mask.any():
+            out.put(np.flatnonzero(mask), draw_link_rays(scenario, state, -z[mask], rng, asd))
+    return out
 
 
 def sector_gain_db(
     offsets_m: np.ndarray,
     dz_m: np.ndarray,
-    boresight_deg: np.ndarray | None,
+    boresight_deg: np.ndarray | float | None,
     los: np.ndarray | None,
     scenario: str,
     carrier_hz: float,
@@ -533,46 +559,76 @@ def sector_gain_db(
     rows: int = 10,
     spacing_wl: float = 0.8,
     tilt_zenith_deg: float = 102.0,
-    k_factor_db: float = 9.0,
-    indoor: np.ndarray | None = None,
+    rays: LinkRays | None = None,
 ) -> np.ndarray:
     """A cell's antenna gain towards UEs [dB]: ``offsets_m`` (..., 2) from the site to
     each UE (wrap-around applied), ``dz_m`` UE height − BS height, the cell's azimuth
-    ``boresight_deg`` (``None``: omni, the array only). ``los`` given (the links' LOS
-    states): averaged over the departure angles as :func:`coupling_loss_db` says;
-    ``None``: the gain in the direct direction. ``indoor`` (the UEs' O2I state): an
-    indoor UE's link has no specular path and the O2I azimuth spread (Table 7.5-6,
-    lgASD 1.25), its zenith spread and offset those of its outdoor part's LOS state."""
+    ``boresight_deg`` (``None``: omni, the array only). With ``rays`` (one link per
+    element, C order) and the links' outdoor LOS states ``los``: the power summed
+    over the links' departure rays (:func:`site_gains_db`); without: the gain in the
+    direct direction."""
+    if rays is not None:
+        if los is None:
+            raise ValueError("sector_gain_db: rays need the links' LOS states")
+        shape = np.broadcast_shapes(offsets_m.shape[:-1], np.shape(dz_m), np.shape(los))
+        flat = lambda x: np.broadcast_to(x, shape).ravel()  # noqa: E731
+        off = np.broadcast_to(offsets_m, (*shape, 2)).reshape(-1, 2)
+        bore = None if boresight_deg is None else [float(np.ravel(boresight_deg)[0])]
+        if boresight_deg is not None and np.unique(boresight_deg).size > 1:
+            raise ValueError("sector_gain_db with rays: one boresight per call")
+        return site_gains_db(
+            off, flat(dz_m), bore, flat(los), scenario, carrier_hz, flat(h_ut_m), h_bs_m,
+            rows, spacing_wl, tilt_zenith_deg, rays,
+        )[:, 0].reshape(shape)  # fmt: skip
     dx, dy = offsets_m[..., 0], offsets_m[..., 1]
     theta = np.degrees(np.arctan2(np.hypot(dx, dy), dz_m))  # zenith angle from the BS
-    phi = np.degrees(np.arctan2(dy, dx)) - (0.0 if boresight_deg is None else boresight_deg)
-
-    def gain_fn(t: np.ndarray, p: np.ndarray) -> np.ndarray:
-        g = array_gain_db(t, rows, spacing_wl, tilt_zenith_deg)
-        return g if boresight_deg is None else g + element_gain_db(t, p)
-
-    gain = gain_fn(theta, phi)
-    if los is None:
+    gain = array_gain_db(theta, rows, spacing_wl, tilt_zenith_deg)
+    if boresight_deg is None:
         return gain
+    return gain + element_gain_db(theta, np.degrees(np.arctan2(dy, dx)) - boresight_deg)
+
+
+def site_gains_db(
+    offsets_m: np.ndarray,
+    dz_m: np.ndarray,
+    boresights_deg: list[float] | np.ndarray | None,
+    los: np.ndarray,
+    scenario: str,
+    carrier_hz: float,
+    h_ut_m: np.ndarray,
+    h_bs_m: float,
+    rows: int,
+    spacing_wl: float,
+    tilt_zenith_deg: float,
+    rays: LinkRays,
+) -> np.ndarray:
+    """``(L, K)`` gains [dB] of one site's K sectors (azimuths ``boresights_deg``;
+    ``None``: one omni cell) towards L UEs over their links' departure ``rays``
+    (:class:`LinkRays`): ``offsets_m`` (L, 2) from the site, ``dz_m`` (L,) UE − BS
+    height, ``los`` (L,) the links' outdoor LOS states (their median ZSD and NLOS ZoD
+    offset, Tables 7.5-6/7/8). The rays' zenith angles and the array's gain along them
+    are the site's, computed once for its sectors."""
+    dx, dy = offsets_m[:, 0], offsets_m[:, 1]
     d2c = np.hypot(dx, dy)
+    theta = np.degrees(np.arctan2(d2c, dz_m))
+    phi = np.degrees(np.arctan2(dy, dx))
     h_ut = np.broadcast_to(h_ut_m, d2c.shape)
     spreads = departure_spreads_deg(scenario, carrier_hz, d2c, h_ut, h_bs_m)
-    k = 10.0 ** (k_factor_db / 10.0)
-    direct = 10.0 ** (gain / 10.0)
-    lin = np.empty_like(gain)
-    offset = zod_offset_deg(scenario, carrier_hz, d2c, h_ut)
-    o2i = (
-        np.zeros(gain.shape, dtype=bool) if indoor is None else np.broadcast_to(indoor, gain.shape)
-    )
-    for state, mask in (("los", los), ("nlos", ~los)):
-        asd, zsd = spreads[state]
-        if o2i.any():
-            asd = np.where(o2i, 10.0**1.25, asd)
-        t = theta[mask] + (offset[mask] if state == "nlos" else 0.0)
-        spread = _spread_gain(gain_fn, t, phi[mask], asd[mask], zsd[mask])
-        diffuse = o2i[mask] if state == "los" else np.ones(int(mask.sum()), dtype=bool)
-        lin[mask] = np.where(diffuse, spread, (k * direct[mask] + spread) / (k + 1.0))
-    return 10.0 * np.log10(lin)
+    zsd = np.where(los, spreads["los"][1], spreads["nlos"][1])
+    offset = np.where(los, 0.0, zod_offset_deg(scenario, carrier_hz, d2c, h_ut))
+    t = rays.zenith_deg(theta, zsd, offset)
+    array_rays = array_gain_db(t, rows, spacing_wl, tilt_zenith_deg)
+    array_direct = array_gain_db(theta, rows, spacing_wl, tilt_zenith_deg)
+    if boresights_deg is None:
+        return 10.0 * np.log10(rays.power_sum(array_rays, array_direct))[:, None]
+    out = np.empty((len(theta), len(boresights_deg)))
+    for k, bore in enumerate(boresights_deg):
+        az = phi - bore
+        ray_db = array_rays + element_gain_db(t, az[:, None] + rays.azimuth_deg)
+        out[:, k] = 10.0 * np.log10(
+            rays.power_sum(ray_db, array_direct + element_gain_db(theta, az))
+        )
+    return out
 
 
 def serving_cells(coupling_db: np.ndarray) -> np.ndarray:

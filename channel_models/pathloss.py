@@ -97,9 +97,11 @@ class PathLoss(ABC):
         distance_2d_m: ArrayLike,
         los_uniform: np.ndarray | None = None,
         shadow_normal: np.ndarray | None = None,
+        o2i: np.ndarray | None = None,
     ) -> np.ndarray:
         """Loss for given standard variates per link: ``los_uniform`` ~ U(0, 1) picks
-        the LOS state, ``shadow_normal`` ~ N(0, 1) scales to the shadowing [dB]."""
+        the LOS state, ``shadow_normal`` ~ N(0, 1) scales to the shadowing [dB]
+        (``o2i``, indoor UEs' links: only the TR 38.901 laws shadow them apart)."""
         loss = self.mean_loss_db(distance_2d_m)
         if shadow_normal is not None and self.shadowing_std_db > 0:
             loss = loss + shadow_normal * self.shadowing_std_db
@@ -154,6 +156,8 @@ class _TR38901(PathLoss):
 
     los_shadow_db: float
     nlos_shadow_db: float
+    #: σ_SF of an O2I (indoor UE's) link (Table 7.5-6's O2I column: 7 dB in UMa, UMi)
+    o2i_shadow_db: float = 7.0
     #: the scenario's BS antenna height (Table 7.4.1-1 applicability range)
     default_height_tx_m: float
 
@@ -221,9 +225,11 @@ class _TR38901(PathLoss):
         distance_2d_m: ArrayLike,
         los_uniform: np.ndarray | None = None,
         shadow_normal: np.ndarray | None = None,
+        o2i: np.ndarray | None = None,
     ) -> np.ndarray:
         """With ``los=None`` each link is LOS where ``los_uniform`` < the Table 7.4.2-1
-        probability (required); shadowing with the state's σ_SF."""
+        probability (required); shadowing with the state's σ_SF, or ``o2i_shadow_db``
+        on the links ``o2i`` marks (an indoor UE's)."""
         d = np.maximum(np.asarray(distance_2d_m, dtype=float), 10.0)
         if self.los is not None:
             return super().loss_db_given(d, None, shadow_normal)
@@ -233,6 +239,8 @@ class _TR38901(PathLoss):
         loss = np.where(is_los, self.los_loss_db(d), self.nlos_loss_db(d))
         if self.shadowing and shadow_normal is not None:
             std = np.where(is_los, self._los_shadow_std_db(d), self.nlos_shadow_db)
+            if o2i is not None:
+                std = np.where(o2i, self.o2i_shadow_db, std)
             loss = loss + shadow_normal * std
         return loss
 

@@ -18,6 +18,7 @@ LAYERS: list[list[str]] = [
     [  # pure physics: numpy/scipy only
         "channel_models",
         "channel_models.channel_profiles",
+        "channel_models.departure_rays",
         "channel_models.duplex",
         "channel_models.fading",
         "channel_models.link_abstraction",

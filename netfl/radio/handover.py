@@ -76,8 +76,8 @@ class HandoverMixin:
         """``(points, cells)`` coupling loss [dB] of ``ue`` were it at each of ``xy``:
         path loss at the wrap-around distance with the sites' fields, its O2I loss, less
         the antenna gain in the direct direction (the measurement the A3 rule compares;
-        the link budget averages the gain over the departure angles, which costs 49×
-        the evaluations — the two differ by ~1 dB only near the array's nulls)."""
+        the link budget sums the gain over the link's departure rays, 240–400× the
+        evaluations per point)."""
         law0 = self.cells[0]._pathloss
         h_ut = ue.height_m if math.isfinite(ue.height_m) else law0.height_rx_m
         law = self.cells[0]._law_at(law0, self.bs_height_m, h_ut)
@@ -85,7 +85,8 @@ class HandoverMixin:
         d2 = np.hypot(offs[..., 0], offs[..., 1])  # (points, cells)
         u, z = self._all_site_fields(xy)
         u, z = u[:, self.cell_site], z[:, self.cell_site]
-        out = law.loss_db_given(d2, u if law.random else None, z if law.random else None)
+        indoor = np.full(d2.shape, ue.o2i_loss_db > 0) if ue.o2i_loss_db > 0 else None
+        out = law.loss_db_given(d2, u if law.random else None, z if law.random else None, indoor)
         if self.antenna != "omni" or self.array_rows > 1:
             bore = self.boresight[None, :]
             out = out - sector_gain_db(  # (direct direction: see the docstring)
@@ -132,11 +133,13 @@ class HandoverMixin:
 
     def refresh(self, ue: Node) -> None:
         """``ue`` moved: its downlink SNR from every BS at its new position (the
-        interference terms; with the measurement's coupling loss, :meth:`coupling_along`)."""
+        interference terms; with the measurement's coupling loss, :meth:`coupling_along`)
+        and, as a D2D receiver, the other cells' uplinks it hears (``refresh_d2d``)."""
         at, loss = self._measured.get(ue.name, (math.nan, None))
         if at != self.env.now:
             loss = self.coupling_along(ue, ue.position_m[None, :])[0]
         self._snr_dl[ue.name] = np.asarray(self.cells[0].snr_terms(loss, True, False)[0])
+        self.refresh_d2d(ue)
 
     def handover_table(self) -> pd.DataFrame:
         return pd.DataFrame(self.handovers, columns=["time_s", "device", "from_cell", "to_cell"])

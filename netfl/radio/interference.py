@@ -91,22 +91,42 @@ class InterferenceMixin:
         then CUEs, in ``all_cell`` order, transmitting ``p_rb`` W per RB) of p_RB(x)·g_xv
         over the UE's noise per RB, g_xv the D2D law's mean loss at the wrap-around
         distance (the devices' heights left at the law's)."""
+        self._d2d_power = (devices, p_rb)
+        terms = self._d2d_rows(np.arange(len(devices)))
+        self._d2d_rx = {d.name: terms[k] for k, d in enumerate(devices)}
+
+    def _d2d_rows(self, receivers: np.ndarray) -> np.ndarray:
+        """``(len(receivers), cells)`` J_c of the devices at indices ``receivers`` of this
+        drop's list, every member at its position and serving cell now."""
+        devices, p_rb = self._d2d_power
         p = self.profile
-        n_cells = len(self.cells)
         xy = np.array([d.position_m for d in devices], dtype=float).reshape(-1, 2)
         all_xy = np.concatenate([xy, self.cue_positions_m])
-        off = nearest_image_offsets(xy, all_xy, self.wrap)  # (devices, members, 2)
+        all_cell = np.concatenate([[self.serving[d.name] for d in devices], self.cue_cells]).astype(
+            int
+        )
+        off = nearest_image_offsets(xy[receivers], all_xy, self.wrap)  # (receivers, members, 2)
         dist = np.maximum(np.hypot(off[..., 0], off[..., 1]), 1.0)
         law = self.cells[0]._d2d_pathloss
         gain = 10.0 ** (-law.mean_loss_db(dist.reshape(-1)).reshape(dist.shape) / 10.0)
         rx = p_rb[None, :] * gain / p.noise_w("ue", p.rb_bandwidth_hz)
-        rx[np.arange(len(devices)), np.arange(len(devices))] = 0.0  # (not from itself)
-        terms = np.zeros((len(devices), n_cells))
-        for c in range(n_cells):
+        rx[np.arange(len(receivers)), receivers] = 0.0  # (not from itself)
+        terms = np.zeros((len(receivers), len(self.cells)))
+        own = all_cell[receivers]
+        for c in range(len(self.cells)):
             members = all_cell == c
-            count = members.sum() - (all_cell[: len(devices)] == c)  # (v is not its own)
+            count = members.sum() - (own == c)  # (v is not its own)
             terms[:, c] = rx[:, members].sum(axis=1) / np.maximum(count, 1)
-        self._d2d_rx = {d.name: terms[k] for k, d in enumerate(devices)}
+        return terms
+
+    def refresh_d2d(self, ue: Node) -> None:
+        """``ue`` moved (or handed over): its J_c at its position now, the other members
+        at theirs (a moving member's last update)."""
+        if ue.name not in self._d2d_rx:
+            return
+        devices, _ = self._d2d_power
+        k = next(i for i, d in enumerate(devices) if d.name == ue.name)
+        self._d2d_rx[ue.name] = self._d2d_rows(np.array([k]))[0]
 
     _cue_demand_rbs = 1.0
 

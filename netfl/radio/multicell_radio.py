@@ -4,10 +4,11 @@ association, interference from the other cells, and the backhaul to the FL serve
 Each cell is an :class:`~netfl.radio.ofdma_radio.OfdmaRadio` with its own uplink and
 downlink carriers, scheduler, BS power meter and CUEs. Its links to its own BS see
 the network's geometry — the BS at its site's image nearest to the UE (wrap-around),
-the sector antenna's gain (:func:`channel_models.multicell.sector_gain_db`, averaged
-over the departure angles for TR 38.901 UMa/UMi links, the LOS state being the link's
-own draw) and an indoor UE's O2I loss — and the other cells, each on air on a share
-η_c of its RBs:
+the sector antenna's gain (:func:`channel_models.multicell.sector_gain_db`, summed over
+the link's departure rays on TR 38.901 UMa/UMi links, :mod:`channel_models.departure_rays`)
+and an indoor UE's O2I loss (its links shadowed with the O2I σ_SF, 7 dB) — co-located
+sectors sharing a link's LOS state, shadowing and rays (TR 38.901's per-site large-scale
+parameters) — and the other cells, each on air on a share η_c of its RBs:
 
 - downlink SINR of UE u served by cell s:
   P·g_us / (N_UE + Σ_{c≠s} η_c·P·g_uc), i.e. the SNR over 1 + Σ_{c≠s} η_c·SNR_c(u);
@@ -42,6 +43,7 @@ multicasts in each cell.
 from __future__ import annotations
 
 import math
+import zlib
 from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
@@ -50,7 +52,12 @@ import pandas as pd
 import simpy
 
 from channel_models.channel_profiles import ChannelProfile
-from channel_models.multicell import nearest_image_offsets, sector_gain_db
+from channel_models.departure_rays import O2I_LG_ASD, LinkRays, draw_link_rays
+from channel_models.multicell import (
+    departure_spreads_deg,
+    nearest_image_offsets,
+    sector_gain_db,
+)
 from channel_models.pathloss import UMa, UMi
 from channel_models.units import linear_to_db
 from netfl.core.nodes import Node
@@ -63,6 +70,8 @@ from netfl.radio.ofdma_radio import OfdmaRadio
 from netfl.radio.sharing import ProcessorSharing
 
 __all__ = ["CellRadio", "MultiCellRadio"]
+
+RAY_STATES = ("los", "nlos", "o2i")
 
 
 class CellRadio(OfdmaRadio):
@@ -78,6 +87,12 @@ class CellRadio(OfdmaRadio):
 
     def _rng_next(self, _k: int) -> np.random.Generator:
         return self.network.next_fading_rng()
+
+    def _node_key(self, node: Node) -> np.uint64:
+        """A BS's key is its site's (the first sector's node): co-located sectors share
+        their links' LOS states and shadowing, as TR 38.901's large-scale parameters
+        are per site."""
+        return super()._node_key(self.network.site_node.get(node.name, node))
 
     def _cellular(self, srcs: Sequence[Node], dsts: Sequence[Node]) -> np.ndarray:
         return np.array([[(s is self.node) != (d is self.node) for d in dsts] for s in srcs])
@@ -201,6 +216,11 @@ class MultiCellRadio(HandoverMixin, InterferenceMixin, Radio):
         self.cell_site = deployment.cell_site()
         self.boresight = deployment.cell_boresight_deg()
         self.wrap = deployment.wrap_vectors()
+        first = {}
+        for c, site in enumerate(self.cell_site):
+            first.setdefault(int(site), cell_nodes[c])
+        #: each BS node's site representative (its site's first sector)
+        self.site_node = {n.name: first[int(self.cell_site[c])] for c, n in enumerate(cell_nodes)}
         self.cells = [
             CellRadio(
                 env,
@@ -259,6 +279,7 @@ class MultiCellRadio(HandoverMixin, InterferenceMixin, Radio):
                 for d, carrier in cell.carriers.items():
                     carrier.listeners.append(lambda c=c, d=d: self._on_activity(c, d))
         self._gain_cache: dict[tuple, float] = {}
+        self._rays: dict[tuple, LinkRays] = {}  # a moving UE's rays per site and state
         self.cue_positions_m = np.zeros((0, 2))
         self.cue_cells = np.zeros(0, dtype=int)
         self._devices: list[Node] = []
@@ -279,9 +300,9 @@ class MultiCellRadio(HandoverMixin, InterferenceMixin, Radio):
 
     def antenna_gains_db(self, ues: Sequence[Node], cell: CellRadio) -> np.ndarray:
         """Cell ``cell``'s antenna gain towards each UE [dB], kept per UE position: the
-        sector element and array, averaged over the departure angles (LOS state: the
-        link's own draw; an indoor UE's links with the O2I parameters) on TR 38.901
-        UMa/UMi links, else in the direct direction."""
+        sector element and array summed over the link's departure rays on TR 38.901
+        UMa/UMi links (:meth:`link_rays`; the LOS state and shadowing the link's own
+        draws), else in the direct direction."""
         keys = [
             (u.name, u.position_m.tobytes(), u.height_m, u.o2i_loss_db > 0, cell.cell) for u in ues
         ]
@@ -295,16 +316,18 @@ class MultiCellRadio(HandoverMixin, InterferenceMixin, Radio):
             law = cell._pathloss
             h_ut = np.array([u.height_m for u in miss], dtype=float)
             h_ut = np.where(np.isfinite(h_ut), h_ut, law.height_rx_m)
-            los = None
+            los = rays = None
             if self._scenario is not None and law.draws_los:
                 d2 = np.hypot(off[:, 0], off[:, 1])
-                u, _ = cell._link_variates(miss, [cell.node], xy, cell.node.position_m[None, :])
+                u, z = cell._link_variates(miss, [cell.node], xy, cell.node.position_m[None, :])
                 p_los = np.empty(len(miss))
                 for h in np.unique(h_ut):
                     sel = h_ut == h
                     at = cell._law_at(law, self.bs_height_m, float(h))
-                    p_los[sel] = at.los_probability(d2[sel])
-                los = (u[:, 0] < p_los)[:, None]
+                    p_los[sel] = at.los_probability(np.maximum(d2[sel], 10.0))
+                los = u[:, 0] < p_los
+                rays = self.link_rays(miss, int(self.cell_site[cell.cell]), los, z[:, 0])
+                los = los[:, None]
             bore = self.boresight[cell.cell]
             gain = sector_gain_db(
                 off[:, None, :],
@@ -317,11 +340,49 @@ class MultiCellRadio(HandoverMixin, InterferenceMixin, Radio):
                 self.bs_height_m,
                 self.array_rows,
                 tilt_zenith_deg=self.tilt_zenith_deg,
-                indoor=np.array([u.o2i_loss_db > 0 for u in miss])[:, None],
+                rays=rays,
             )[:, 0]
             for k, g in zip(missing, gain, strict=True):
                 self._gain_cache[keys[k]] = float(g)
         return np.array([self._gain_cache[key] for key in keys])
+
+    def link_rays(
+        self, ues: Sequence[Node], site: int, los: np.ndarray, shadow_z: np.ndarray
+    ) -> LinkRays:
+        """The departure rays of each UE's link to ``site`` (TR 38.901 §7.5 steps 4–7,
+        :mod:`channel_models.departure_rays`) in its state (LOS, NLOS, or O2I for an
+        indoor UE), correlated with its shadowing ``shadow_z`` (loss sense). Each link's
+        rays come from its own generator — keyed by the link seed, the UE's name, the
+        site, the state and (static UEs) the position — so they are the same whatever
+        order links are evaluated in and shared by the site's sectors; a moving UE keeps
+        its rays per site and state along its path (kept here, not re-drawn)."""
+        states = [
+            "o2i" if u.o2i_loss_db > 0 else ("los" if lo else "nlos")
+            for u, lo in zip(ues, los, strict=True)
+        ]
+        spreads = departure_spreads_deg(
+            self._scenario, self.profile.carrier_hz, np.zeros(1), np.full(1, 1.5), 25.0
+        )
+        seed = int(self.cells[0]._link_seed)
+        drawn = []
+        for u, state, z in zip(ues, states, shadow_z, strict=True):
+            mobile = u.name in self.mobile
+            key = (u.name, site, state)
+            got = self._rays.get(key) if mobile else None
+            if got is None:
+                where = () if mobile else tuple(int(v) for v in u.position_m.view(np.uint64))
+                rng = np.random.default_rng(
+                    [seed, zlib.crc32(u.name.encode()), site, RAY_STATES.index(state), *where]
+                )
+                asd = 10.0**O2I_LG_ASD if state == "o2i" else float(spreads[state][0][0])
+                got = draw_link_rays(self._scenario, state, np.array([-z]), rng, asd)
+                if mobile:
+                    self._rays[key] = got
+            drawn.append(got)
+        out = LinkRays.empty(len(drawn), max(r.weight.shape[1] for r in drawn))
+        for k, r in enumerate(drawn):
+            out.put(np.array([k]), r)
+        return out
 
     def coupling_loss_db(self, ues: Sequence[Node]) -> np.ndarray:
         """``(UEs, cells)`` coupling loss [dB]: each cell's path loss, shadowing and LOS

@@ -162,6 +162,10 @@ class OfdmaRadio(Radio):
         h_src = np.array([n.height_m for n in srcs], dtype=float)
         h_dst = np.array([n.height_m for n in dsts], dtype=float)
         heights = bool(np.isfinite(h_src).any() or np.isfinite(h_dst).any())
+        # an indoor device's links to a BS shadow with the O2I σ_SF (TR 38.901 laws)
+        in_src = np.array([n.o2i_loss_db > 0 for n in srcs])
+        in_dst = np.array([n.o2i_loss_db > 0 for n in dsts])
+        o2i = (in_src[:, None] | in_dst[None, :]) & ~d2d if in_src.any() or in_dst.any() else None
         for law, mask in ((self._d2d_pathloss, d2d), (self._pathloss, ~d2d)):
             if not mask.any():
                 continue
@@ -169,8 +173,9 @@ class OfdmaRadio(Radio):
             if law.random:
                 los_u, shadow_z = self._link_variates(srcs, dsts, a, b)
                 los_u, shadow_z = los_u[mask], shadow_z[mask]
+            inside = None if o2i is None or law is self._d2d_pathloss else o2i[mask]
             if not heights:
-                out[mask] = law.loss_db_given(dist[mask], los_u, shadow_z)
+                out[mask] = law.loss_db_given(dist[mask], los_u, shadow_z, inside)
                 continue
             # per-device heights: cellular links put the device's height on the law's UE
             # side (whichever end it is), D2D links the sender's and receiver's
@@ -190,6 +195,7 @@ class OfdmaRadio(Radio):
                     dist[mask][sel],
                     None if los_u is None else los_u[sel],
                     None if shadow_z is None else shadow_z[sel],
+                    None if inside is None else inside[sel],
                 )
             out[mask] = vals
         return out

@@ -129,53 +129,6 @@ def test_coupling_loss_of_a_uma_drop_is_plausible_and_sectors_split_the_site():
     assert -10 < np.median(sinr) < 15
 
 
-def test_angular_spread_averaging_keeps_the_direct_gain_without_spread_and_fills_nulls():
-    from channel_models.multicell import _spread_gain
-
-    def gain(t, p):
-        return element_gain_db(t, p) + array_gain_db(t)
-
-    theta = np.array([102.0, 95.0, 120.0, 90.0])
-    phi = np.array([0.0, 40.0, 100.0, 170.0])
-    zero = _spread_gain(gain, theta, phi, np.zeros(4), np.zeros(4))
-    np.testing.assert_allclose(10 * np.log10(zero), gain(theta, phi), atol=1e-9)
-    spread = 10 * np.log10(_spread_gain(gain, theta, phi, np.full(4, 20.0), np.full(4, 6.0)))
-    assert spread[0] < gain(theta[:1], phi[:1])[0]  # the beam's peak is blurred
-    assert spread[3] > gain(theta[3:], phi[3:])[0]  # a back-lobe null is filled
-
-
-def test_an_indoor_link_has_no_direct_path_and_the_o2i_azimuth_spread():
-    """TR 38.901 Table 7.5-6: O2I links take lgASD = 1.25 and no Ricean K; their zenith
-    spread and offset follow the outdoor part's LOS state (Tables 7.5-7/8)."""
-    from channel_models.multicell import (
-        _spread_gain,
-        departure_spreads_deg,
-        sector_gain_db,
-        zod_offset_deg,
-    )
-
-    def gain(t, p):
-        return element_gain_db(t, p) + array_gain_db(t)
-
-    off = np.array([[[60.0, 35.0]], [[120.0, -80.0]]])  # (2 UEs, 1 cell, 2)
-    dz = np.full((2, 1), 1.5 - 25.0)
-    h = np.full((2, 1), 1.5)
-    los = np.array([[True], [False]])
-    bore = np.array([[30.0]])
-    got = sector_gain_db(off, dz, bore, los, "uma", 6e9, h, 25.0, indoor=np.ones((2, 1), bool))
-    d2 = np.hypot(off[..., 0], off[..., 1])
-    theta = np.degrees(np.arctan2(d2, dz))
-    phi = np.degrees(np.arctan2(off[..., 1], off[..., 0])) - 30.0
-    sp = departure_spreads_deg("uma", 6e9, d2, h, 25.0)
-    mu = zod_offset_deg("uma", 6e9, d2, h)
-    asd = np.full(1, 10.0**1.25)
-    want_los = _spread_gain(gain, theta[0], phi[0], asd, sp["los"][1][0])  # no direct path
-    want_nlos = _spread_gain(gain, theta[1] + mu[1], phi[1], asd, sp["nlos"][1][1])
-    np.testing.assert_allclose(got[:, 0], 10 * np.log10([want_los[0], want_nlos[0]]), atol=1e-9)
-    outdoor = sector_gain_db(off, dz, bore, los, "uma", 6e9, h, 25.0)
-    assert not np.allclose(outdoor, got)
-
-
 def test_uniform_drop_over_the_hex_deployment():
     from scipy import stats
 

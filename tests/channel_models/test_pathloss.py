@@ -67,3 +67,17 @@ def test_shadowing_is_lognormal_with_stated_std():
 
 def test_distance_3d():
     assert distance_3d_m(3.0, 5.0, 1.0) == pytest.approx(5.0)
+
+
+def test_indoor_links_shadow_with_the_o2i_sigma():
+    """TR 38.901 Table 7.5-6: an O2I link's σ_SF is 7 dB (its outdoor state's 4 / 6 dB
+    otherwise); the LOS state still picks the basic path loss."""
+    law = UMa(6e9, los=None, shadowing=True)
+    d = np.full(6, 150.0)
+    u = np.array([0.0, 0.0, 0.999, 0.999, 0.0, 0.999])  # LOS, LOS, NLOS, NLOS, LOS, NLOS
+    z = np.ones(6)
+    o2i = np.array([False, True, False, True, True, True])
+    got = law.loss_db_given(d, u, z, o2i)
+    los, nlos = law.los_loss_db(d), law.nlos_loss_db(d)
+    want = np.where(u < 0.5, los, nlos) + np.array([4.0, 7.0, 6.0, 7.0, 7.0, 7.0])
+    np.testing.assert_allclose(got, want, atol=1e-12)

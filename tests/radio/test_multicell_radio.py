@@ -154,6 +154,36 @@ def test_association_is_the_highest_rsrp_cell():
     assert World(s2).radio.serving == {"ue0": 0, "ue1": 1, "ue2": 2}
 
 
+def test_co_sited_sectors_share_a_links_los_state_shadowing_and_rays():
+    """TR 38.901: large-scale parameters (LOS state, shadowing) and the rays belong to
+    the link to a site; its sectors differ only in their antenna gain."""
+    s = _scenario(
+        cell={"link": {"mode": "ofdma", "channel_profile": "nr_fr1_uma"}},
+        network={"sites": 7, "sectors": 3, "isd_m": 500, "indoor_fraction": 0.5},
+        devices={"count": 30},
+        seed=5,
+    )
+    world = World(s)
+    radio = world.radio
+    ues = world.all_devices
+    loss = radio.coupling_loss_db(ues)
+    gains = np.stack([radio.antenna_gains_db(ues, c) for c in radio.cells], axis=1)
+    budget = (loss + gains).reshape(len(ues), 7, 3)  # path loss + shadowing + O2I per site
+    np.testing.assert_allclose(budget, np.repeat(budget[:, :, :1], 3, axis=2), atol=1e-9)
+    assert np.ptp(budget[:, :, 0], axis=1).min() > 0.0  # sites differ
+    # a link's rays: its own generator (the same in any evaluation order), per site
+    los = np.array([False])
+    one = radio.link_rays(ues[3:4], 2, los, np.zeros(1))
+    again = radio.link_rays(ues[:5], 2, np.zeros(5, bool), np.zeros(5))
+    np.testing.assert_array_equal(one.azimuth_deg[0], again.azimuth_deg[3, : one.weight.shape[1]])
+    other = radio.link_rays(ues[3:4], 3, los, np.zeros(1))
+    assert not np.array_equal(one.azimuth_deg, other.azimuth_deg)
+    # gains in any order: the third device's alone equal its gain among all
+    fresh = World(s).radio
+    alone = fresh.antenna_gains_db(ues[2:3], fresh.cells[4])
+    assert alone[0] == pytest.approx(gains[2, 4], abs=1e-12)
+
+
 def test_backhaul_hop_is_a_timed_transfer_with_its_latency():
     s = _scenario(
         cell=PLAIN_CELL,
@@ -581,6 +611,12 @@ def test_d2d_sinr_on_a_network_by_hand():
     assert gamma[0, 1] == pytest.approx(cell0.expected_efficiency(snr, "d2d")[0, 1])
     pool, available = radio.d2d_budget([a, c])
     assert list(pool) == [0, 1] and len(available) == 2
+    # the receiver moves 100 m towards ue2 (still in cell 0): its term follows it
+    b.position_m = np.array([250.0, 0.0])
+    radio.refresh_d2d(b)
+    g2 = 10 ** (-float(law.mean_loss_db(np.array([170.0]))[0]) / 10)
+    want = p_rb * g2 / p.noise_w("ue", p.rb_bandwidth_hz)
+    assert radio._d2d_rx["ue1"][1] == pytest.approx(want, rel=1e-12)
 
 
 @pytest.mark.parametrize("name", ["feddif", "fedswap"])

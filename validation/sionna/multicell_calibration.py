@@ -47,7 +47,9 @@ def noise_dbm() -> float:
     return -174.0 + 10.0 * math.log10(BANDWIDTH_HZ) + NF_DB
 
 
-def sionna_side(scenario: str, drops: int, ues_per_sector: int) -> tuple[np.ndarray, np.ndarray]:
+def sionna_side(
+    scenario: str, drops: int, ues_per_sector: int, spec_version: str = "16.1"
+) -> tuple[np.ndarray, np.ndarray]:
     import torch
     from sionna.phy.channel.tr38901 import PanelArray, UMa, UMi
     from sionna.sys import gen_tr38901_multicell_topology
@@ -71,7 +73,9 @@ def sionna_side(scenario: str, drops: int, ues_per_sector: int) -> tuple[np.ndar
         carrier_frequency=FC,
         device="cpu",
     )
-    model = {"uma": UMa, "umi": UMi}[scenario](FC, "low", ut, bs, "downlink", device="cpu")
+    model = {"uma": UMa, "umi": UMi}[scenario](
+        FC, "low", ut, bs, "downlink", device="cpu", spec_version=spec_version
+    )
     lam = 299_792_458.0 / FC
     z = bs.ant_pos[:, 2].double().numpy()
     tilt = math.radians(102.0)
@@ -117,85 +121,115 @@ def netfl_side(scenario: str, drops: int, ues_per_sector: int, seed: int = 7):
     return np.concatenate(cl_all), np.concatenate(sinr_all)
 
 
+def _percentiles(cl: np.ndarray, sinr: np.ndarray) -> dict:
+    return {
+        "coupling_loss_db": np.percentile(cl, PERCENTILES).round(2).tolist(),
+        "geometry_sinr_db": np.percentile(sinr, PERCENTILES).round(2).tolist(),
+    }
+
+
+def _cdf(cl: np.ndarray, sinr: np.ndarray) -> dict:
+    """Every percentile 0..100 (the figure's CDFs, kept so ``--netfl-only`` can draw them)."""
+    q = np.arange(101)
+    return {
+        "coupling_loss_db": np.percentile(cl, q).round(2).tolist(),
+        "geometry_sinr_db": np.percentile(sinr, q).round(2).tolist(),
+    }
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--drops", type=int, default=16)
     ap.add_argument("--ues-per-sector", type=int, default=10)
     ap.add_argument("--scenarios", nargs="+", default=list(SCENARIOS))
     ap.add_argument(
+        "--spec-version",
+        default="16.1",
+        help="Sionna's TR 38.901 parameter tables (16.1: the Rel-16/17 tables netfl implements)",
+    )
+    ap.add_argument(
+        "--netfl-only",
+        action="store_true",
+        help="keep the Sionna side stored in --out and recompute netfl's (no Sionna needed)",
+    )
+    ap.add_argument(
         "--out", default=str(ROOT / "tests" / "reference" / "multicell_calibration.json")
     )
     ap.add_argument("--figure", default=str(ROOT / "docs" / "multicell_calibration.png"))
     args = ap.parse_args()
-    result: dict = {"percentiles": list(PERCENTILES), "scenarios": {}}
-    curves = {}
+    if args.netfl_only:
+        result = json.loads(Path(args.out).read_text())
+    else:
+        import sionna
+
+        result = {
+            "percentiles": list(PERCENTILES),
+            "scenarios": {},
+            "spec_version": args.spec_version,
+            "source": f"Sionna {sionna.__version__} (pip sionna-no-rt), TR 38.901 tables "
+            f"v{args.spec_version}; validation/sionna/multicell_calibration.py",
+        }
     for sc in args.scenarios:
-        t0 = time.perf_counter()
-        s_cl, s_sinr = sionna_side(sc, args.drops, args.ues_per_sector)
+        entry = result["scenarios"].setdefault(sc, {})
+        if not args.netfl_only:
+            t0 = time.perf_counter()
+            s_cl, s_sinr = sionna_side(sc, args.drops, args.ues_per_sector, args.spec_version)
+            half = len(s_cl) // 2
+            entry.update(
+                config=SCENARIOS[sc],
+                ues=int(len(s_cl)),
+                sionna_wall_s=round(time.perf_counter() - t0, 1),
+                sionna=_percentiles(s_cl, s_sinr),
+                # the reference's own sampling noise: |first half − second half of drops|
+                sionna_halves_gap={
+                    k: np.abs(np.subtract(a, b)).round(2).tolist()
+                    for (k, a), b in zip(
+                        _percentiles(s_cl[:half], s_sinr[:half]).items(),
+                        _percentiles(s_cl[half:], s_sinr[half:]).values(),
+                        strict=True,
+                    )
+                },
+                sionna_cdf=_cdf(s_cl, s_sinr),
+            )
         t1 = time.perf_counter()
         n_cl, n_sinr = netfl_side(sc, args.drops, args.ues_per_sector)
-        t2 = time.perf_counter()
-        curves[sc] = (s_cl, s_sinr, n_cl, n_sinr)
-        entry = {
-            "config": SCENARIOS[sc],
-            "ues": int(len(s_cl)),
-            "sionna_wall_s": round(t1 - t0, 1),
-            "netfl_wall_s": round(t2 - t1, 2),
-            "sionna": {
-                "coupling_loss_db": np.percentile(s_cl, PERCENTILES).round(2).tolist(),
-                "geometry_sinr_db": np.percentile(s_sinr, PERCENTILES).round(2).tolist(),
-            },
-            # the reference's own sampling noise: |first half − second half of the drops|
-            "sionna_halves_gap": {
-                name: np.abs(
-                    np.percentile(x[: len(x) // 2], PERCENTILES)
-                    - np.percentile(x[len(x) // 2 :], PERCENTILES)
-                )
-                .round(2)
-                .tolist()
-                for name, x in (("coupling_loss_db", s_cl), ("geometry_sinr_db", s_sinr))
-            },
-            "netfl": {
-                "coupling_loss_db": np.percentile(n_cl, PERCENTILES).round(2).tolist(),
-                "geometry_sinr_db": np.percentile(n_sinr, PERCENTILES).round(2).tolist(),
-            },
-        }
-        result["scenarios"][sc] = entry
-        print(sc, json.dumps(entry), flush=True)
-    import sionna
-
-    result["source"] = (
-        f"Sionna {sionna.__version__} (pip sionna-no-rt); validation/sionna/multicell_calibration.py"
-    )
+        entry.update(
+            netfl_wall_s=round(time.perf_counter() - t1, 2),
+            netfl=_percentiles(n_cl, n_sinr),
+            netfl_cdf=_cdf(n_cl, n_sinr),
+        )
+        print(sc, json.dumps({k: entry[k] for k in ("sionna", "netfl")}), flush=True)
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
     if args.figure:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-        for i, (sc, (s_cl, s_sinr, n_cl, n_sinr)) in enumerate(curves.items()):
-            for ax, s, n in ((axes[0], s_cl, n_cl), (axes[1], s_sinr, n_sinr)):
-                for data, style, who in ((s, "-", "Sionna"), (n, "--", "netfl")):
-                    x = np.sort(data)
-                    ax.plot(
-                        x,
-                        np.arange(1, len(x) + 1) / len(x),
-                        style,
-                        color=f"C{i}",
-                        label=f"{sc.upper()} {who}",
-                    )
-        axes[0].set_xlabel("coupling loss, serving cell [dB]")
-        axes[1].set_xlabel("downlink geometry SINR [dB]")
-        for ax in axes:
-            ax.set_ylabel("CDF")
-            ax.grid(alpha=0.3)
-            ax.legend(fontsize=8)
-        fig.suptitle("TR 38.901 calibration, 19 sites × 3 sectors, wrap-around, 6 GHz", fontsize=10)
-        fig.tight_layout()
-        fig.savefig(args.figure, dpi=120)
+        _figure(result, args.figure)
     return 0
+
+
+def _figure(result: dict, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    q = np.arange(101) / 100
+    for i, (sc, entry) in enumerate(result["scenarios"].items()):
+        for ax, key in zip(axes, ("coupling_loss_db", "geometry_sinr_db"), strict=True):
+            for side, style, who in (("sionna_cdf", "-", "Sionna"), ("netfl_cdf", "--", "netfl")):
+                ax.plot(entry[side][key], q, style, color=f"C{i}", label=f"{sc.upper()} {who}")
+    axes[0].set_xlabel("coupling loss, serving cell [dB]")
+    axes[1].set_xlabel("downlink geometry SINR [dB]")
+    for ax in axes:
+        ax.set_ylabel("CDF")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(
+        "TR 38.901 calibration, 19 sites × 3 sectors, wrap-around, 6 GHz "
+        f"(Sionna tables v{result.get('spec_version', '?')})",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
 
 
 if __name__ == "__main__":
