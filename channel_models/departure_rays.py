@@ -141,6 +141,16 @@ class LinkRays:
             np.ones(n),
         )
 
+    @classmethod
+    def stack(cls, items: list[LinkRays]) -> LinkRays:
+        """The links of ``items`` in order, padded to the most rays."""
+        out = cls.empty(sum(len(r) for r in items), max(r.weight.shape[1] for r in items))
+        start = 0
+        for r in items:
+            out.put(np.arange(start, start + len(r)), r)
+            start += len(r)
+        return out
+
     def put(self, index: np.ndarray, other: LinkRays) -> None:
         """Write ``other``'s links at rows ``index`` (its rays first, the rest zero)."""
         r = other.weight.shape[1]

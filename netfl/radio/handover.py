@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 import simpy
 
-from channel_models.multicell import nearest_image_offsets, sector_gain_db
+from channel_models.departure_rays import LinkRays
+from channel_models.multicell import nearest_image_offsets, sector_gain_db, site_gains_db
 from netfl.core.nodes import Node
 from netfl.core.records import TransferRecord
 from netfl.errors import UserError
@@ -75,32 +76,83 @@ class HandoverMixin:
     def coupling_along(self, ue: Node, xy: np.ndarray) -> np.ndarray:
         """``(points, cells)`` coupling loss [dB] of ``ue`` were it at each of ``xy``:
         path loss at the wrap-around distance with the sites' fields, its O2I loss, less
-        the antenna gain in the direct direction (the measurement the A3 rule compares;
-        the link budget sums the gain over the link's departure rays, 240–400× the
-        evaluations per point)."""
+        the antenna gain — on TR 38.901 UMa/UMi links summed over the link's departure
+        rays in the LOS state the field gives at each point (:meth:`link_rays`, kept per
+        site and state along the path): the RSRP the A3 rule compares is the one the
+        link budget and the association use."""
         law0 = self.cells[0]._pathloss
         h_ut = ue.height_m if math.isfinite(ue.height_m) else law0.height_rx_m
         law = self.cells[0]._law_at(law0, self.bs_height_m, h_ut)
-        offs = nearest_image_offsets(xy, self.site_xy, self.wrap)[:, self.cell_site, :]
+        site_offs = nearest_image_offsets(xy, self.site_xy, self.wrap)  # (points, sites, 2)
+        offs = site_offs[:, self.cell_site, :]
         d2 = np.hypot(offs[..., 0], offs[..., 1])  # (points, cells)
-        u, z = self._all_site_fields(xy)
-        u, z = u[:, self.cell_site], z[:, self.cell_site]
+        u_site, z_site = self._all_site_fields(xy)
+        u, z = u_site[:, self.cell_site], z_site[:, self.cell_site]
         indoor = np.full(d2.shape, ue.o2i_loss_db > 0) if ue.o2i_loss_db > 0 else None
         out = law.loss_db_given(d2, u if law.random else None, z if law.random else None, indoor)
-        if self.antenna != "omni" or self.array_rows > 1:
-            bore = self.boresight[None, :]
-            out = out - sector_gain_db(  # (direct direction: see the docstring)
-                offs,
-                np.full(d2.shape, h_ut - self.bs_height_m),
-                None if self.antenna == "omni" or not np.isfinite(bore).all() else bore,
-                None,
-                self._scenario or "uma",
+        if self.antenna == "omni" and self.array_rows == 1:
+            return out + ue.o2i_loss_db
+        bore = self.boresight[None, :]
+        omni = self.antenna == "omni" or not np.isfinite(bore).all()
+        if self._scenario is None or not law.draws_los:
+            return (
+                out
+                + ue.o2i_loss_db
+                - sector_gain_db(  # (the direct direction)
+                    offs,
+                    np.full(d2.shape, h_ut - self.bs_height_m),
+                    None if omni else bore,
+                    None,
+                    self._scenario or "uma",
+                    self.profile.carrier_hz,
+                    np.full(d2.shape, h_ut),
+                    self.bs_height_m,
+                    self.array_rows,
+                    tilt_zenith_deg=self.tilt_zenith_deg,
+                )
+            )
+        site_d2 = np.maximum(np.hypot(site_offs[..., 0], site_offs[..., 1]), 10.0)
+        los = u_site < law.los_probability(site_d2)  # (points, sites), as loss_db_given
+        n_sites = len(self.site_xy)
+        pattern = los.tobytes()  # (a moving UE's rays are fixed per site and state)
+        last = self._along_rays.get(ue.name)
+        rays = last[1] if last is not None and last[0] == pattern else None
+        if rays is None:
+            drawn: dict[tuple[int, bool], Any] = {}  # the UE's rays per site and state
+            for p, site in np.ndindex(los.shape):
+                if (site, bool(los[p, site])) not in drawn:
+                    drawn[(site, bool(los[p, site]))] = self.link_rays(
+                        [ue], site, los[p, site : site + 1], z_site[p, site : site + 1]
+                    )
+            rays = LinkRays.stack([drawn[(s, bool(los[p, s]))] for p, s in np.ndindex(los.shape)])
+            if len(xy) == 1 and ue.name in self.mobile:
+                self._along_rays[ue.name] = (pattern, rays)  # (its last LOS pattern only)
+        # one evaluation for every (point, site): a site's cells are its sectors in turn,
+        # all sites' sectors pointing alike (else one site at a time)
+        bores = self.boresight.reshape(n_sites, -1)
+        same = omni or bool((bores == bores[:1]).all())
+        groups = [np.arange(n_sites)] if same else [np.array([k]) for k in range(n_sites)]
+        h = np.full(los.shape, h_ut)
+        for sites in groups:
+            sel = np.zeros(los.shape, dtype=bool)
+            sel[:, sites] = True
+            flat = np.flatnonzero(sel.ravel())
+            gains = site_gains_db(
+                site_offs[:, sites, :].reshape(-1, 2),
+                (h - self.bs_height_m)[:, sites].ravel(),
+                None if omni else bores[sites[0]],
+                los[:, sites].ravel(),
+                self._scenario,
                 self.profile.carrier_hz,
-                np.full(d2.shape, h_ut),
+                h[:, sites].ravel(),
                 self.bs_height_m,
                 self.array_rows,
-                tilt_zenith_deg=self.tilt_zenith_deg,
-            )
+                0.8,
+                self.tilt_zenith_deg,
+                rays.take(flat),
+            )  # (points · sites, sectors)
+            cells = (sites[:, None] * bores.shape[1] + np.arange(bores.shape[1])).ravel()
+            out[:, cells] -= gains.reshape(len(xy), -1)
         return out + ue.o2i_loss_db
 
     def track(self, ue: Node, trajectory: Any, t0_s: float, t1_s: float) -> None:

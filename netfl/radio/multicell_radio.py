@@ -280,6 +280,7 @@ class MultiCellRadio(HandoverMixin, InterferenceMixin, Radio):
                     carrier.listeners.append(lambda c=c, d=d: self._on_activity(c, d))
         self._gain_cache: dict[tuple, float] = {}
         self._rays: dict[tuple, LinkRays] = {}  # a moving UE's rays per site and state
+        self._along_rays: dict[str, tuple] = {}  # a moving UE's at its last LOS pattern
         self.cue_positions_m = np.zeros((0, 2))
         self.cue_cells = np.zeros(0, dtype=int)
         self._devices: list[Node] = []
@@ -379,10 +380,7 @@ class MultiCellRadio(HandoverMixin, InterferenceMixin, Radio):
                 if mobile:
                     self._rays[key] = got
             drawn.append(got)
-        out = LinkRays.empty(len(drawn), max(r.weight.shape[1] for r in drawn))
-        for k, r in enumerate(drawn):
-            out.put(np.array([k]), r)
-        return out
+        return LinkRays.stack(drawn)
 
     def coupling_loss_db(self, ues: Sequence[Node]) -> np.ndarray:
         """``(UEs, cells)`` coupling loss [dB]: each cell's path loss, shadowing and LOS

@@ -184,6 +184,23 @@ def test_co_sited_sectors_share_a_links_los_state_shadowing_and_rays():
     assert alone[0] == pytest.approx(gains[2, 4], abs=1e-12)
 
 
+def test_a_moving_devices_a3_measurement_is_its_link_budgets_coupling_loss():
+    """The RSRP the A3 rule compares along a path (its rays in the field's LOS state at
+    each point) is the coupling loss the association and the link budget use there."""
+    s = _scenario(
+        cell={"link": {"mode": "ofdma", "channel_profile": "nr_fr1_uma"}},
+        network={"sites": 7, "sectors": 3, "isd_m": 500, "indoor_fraction": 0.5},
+        devices={"count": 12, "mobility": {"model": "random_waypoint", "v_max_kmh": 50}},
+        seed=8,
+    )
+    world = World(s)
+    radio = world.radio
+    ues = world.all_devices
+    along = np.stack([radio.coupling_along(u, u.position_m[None, :])[0] for u in ues])
+    np.testing.assert_allclose(along, radio.coupling_loss_db(ues), atol=1e-9)
+    assert [radio.serving[u.name] for u in ues] == list(np.argmin(along, axis=1))
+
+
 def test_backhaul_hop_is_a_timed_transfer_with_its_latency():
     s = _scenario(
         cell=PLAIN_CELL,
