@@ -247,6 +247,11 @@ def _waves(d_corr_m: float, seed: int, num_waves: int) -> tuple[np.ndarray, np.n
     return omega, phase
 
 
+#: X of TS 38.331 §5.5.3.2: the sample period the L3 filter coefficient assumes, one
+#: intra-frequency L1 measurement period (TS 38.133, FR1, SSB-based, no DRX) [s]
+L1_MEASUREMENT_PERIOD_S = 0.2
+
+
 def a3_handovers(
     t_s: np.ndarray,
     rsrp_dbm: np.ndarray,
@@ -255,6 +260,7 @@ def a3_handovers(
     ttt_s: float = 0.16,
     state: dict | None = None,
     filter_k: int = 0,
+    filter_period_s: float = L1_MEASUREMENT_PERIOD_S,
 ) -> list[tuple[float, int, int]]:
     """Handovers along sampled RSRP series ``rsrp_dbm`` (times ``t_s`` × cells) by the
     A3 rule: once the best neighbour's RSRP exceeds the serving cell's by more than
@@ -264,9 +270,12 @@ def a3_handovers(
 
     The rule sees the layer-3 filtered RSRP (TS 38.331 §5.5.3.2): F_n = (1 − a)·F_{n−1}
     + a·M_n in dBm, a = 1/2^(k/4), ``filter_k`` = k (0: no filtering; the standard's
-    default filterCoefficient is fc4), F_0 = M_0. ``state`` (a dict, updated in place)
-    carries the filter and a pending time-to-trigger from one call to the next, so a
-    series may be evaluated piece by piece."""
+    default filterCoefficient is fc4), F_0 = M_0 — with a for samples ``filter_period_s``
+    apart (the standard's X, one L1 measurement period, TS 38.133: 200 ms in FR1 without
+    DRX); samples Δt apart take 1 − (1 − a)^(Δt/X), which keeps the filter's time
+    characteristics at any input rate, as §5.5.3.2 requires. ``state`` (a dict, updated
+    in place) carries the filter, its last sample time and a pending time-to-trigger from
+    one call to the next, so a series may be evaluated piece by piece."""
     if not 0.0 <= hysteresis_db <= 30.0:
         raise ValueError(f"hysteresis_db: {hysteresis_db} (valid: 0 to 30 dB)")
     if not 0.0 <= ttt_s <= 5.12:
@@ -279,10 +288,16 @@ def a3_handovers(
     state = {} if state is None else state
     entered: float | None = state.get("entered")
     target = int(state.get("target", -1))
-    a = 0.5 ** (filter_k / 4.0)
+    keep = 1.0 - 0.5 ** (filter_k / 4.0)  # (1 − a) per period X
     filtered = state.get("filtered")
+    last = state.get("t")
     for k in range(len(t)):
-        filtered = rsrp[k] if filtered is None else (1.0 - a) * filtered + a * rsrp[k]
+        if filtered is None:
+            filtered = rsrp[k]
+        else:
+            w = keep ** ((t[k] - last) / filter_period_s)
+            filtered = w * filtered + (1.0 - w) * rsrp[k]
+        last = float(t[k])
         row = filtered.copy()
         own = row[serving]
         row[serving] = -np.inf
@@ -295,5 +310,10 @@ def a3_handovers(
                 serving, entered, target = target, None, -1
         else:
             entered, target = None, -1
-    state["entered"], state["target"], state["filtered"] = entered, target, filtered
+    state["entered"], state["target"], state["filtered"], state["t"] = (
+        entered,
+        target,
+        filtered,
+        last,
+    )
     return out

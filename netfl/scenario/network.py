@@ -105,7 +105,11 @@ class HandoverSection(_Strict):
         40.0, ge=1.0, le=1000.0, description="RSRP measurement period along a trajectory [ms]"
     )
     filter_k: int = Field(
-        4, ge=0, le=19, description="layer-3 RSRP filter coefficient k (TS 38.331; 0: none)"
+        4,
+        ge=0,
+        le=19,
+        description="layer-3 RSRP filter coefficient k (TS 38.331; 0: none), a = 1/2^(k/4) "
+        "per 200 ms L1 period, adapted to sample_ms",
     )
 
 

@@ -107,13 +107,22 @@ def test_a3_sees_the_layer3_filtered_rsrp():
     against a serving −95 dBm, hysteresis 3 dB, no TTT: filtered it reads −100, −95,
     −92.5, −91.25 — above −92 only at the fourth sample (unfiltered: the second). The
     filter carries over calls: split in two, the same instant."""
-    t = np.arange(6) * 0.04
-    rsrp = np.column_stack([np.full(6, -95.0), [-100.0] + [-90.0] * 5])
+    t = np.arange(30) * 0.04
+    rsrp = np.column_stack([np.full(30, -95.0), [-100.0] + [-90.0] * 29])
     assert a3_handovers(t, rsrp, 0, 3.0, 0.0) == [(t[1], 0, 1)]
-    assert a3_handovers(t, rsrp, 0, 3.0, 0.0, filter_k=4) == [(t[3], 0, 1)]
+    # fc4 is a = 1/2 per 200 ms: every 40 ms sample keeps (1/2)^(0.04/0.2) of the past;
+    # the filtered neighbour −100 + 10·(1 − w^n) passes −95 + 3 at the first n with
+    # w^n < 0.2
+    w = 0.5 ** (0.04 / 0.2)
+    n = math.ceil(math.log(0.2) / math.log(w))
+    assert a3_handovers(t, rsrp, 0, 3.0, 0.0, filter_k=4) == [(t[n], 0, 1)]
+    # at 100 ms per period the same filter is twice as fast: (1/2)^(0.04/0.1)
+    n2 = math.ceil(math.log(0.2) / math.log(0.5 ** (0.04 / 0.1)))
+    assert a3_handovers(t, rsrp, 0, 3.0, 0.0, filter_k=4, filter_period_s=0.1) == [(t[n2], 0, 1)]
+    # piece by piece (the filter, its last time and the TTT carried over): the same
     state: dict = {}
-    assert a3_handovers(t[:3], rsrp[:3], 0, 3.0, 0.0, state, filter_k=4) == []
-    assert a3_handovers(t[3:], rsrp[3:], 0, 3.0, 0.0, state, filter_k=4) == [(t[3], 0, 1)]
+    assert a3_handovers(t[:5], rsrp[:5], 0, 3.0, 0.0, state, filter_k=4) == []
+    assert a3_handovers(t[5:], rsrp[5:], 0, 3.0, 0.0, state, filter_k=4) == [(t[n], 0, 1)]
     with pytest.raises(ValueError):
         a3_handovers(t, rsrp, 0, filter_k=20)
 
