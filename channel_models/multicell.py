@@ -65,6 +65,7 @@ __all__ = [
     "coupling_loss_db",
     "site_rays",
     "site_gains_db",
+    "median_asd_deg",
     "serving_cells",
     "geometry_sinr_db",
 ]
@@ -437,6 +438,16 @@ def departure_spreads_deg(
     return {k: (np.full_like(d2d_m, 10.0 ** asd[k]), 10.0 ** zsd[k]) for k in ("los", "nlos")}
 
 
+def median_asd_deg(scenario: str, carrier_hz: float, state: str) -> float:
+    """10^μ_lgASD [deg] of ``los``, ``nlos`` or ``o2i`` links (Table 7.5-6; ASD does not
+    depend on distance)."""
+    if state == "o2i":
+        return 10.0**O2I_LG_ASD
+    return float(
+        departure_spreads_deg(scenario, carrier_hz, np.zeros(1), np.ones(1), 25.0)[state][0][0]
+    )
+
+
 def zod_offset_deg(
     scenario: str, carrier_hz: float, d2d_m: np.ndarray, h_ut_m: np.ndarray
 ) -> np.ndarray:
@@ -531,11 +542,10 @@ def site_rays(
     ``shadow_z`` the links' shadowing variates (loss sense) the LSPs correlate with."""
     los, indoor = np.ravel(los), np.ravel(np.broadcast_to(indoor, np.shape(los)))
     z = np.ravel(shadow_z)
-    median = departure_spreads_deg(scenario, carrier_hz, np.zeros(1), np.full(1, 1.5), 25.0)
     groups = [
-        ("los", los & ~indoor, median["los"][0][0]),
-        ("nlos", ~los & ~indoor, median["nlos"][0][0]),
-        ("o2i", indoor, 10.0**O2I_LG_ASD),
+        ("los", los & ~indoor, median_asd_deg(scenario, carrier_hz, "los")),
+        ("nlos", ~los & ~indoor, median_asd_deg(scenario, carrier_hz, "nlos")),
+        ("o2i", indoor, median_asd_deg(scenario, carrier_hz, "o2i")),
     ]
     most = (
         max(RAY_PARAMS[(scenario, g)].clusters for g, m, _ in groups if m.any()) if los.size else 1

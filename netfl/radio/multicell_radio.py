@@ -52,9 +52,9 @@ import pandas as pd
 import simpy
 
 from channel_models.channel_profiles import ChannelProfile
-from channel_models.departure_rays import O2I_LG_ASD, LinkRays, draw_link_rays
+from channel_models.departure_rays import LinkRays, draw_link_rays
 from channel_models.multicell import (
-    departure_spreads_deg,
+    median_asd_deg,
     nearest_image_offsets,
     sector_gain_db,
 )
@@ -361,9 +361,6 @@ class MultiCellRadio(HandoverMixin, InterferenceMixin, Radio):
             "o2i" if u.o2i_loss_db > 0 else ("los" if lo else "nlos")
             for u, lo in zip(ues, los, strict=True)
         ]
-        spreads = departure_spreads_deg(
-            self._scenario, self.profile.carrier_hz, np.zeros(1), np.full(1, 1.5), 25.0
-        )
         seed = int(self.cells[0]._link_seed)
         drawn = []
         for u, state, z in zip(ues, states, shadow_z, strict=True):
@@ -375,7 +372,7 @@ class MultiCellRadio(HandoverMixin, InterferenceMixin, Radio):
                 rng = np.random.default_rng(
                     [seed, zlib.crc32(u.name.encode()), site, RAY_STATES.index(state), *where]
                 )
-                asd = 10.0**O2I_LG_ASD if state == "o2i" else float(spreads[state][0][0])
+                asd = median_asd_deg(self._scenario, self.profile.carrier_hz, state)
                 got = draw_link_rays(self._scenario, state, np.array([-z]), rng, asd)
                 if mobile:
                     self._rays[key] = got
