@@ -40,11 +40,20 @@ part's LOS state (Table 7.5-7's note); their σ_SF, 7 dB, is the path loss law's
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["RayParams", "RAY_PARAMS", "LinkRays", "draw_link_rays"]
+__all__ = [
+    "RayParams",
+    "RAY_PARAMS",
+    "LinkRays",
+    "draw_link_rays",
+    "departure_spreads_deg",
+    "median_asd_deg",
+    "zod_offset_deg",
+]
 
 #: Table 7.5-3: ray offset angles within a cluster (unit RMS angle spread)
 RAY_OFFSETS = np.array(
@@ -107,6 +116,59 @@ RAY_PARAMS: dict[tuple[str, str], RayParams] = {
 
 #: median lgASD of O2I links (Table 7.5-6, UMa and UMi)
 O2I_LG_ASD = 1.25
+
+
+def departure_spreads_deg(
+    scenario: str, carrier_hz: float, d2d_m: np.ndarray, h_ut_m: np.ndarray, h_bs_m: float
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Median azimuth and zenith spreads of departure [deg] (TR 38.901 Table 7.5-6,
+    10^μ of lgASD and lgZSD) for ``"los"`` and ``"nlos"`` links."""
+    f = max(carrier_hz / 1e9, 6.0) if scenario == "uma" else carrier_hz / 1e9
+    if scenario == "uma":
+        asd = {"los": 1.06 + 0.1114 * math.log10(f), "nlos": 1.5 - 0.1144 * math.log10(f)}
+        base = -2.1 * d2d_m / 1000.0 - 0.01 * (h_ut_m - 1.5)
+        zsd = {"los": np.maximum(-0.5, base + 0.75), "nlos": np.maximum(-0.5, base + 0.9)}
+    elif scenario == "umi":
+        asd = {
+            "los": -0.05 * math.log10(1 + f) + 1.21,
+            "nlos": -0.23 * math.log10(1 + f) + 1.53,
+        }
+        zsd = {
+            "los": np.maximum(
+                -0.21, -14.8 * d2d_m / 1000.0 + 0.01 * np.abs(h_ut_m - h_bs_m) + 0.83
+            ),
+            "nlos": np.maximum(
+                -0.5, -3.1 * d2d_m / 1000.0 + 0.01 * np.maximum(h_ut_m - h_bs_m, 0) + 0.2
+            ),
+        }
+    else:
+        raise ValueError(f"departure spreads of scenario {scenario!r} (valid: uma, umi)")
+    return {k: (np.full_like(d2d_m, 10.0 ** asd[k]), 10.0 ** zsd[k]) for k in ("los", "nlos")}
+
+
+def median_asd_deg(scenario: str, carrier_hz: float, state: str) -> float:
+    """10^μ_lgASD [deg] of ``los``, ``nlos`` or ``o2i`` links (Table 7.5-6; ASD does not
+    depend on distance)."""
+    if state == "o2i":
+        return 10.0**O2I_LG_ASD
+    return float(
+        departure_spreads_deg(scenario, carrier_hz, np.zeros(1), np.ones(1), 25.0)[state][0][0]
+    )
+
+
+def zod_offset_deg(
+    scenario: str, carrier_hz: float, d2d_m: np.ndarray, h_ut_m: np.ndarray
+) -> np.ndarray:
+    """μ_offset,ZOD of NLOS links [deg] (TR 38.901 Tables 7.5-7 and 7.5-8): the mean
+    zenith of departure relative to the LOS direction (negative: towards the zenith)."""
+    if scenario == "uma":
+        b = max(carrier_hz / 1e9, 6.0)
+        e = (0.208 * math.log10(max(b, 0.25)) - 0.782) * np.log10(np.maximum(25.0, d2d_m))
+        e = e + (-0.13 * math.log10(max(b, 0.25)) + 2.03) - 0.07 * (h_ut_m - 1.5)
+        return 7.66 * math.log10(b) - 5.96 - 10.0**e
+    if scenario == "umi":
+        return -(10.0 ** (-1.5 * np.log10(np.maximum(10.0, d2d_m)) + 3.3))
+    raise ValueError(f"ZoD offset of scenario {scenario!r} (valid: uma, umi)")
 
 
 @dataclass

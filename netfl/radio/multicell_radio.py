@@ -52,12 +52,8 @@ import pandas as pd
 import simpy
 
 from channel_models.channel_profiles import ChannelProfile
-from channel_models.departure_rays import LinkRays, draw_link_rays
-from channel_models.multicell import (
-    median_asd_deg,
-    nearest_image_offsets,
-    sector_gain_db,
-)
+from channel_models.departure_rays import LinkRays, draw_link_rays, median_asd_deg
+from channel_models.multicell import nearest_image_offsets, sector_gain_db
 from channel_models.pathloss import UMa, UMi
 from channel_models.units import linear_to_db
 from netfl.core.nodes import Node
