@@ -2,8 +2,10 @@
 of a link's clusters and rays, drawn per link, for the antenna gain a multipath
 link sees (the BS's sector element and array summed over its rays in power).
 
-Per link (UE × site; co-located sectors share the link's rays, as they share its
-large-scale parameters), for its state ``los``, ``nlos`` or ``o2i`` (Table 7.5-6):
+The medians of the departure spreads and the NLOS ZoD offset (Tables 7.5-6/7/8:
+:func:`departure_spreads_deg`, :func:`median_asd_deg`, :func:`zod_offset_deg`) live
+here too. Per link (UE × site; co-located sectors share the link's rays, as they share
+its large-scale parameters), for its state ``los``, ``nlos`` or ``o2i`` (Table 7.5-6):
 
 - **Step 4, LSPs.** lgASD ~ N(μ, σ), lgZSD ~ N(μ, σ) and the Ricean K [dB] ~ N(μ_K,
   σ_K) (LOS), cross-correlated with the shadow fading SF by the Cholesky factor of
