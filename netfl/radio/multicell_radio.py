@@ -53,7 +53,7 @@ import simpy
 
 from channel_models.channel_profiles import ChannelProfile
 from channel_models.departure_rays import LinkRays, draw_link_rays, median_asd_deg
-from channel_models.multicell import nearest_image_offsets, sector_gain_db
+from channel_models.multicell import nearest_image_offsets, sector_gain_db, site_gains_db
 from channel_models.pathloss import UMa, UMi
 from channel_models.units import linear_to_db
 from netfl.core.nodes import Node
@@ -313,7 +313,6 @@ class MultiCellRadio(HandoverMixin, InterferenceMixin, Radio):
             law = cell._pathloss
             h_ut = np.array([u.height_m for u in miss], dtype=float)
             h_ut = np.where(np.isfinite(h_ut), h_ut, law.height_rx_m)
-            los = rays = None
             if self._scenario is not None and law.draws_los:
                 d2 = np.hypot(off[:, 0], off[:, 1])
                 u, z = cell._link_variates(miss, [cell.node], xy, cell.node.position_m[None, :])
@@ -323,21 +322,41 @@ class MultiCellRadio(HandoverMixin, InterferenceMixin, Radio):
                     at = cell._law_at(law, self.bs_height_m, float(h))
                     p_los[sel] = at.los_probability(np.maximum(d2[sel], 10.0))
                 los = u[:, 0] < p_los
-                rays = self.link_rays(miss, int(self.cell_site[cell.cell]), los, z[:, 0])
-                los = los[:, None]
+                site = int(self.cell_site[cell.cell])
+                rays = self.link_rays(miss, site, los, z[:, 0])
+                # the site's other sectors see the same rays: their gains too, at once
+                cells = np.flatnonzero(self.cell_site == site)
+                bores = self.boresight[cells]
+                gains = site_gains_db(
+                    off,
+                    h_ut - self.bs_height_m,
+                    None if self.antenna == "omni" or not np.isfinite(bores).all() else bores,
+                    los,
+                    self._scenario,
+                    self.profile.carrier_hz,
+                    h_ut,
+                    self.bs_height_m,
+                    self.array_rows,
+                    0.8,
+                    self.tilt_zenith_deg,
+                    rays,
+                )
+                for j, c in enumerate(cells if gains.shape[1] == len(cells) else [cell.cell]):
+                    for k, g in zip(missing, gains[:, j], strict=True):
+                        self._gain_cache[keys[k][:-1] + (int(c),)] = float(g)
+                return np.array([self._gain_cache[key] for key in keys])
             bore = self.boresight[cell.cell]
             gain = sector_gain_db(
                 off[:, None, :],
                 (h_ut - self.bs_height_m)[:, None],
                 None if self.antenna == "omni" or not math.isfinite(bore) else np.array([[bore]]),
-                los,
+                None,
                 self._scenario or "uma",
                 self.profile.carrier_hz,
                 h_ut[:, None],
                 self.bs_height_m,
                 self.array_rows,
                 tilt_zenith_deg=self.tilt_zenith_deg,
-                rays=rays,
             )[:, 0]
             for k, g in zip(missing, gain, strict=True):
                 self._gain_cache[keys[k]] = float(g)
