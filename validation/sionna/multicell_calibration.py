@@ -1,7 +1,7 @@
 """TR 38.901 multi-cell calibration (Phase 1): coupling loss and downlink geometry SINR of
 netfl's multi-cell geometry against Sionna's 3GPP drop and channel model.
 
-    /tmp/sionnavenv/bin/python validation/sionna/multicell_calibration.py [--drops 16]
+    /tmp/sionnavenv/bin/python validation/sionna/multicell_calibration.py [--drops 48] [--netfl-only]
 
 Configuration (TR 38.901 Table 7.8-1, UMa / UMi): 19 sites × 3 sectors with
 wrap-around, ISD 500 / 200 m, BS 25 / 10 m, 6 GHz, 20 MHz, BS 49 / 44 dBm, UE noise
@@ -139,7 +139,7 @@ def _cdf(cl: np.ndarray, sinr: np.ndarray) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--drops", type=int, default=16)
+    ap.add_argument("--drops", type=int, default=48)
     ap.add_argument("--ues-per-sector", type=int, default=10)
     ap.add_argument("--scenarios", nargs="+", default=list(SCENARIOS))
     ap.add_argument(
