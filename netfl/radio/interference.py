@@ -60,6 +60,7 @@ class InterferenceMixin:
         # uplink: [c', c] = mean over the UEs and CUEs attached to c' of p_RB(x)·g_xc / N_RB
         self._ul_rx = np.zeros((n_cells, n_cells))
         self._d2d_rx = {}
+        self._d2d_stale: set[str] = set()
         if self.interference == "none" or n_cells == 1:
             return
         counts = np.bincount(serving, minlength=n_cells) if devices else np.zeros(n_cells)
@@ -120,13 +121,19 @@ class InterferenceMixin:
         return terms
 
     def refresh_d2d(self, ue: Node) -> None:
-        """``ue`` moved (or handed over): its J_c at its position now, the other members
-        at theirs (a moving member's last update)."""
-        if ue.name not in self._d2d_rx:
-            return
-        devices, _ = self._d2d_power
-        k = next(i for i, d in enumerate(devices) if d.name == ue.name)
-        self._d2d_rx[ue.name] = self._d2d_rows(np.array([k]))[0]
+        """``ue`` moved (or handed over): its J_c is found again at its position when next
+        needed (:meth:`d2d_row`), the other members at theirs then."""
+        if ue.name in self._d2d_rx:
+            self._d2d_stale.add(ue.name)
+
+    def d2d_row(self, name: str) -> np.ndarray | None:
+        """J_c of every cell at device ``name`` (its position now)."""
+        if name in self._d2d_stale:
+            self._d2d_stale.discard(name)
+            devices, _ = self._d2d_power
+            k = next(i for i, d in enumerate(devices) if d.name == name)
+            self._d2d_rx[name] = self._d2d_rows(np.array([k]))[0]
+        return self._d2d_rx.get(name)
 
     _cue_demand_rbs = 1.0
 
@@ -167,7 +174,7 @@ class InterferenceMixin:
         uplink: Σ_{c≠cell} η_c·J_c(receiver) (the other cells' uplinks on the band)."""
         if self.interference == "none" or len(self.cells) == 1:
             return 0.0
-        row = self._d2d_rx.get(receiver.name)
+        row = self.d2d_row(receiver.name)
         if row is None:
             return 0.0
         eta = self.eta["uplink"]

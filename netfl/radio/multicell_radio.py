@@ -253,6 +253,7 @@ class MultiCellRadio(HandoverMixin, InterferenceMixin, Radio):
         self.eta = {d: np.full(n_cells, eta0) for d in ("uplink", "downlink")}
         self._snr_dl: dict[str, np.ndarray] = {}  # device → SNR from every cell's BS
         self._d2d_rx: dict[str, np.ndarray] = {}  # device → J_c(v) of every cell (D2D)
+        self._d2d_stale: set[str] = set()  # moved since their J_c(v) was found
         self._ul_rx = np.zeros((n_cells, n_cells))  # [c', c]: mean UE of c' at BS c / N_RB
         self._stale: set[str] = set()
         self._rerate_pending = False

@@ -633,7 +633,7 @@ def test_d2d_sinr_on_a_network_by_hand():
     radio.refresh_d2d(b)
     g2 = 10 ** (-float(law.mean_loss_db(np.array([170.0]))[0]) / 10)
     want = p_rb * g2 / p.noise_w("ue", p.rb_bandwidth_hz)
-    assert radio._d2d_rx["ue1"][1] == pytest.approx(want, rel=1e-12)
+    assert radio.d2d_row("ue1")[1] == pytest.approx(want, rel=1e-12)
 
 
 @pytest.mark.parametrize("name", ["feddif", "fedswap"])
