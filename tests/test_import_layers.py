@@ -79,6 +79,7 @@ LAYERS: list[list[str]] = [
         "netfl.radio.geometry",
         "netfl.radio.handover",
         "netfl.radio.interference",
+        "netfl.radio.link_gains",
         "netfl.radio.multicell_radio",
         "netfl.radio.network",
         "netfl.radio.ofdma",
