@@ -12,12 +12,7 @@ sees each site at the nearest of its seven images (TR 36.814 A.2.1.1 / the 3GPP
 calibration convention). Three sectors per site point at 30°, 150° and 270°
 (TR 38.901 Table 7.8-1's convention), or one omni cell.
 
-Antenna (TR 38.901 Table 7.3-1): element A(θ, φ) = −min(−(A_V + A_H), 30) dB with
-A_V = −min(12((θ − 90°)/65°)², 30), A_H = −min(12(φ/65°)², 30), G_E = 8 dBi, φ from the
-sector's boresight, θ the zenith angle; a vertical array of ``rows`` elements
-``spacing_wl`` wavelengths apart, phased to the electrical downtilt (zenith
-``tilt_zenith_deg``; TR 38.901 Table 7.8-1: 10 × 1, 0.8 λ, 102°) adds the array
-factor |Σ_m e^{j2π m d (cos θ − cos θ_tilt)}|²/M.
+Antenna: :mod:`channel_models.bs_antenna`.
 
 Drops (TR 38.901 Table 7.8-1, 7.4.3): ``ues_per_site`` UEs uniform over each site's
 hexagon at least ``min_distance_m`` from it; a share ``indoor_fraction`` indoor, on
@@ -41,14 +36,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from channel_models.bs_antenna import (
+    sector_gain_db,
+    site_gains_db,
+)
 from channel_models.departure_rays import (
     RAY_PARAMS,
     RAYS_PER_CLUSTER,
     LinkRays,
-    departure_spreads_deg,
     draw_link_rays,
     median_asd_deg,
-    zod_offset_deg,
 )
 from channel_models.pathloss import PATHLOSS_MODELS, PathLoss
 
@@ -56,17 +53,13 @@ __all__ = [
     "HexLayout",
     "SiteList",
     "nearest_image_offsets",
-    "sector_gain_db",
     "axial_hexagons",
-    "element_gain_db",
-    "array_gain_db",
     "UeDrop",
     "drop_ues",
     "indoor_states",
     "o2i_loss_db",
     "coupling_loss_db",
     "site_rays",
-    "site_gains_db",
     "serving_cells",
     "geometry_sinr_db",
 ]
@@ -298,37 +291,6 @@ class SiteList:
         return got[:n]
 
 
-def element_gain_db(theta_deg: np.ndarray, phi_deg: np.ndarray) -> np.ndarray:
-    """TR 38.901 Table 7.3-1 element gain [dBi] at zenith ``theta_deg`` and azimuth
-    ``phi_deg`` relative to boresight (wrapped to ±180°): 8 dBi peak, 30 dB floor."""
-    phi = (np.asarray(phi_deg, dtype=float) + 180.0) % 360.0 - 180.0
-    a_v = -np.minimum(12.0 * ((np.asarray(theta_deg, dtype=float) - 90.0) / 65.0) ** 2, 30.0)
-    a_h = -np.minimum(12.0 * (phi / 65.0) ** 2, 30.0)
-    return 8.0 - np.minimum(-(a_v + a_h), 30.0)
-
-
-def array_gain_db(
-    theta_deg: np.ndarray, rows: int = 10, spacing_wl: float = 0.8, tilt_zenith_deg: float = 102.0
-) -> np.ndarray:
-    """Gain of a vertical array of ``rows`` isotropic elements phased to zenith
-    ``tilt_zenith_deg`` [dB]: |Σ_m e^{j2π m d (cos θ − cos θ_t)}|² / M (M at the tilt)."""
-    if rows == 1:
-        return np.zeros_like(np.asarray(theta_deg, dtype=float))
-    psi = (
-        2.0
-        * np.pi
-        * spacing_wl
-        * (np.cos(np.radians(theta_deg)) - math.cos(math.radians(tilt_zenith_deg)))
-    )
-    # |Σ_m e^{jmψ}|² = sin²(Mψ/2) / sin²(ψ/2) (M² where sin(ψ/2) = 0)
-    den = np.sin(psi / 2.0) ** 2
-    small = den < 1e-20
-    af2 = np.where(
-        small, float(rows) ** 2, np.sin(rows * psi / 2.0) ** 2 / np.where(small, 1.0, den)
-    )
-    return 10.0 * np.log10(np.maximum(af2 / rows, 1e-12))
-
-
 @dataclass
 class UeDrop:
     """UEs of a drop: positions, heights, indoor state, indoor distance, O2I wall type."""
@@ -502,90 +464,6 @@ def site_rays(
     for state, mask, asd in groups:
         if mask.any():
             out.put(np.flatnonzero(mask), draw_link_rays(scenario, state, -z[mask], rng, asd))
-    return out
-
-
-def sector_gain_db(
-    offsets_m: np.ndarray,
-    dz_m: np.ndarray,
-    boresight_deg: np.ndarray | float | None,
-    los: np.ndarray | None,
-    scenario: str,
-    carrier_hz: float,
-    h_ut_m: np.ndarray,
-    h_bs_m: float,
-    rows: int = 10,
-    spacing_wl: float = 0.8,
-    tilt_zenith_deg: float = 102.0,
-    rays: LinkRays | None = None,
-) -> np.ndarray:
-    """A cell's antenna gain towards UEs [dB]: ``offsets_m`` (..., 2) from the site to
-    each UE (wrap-around applied), ``dz_m`` UE height − BS height, the cell's azimuth
-    ``boresight_deg`` (``None``: omni, the array only). With ``rays`` (one link per
-    element, C order) and the links' outdoor LOS states ``los``: the power summed
-    over the links' departure rays (:func:`site_gains_db`); without: the gain in the
-    direct direction."""
-    if rays is not None:
-        if los is None:
-            raise ValueError("sector_gain_db: rays need the links' LOS states")
-        shape = np.broadcast_shapes(offsets_m.shape[:-1], np.shape(dz_m), np.shape(los))
-        flat = lambda x: np.broadcast_to(x, shape).ravel()  # noqa: E731
-        off = np.broadcast_to(offsets_m, (*shape, 2)).reshape(-1, 2)
-        bore = None if boresight_deg is None else [float(np.ravel(boresight_deg)[0])]
-        if boresight_deg is not None and np.unique(boresight_deg).size > 1:
-            raise ValueError("sector_gain_db with rays: one boresight per call")
-        return site_gains_db(
-            off, flat(dz_m), bore, flat(los), scenario, carrier_hz, flat(h_ut_m), h_bs_m,
-            rows, spacing_wl, tilt_zenith_deg, rays,
-        )[:, 0].reshape(shape)  # fmt: skip
-    dx, dy = offsets_m[..., 0], offsets_m[..., 1]
-    theta = np.degrees(np.arctan2(np.hypot(dx, dy), dz_m))  # zenith angle from the BS
-    gain = array_gain_db(theta, rows, spacing_wl, tilt_zenith_deg)
-    if boresight_deg is None:
-        return gain
-    return gain + element_gain_db(theta, np.degrees(np.arctan2(dy, dx)) - boresight_deg)
-
-
-def site_gains_db(
-    offsets_m: np.ndarray,
-    dz_m: np.ndarray,
-    boresights_deg: list[float] | np.ndarray | None,
-    los: np.ndarray,
-    scenario: str,
-    carrier_hz: float,
-    h_ut_m: np.ndarray,
-    h_bs_m: float,
-    rows: int,
-    spacing_wl: float,
-    tilt_zenith_deg: float,
-    rays: LinkRays,
-) -> np.ndarray:
-    """``(L, K)`` gains [dB] of one site's K sectors (azimuths ``boresights_deg``;
-    ``None``: one omni cell) towards L UEs over their links' departure ``rays``
-    (:class:`LinkRays`): ``offsets_m`` (L, 2) from the site, ``dz_m`` (L,) UE − BS
-    height, ``los`` (L,) the links' outdoor LOS states (their median ZSD and NLOS ZoD
-    offset, Tables 7.5-6/7/8). The rays' zenith angles and the array's gain along them
-    are the site's, computed once for its sectors."""
-    dx, dy = offsets_m[:, 0], offsets_m[:, 1]
-    d2c = np.hypot(dx, dy)
-    theta = np.degrees(np.arctan2(d2c, dz_m))
-    phi = np.degrees(np.arctan2(dy, dx))
-    h_ut = np.broadcast_to(h_ut_m, d2c.shape)
-    spreads = departure_spreads_deg(scenario, carrier_hz, d2c, h_ut, h_bs_m)
-    zsd = np.where(los, spreads["los"][1], spreads["nlos"][1])
-    offset = np.where(los, 0.0, zod_offset_deg(scenario, carrier_hz, d2c, h_ut))
-    t = rays.zenith_deg(theta, zsd, offset)
-    array_rays = array_gain_db(t, rows, spacing_wl, tilt_zenith_deg)
-    array_direct = array_gain_db(theta, rows, spacing_wl, tilt_zenith_deg)
-    if boresights_deg is None:
-        return 10.0 * np.log10(rays.power_sum(array_rays, array_direct))[:, None]
-    out = np.empty((len(theta), len(boresights_deg)))
-    for k, bore in enumerate(boresights_deg):
-        az = phi - bore
-        ray_db = array_rays + element_gain_db(t, az[:, None] + rays.azimuth_deg)
-        out[:, k] = 10.0 * np.log10(
-            rays.power_sum(ray_db, array_direct + element_gain_db(theta, az))
-        )
     return out
 
 

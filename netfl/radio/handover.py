@@ -14,8 +14,9 @@ import numpy as np
 import pandas as pd
 import simpy
 
+from channel_models.bs_antenna import sector_gain_db, site_gains_db
 from channel_models.departure_rays import LinkRays
-from channel_models.multicell import nearest_image_offsets, sector_gain_db, site_gains_db
+from channel_models.multicell import nearest_image_offsets
 from netfl.core.nodes import Node
 from netfl.core.records import TransferRecord
 from netfl.errors import UserError

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from channel_models.bs_antenna import sector_gain_db, site_gains_db
 from channel_models.departure_rays import LinkRays, draw_link_rays, median_asd_deg
-from channel_models.multicell import nearest_image_offsets, sector_gain_db, site_gains_db
+from channel_models.multicell import nearest_image_offsets
 from netfl.core.nodes import Node
 
 if TYPE_CHECKING:

@@ -4,7 +4,7 @@ association, interference from the other cells, and the backhaul to the FL serve
 Each cell is an :class:`~netfl.radio.ofdma_radio.OfdmaRadio` with its own uplink and
 downlink carriers, scheduler, BS power meter and CUEs. Its links to its own BS see
 the network's geometry — the BS at its site's image nearest to the UE (wrap-around),
-the sector antenna's gain (:func:`channel_models.multicell.sector_gain_db`, summed over
+the sector antenna's gain (:func:`channel_models.bs_antenna.sector_gain_db`, summed over
 the link's departure rays on TR 38.901 UMa/UMi links, :mod:`channel_models.departure_rays`)
 and an indoor UE's O2I loss (its links shadowed with the O2I σ_SF, 7 dB) — co-located
 sectors sharing a link's LOS state, shadowing and rays (TR 38.901's per-site large-scale

@@ -8,15 +8,16 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from channel_models.departure_rays import RAY_OFFSETS, RAY_PARAMS, LinkRays, draw_link_rays
-from channel_models.multicell import (
-    array_gain_db,
+from channel_models.bs_antenna import array_gain_db, element_gain_db, sector_gain_db
+from channel_models.departure_rays import (
+    RAY_OFFSETS,
+    RAY_PARAMS,
+    LinkRays,
     departure_spreads_deg,
-    element_gain_db,
-    sector_gain_db,
-    site_rays,
+    draw_link_rays,
     zod_offset_deg,
 )
+from channel_models.multicell import site_rays
 
 
 def _gain(t, p):

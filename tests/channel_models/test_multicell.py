@@ -9,14 +9,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from channel_models.bs_antenna import array_gain_db, element_gain_db
 from channel_models.multicell import (
     HexLayout,
     UeDrop,
-    array_gain_db,
     axial_hexagons,
     coupling_loss_db,
     drop_ues,
-    element_gain_db,
     geometry_sinr_db,
     o2i_loss_db,
     serving_cells,
