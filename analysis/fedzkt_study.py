@@ -13,12 +13,13 @@ writes tables and figures to ``analysis/fedzkt/``:
   and on all training data (upper bound), beside its FedZKT and FedMD accuracy.
 
     .venv/bin/python analysis/fedzkt_study.py [--rounds 15] [--workers 1]
-        [--sweeps methods skew loss stragglers l2 devices] [--no-bounds]
+        [--sweeps methods skew loss stragglers l2 devices budget] [--no-bounds]
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 from pathlib import Path
 
 import matplotlib
@@ -142,29 +143,50 @@ def _device_curves(index: pd.DataFrame, where: Path) -> None:
     plt.close(fig)
 
 
+def _partition_label(value: str) -> str:
+    part = ast.literal_eval(value) if isinstance(value, str) else value
+    if part["scheme"] == "classes_per_device":
+        return f"c = {part['classes']}"
+    if part["scheme"] == "dirichlet":
+        return f"Dirichlet β = {part['alpha']:g}"
+    return part["scheme"]
+
+
 def skew(index: pd.DataFrame, where: Path) -> pd.DataFrame:
-    """FedZKT (global, devices) and FedMD (devices) final accuracy per non-IID setting."""
+    """FedZKT (global, devices) and FedMD (devices) final accuracy per non-IID setting:
+    mean and sample std over seeds (``n_seeds``), plotted with ±1 std error bars."""
     rows = []
     for _, row in index[index["status"] == "complete"].iterrows():
-        setting = row["run"].split("partition=", 1)[1]
         summ = _summary(where, row["run"])
         rows.append(
             {
-                "partition": setting,
+                "partition": _partition_label(row["data.partition"]),
                 "method": row["variant"],
                 "global": summ["accuracy_final"] if row["variant"] == "fedzkt" else float("nan"),
                 "devices_mean": summ.get("device_acc_final", summ["accuracy_final"]),
             }
         )
-    table = pd.DataFrame(rows).pivot(index="partition", columns="method")
-    table.columns = [f"{m}_{v}" for v, m in table.columns]
-    table = table.dropna(axis=1, how="all").reset_index()
+    df = pd.DataFrame(rows)
+    order = list(dict.fromkeys(df["partition"]))
+    stats = df.groupby(["partition", "method"]).agg(["mean", "std"])
+    stats.columns = [f"{c}_{s}" for c, s in stats.columns]
+    stats["n_seeds"] = df.groupby(["partition", "method"]).size()
+    table = stats.unstack("method")
+    table.columns = [f"{m}_{c}" for c, m in table.columns]
+    table = table.dropna(axis=1, how="all").reindex(order).reset_index()
     fig, ax = plt.subplots(figsize=(8, 3.8))
-    x = range(len(table))
-    for col in [c for c in table.columns if c != "partition"]:
-        ax.plot(x, table[col], "o-", label=col.replace("_", " "))
+    x = np.arange(len(table))
+    for col, label in (
+        ("fedzkt_global", "FedZKT global model"),
+        ("fedzkt_devices_mean", "FedZKT devices (mean)"),
+        ("fedmd_devices_mean", "FedMD devices (mean)"),
+    ):
+        if f"{col}_mean" in table:
+            ax.errorbar(
+                x, table[f"{col}_mean"], yerr=table[f"{col}_std"], fmt="o-", capsize=3, label=label
+            )
     ax.set_xticks(list(x), table["partition"], rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel("final test accuracy")
+    ax.set_ylabel("final test accuracy (mean ± std over seeds)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -186,48 +208,87 @@ def settings(index: pd.DataFrame, where: Path, key: str) -> pd.DataFrame:
     return stats.reset_index()
 
 
-def bounds(methods_where: Path, rounds: int) -> pd.DataFrame:
-    """Per device of the Dirichlet runs: own-data-only and all-data training of its
-    architecture for rounds × local epochs epochs, beside FedZKT's and FedMD's result."""
-    zkt = read_run(next(methods_where.glob("fedzkt-partition=dirichlet*")))
-    md = read_run(next(methods_where.glob("fedmd-partition=dirichlet*")))
-    world = World(zkt.scenario)
-    ds, tr = world.dataset, zkt.scenario.training
-    epochs = rounds * tr.local_epochs
-    cfg = TrainConfig(lr=tr.lr, momentum=tr.momentum, batch_size=tr.batch_size, epochs=epochs)
-    last = {
-        name: res.tables["device_accuracy"].query("round == round.max()").set_index("device")
-        for name, res in (("fedzkt", zkt), ("fedmd", md))
-    }
+def bounds(zkt_dirs: list[Path], rounds: int, with_fedmd: bool = True) -> pd.DataFrame:
+    """Per FedZKT run (one seed each) and device: own-data-only and all-data training of
+    the device's architecture (rounds × local epochs, and 2 epochs over all data), beside
+    FedZKT's — and, ``with_fedmd``, the same seed's FedMD run's — final accuracy for that
+    device (same seed, hence same partition)."""
     rows = []
-    for d in world.devices:
-        spec = world.device_model(d).spec
-        model = spec.build(ds.input_shape, ds.num_classes)
-        init = world.init_model_state(spec.name, d.index)
-        idx = torch.from_numpy(world.partitions[d.index])
-        own = train_local(
-            model, init, ds.train_x[idx], ds.train_y[idx], cfg, d.index, spec.loss_fn()
+    for zkt_dir in sorted(zkt_dirs):
+        zkt = read_run(zkt_dir)
+        runs = {"fedzkt": zkt}
+        if with_fedmd:
+            md_dir = zkt_dir.parent / zkt_dir.name.replace("fedzkt-", "fedmd-", 1)
+            if not (md_dir / "manifest.json").exists():
+                continue
+            runs["fedmd"] = read_run(md_dir)
+        world = World(zkt.scenario)
+        ds, tr = world.dataset, zkt.scenario.training
+        cfg = TrainConfig(
+            lr=tr.lr,
+            momentum=tr.momentum,
+            batch_size=tr.batch_size,
+            epochs=rounds * tr.local_epochs,
         )
         full_cfg = TrainConfig(
             lr=tr.lr, momentum=tr.momentum, batch_size=tr.batch_size, epochs=tr.local_epochs * 2
         )
-        full = train_local(model, init, ds.train_x, ds.train_y, full_cfg, d.index, spec.loss_fn())
-        rows.append(
-            {
-                "device": d.index,
-                "model": spec.name,
-                "samples": len(idx),
-                "lower_own_data": evaluate(model, own.state, ds.test_x, ds.test_y, spec.loss_fn())[
-                    0
-                ],
-                "fedzkt": last["fedzkt"].loc[d.index, "accuracy"],
-                "fedmd": last["fedmd"].loc[d.index, "accuracy"],
-                "upper_all_data": evaluate(model, full.state, ds.test_x, ds.test_y, spec.loss_fn())[
-                    0
-                ],
-            }
-        )
+        last = {
+            name: res.tables["device_accuracy"].query("round == round.max()").set_index("device")
+            for name, res in runs.items()
+        }
+        for d in world.devices:
+            spec = world.device_model(d).spec
+            model = spec.build(ds.input_shape, ds.num_classes)
+            init = world.init_model_state(spec.name, d.index)
+            idx = torch.from_numpy(world.partitions[d.index])
+            loss = spec.loss_fn()
+            own = train_local(model, init, ds.train_x[idx], ds.train_y[idx], cfg, d.index, loss)
+            full = train_local(model, init, ds.train_x, ds.train_y, full_cfg, d.index, loss)
+            rows.append(
+                {
+                    "run": zkt_dir.name,
+                    "seed": zkt.scenario.seed,
+                    "device": d.index,
+                    "model": spec.name,
+                    "samples": len(idx),
+                    "lower_own_data": evaluate(model, own.state, ds.test_x, ds.test_y, loss)[0],
+                    **{name: t.loc[d.index, "accuracy"] for name, t in last.items()},
+                    "upper_all_data": evaluate(model, full.state, ds.test_x, ds.test_y, loss)[0],
+                }
+            )
+        world.close()
     return pd.DataFrame(rows)
+
+
+def bounds_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Per setting (the run name without its seed) and seed: the device means of each
+    column and how many devices beat their own-data bound; then, per setting, a mean and
+    a std row over the seeds."""
+    table = table.assign(setting=table["run"].str.replace(r"-seed\d+$", "", regex=True))
+    methods = [m for m in ("fedzkt", "fedmd") if m in table]
+    cols = ["lower_own_data", *methods, "upper_all_data"]
+    g = table.groupby(["setting", "seed"], sort=False)
+    per_seed = g[cols].mean()
+    for m in methods:
+        per_seed[f"{m}_above_lower"] = g.apply(
+            lambda t, m=m: int((t[m] > t["lower_own_data"]).sum()), include_groups=False
+        )
+    per_seed = per_seed.reset_index()
+    parts = []
+    for setting, rows in per_seed.groupby("setting", sort=False):
+        agg = rows.drop(columns=["setting", "seed"]).agg(["mean", "std"])
+        agg.insert(0, "seed", ["mean", "std"])
+        agg.insert(0, "setting", setting)
+        parts += [rows.astype({"seed": str}), agg]
+    return pd.concat(parts, ignore_index=True)
+
+
+def _write_bounds(table: pd.DataFrame, name: str) -> None:
+    table.to_csv(OUT / f"{name}.csv", index=False)
+    summary = bounds_summary(table)
+    summary.to_csv(OUT / f"{name}_summary.csv", index=False)
+    print(summary.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
 
 
 def main() -> None:
@@ -247,6 +308,7 @@ def main() -> None:
         "stragglers": "algorithm.fraction",
         "l2": "algorithm.l2_weight",
         "devices": "devices.count",
+        "budget": "algorithm.server_iterations",
     }
     for name in args.sweeps:
         print(f"sweep {name}:", flush=True)
@@ -258,9 +320,11 @@ def main() -> None:
         else:
             table = settings(index, where, keys[name])
         if name == "methods" and not args.no_bounds:
-            b = bounds(where, args.rounds)
-            b.to_csv(OUT / "bounds.csv", index=False)
-            print(b.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+            b = bounds(list(where.glob("fedzkt-partition=dirichlet*")), args.rounds)
+            _write_bounds(b, "bounds")
+        if name == "budget":
+            b = bounds(list(where.glob("*-seed*")), args.rounds, with_fedmd=False)
+            _write_bounds(b, "budget_bounds")
         table.to_csv(OUT / f"{name}.csv", index=False)
         if name == "methods":
             table = methods_summary(table)
