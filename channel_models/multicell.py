@@ -47,7 +47,7 @@ from channel_models.departure_rays import (
     draw_link_rays,
     median_asd_deg,
 )
-from channel_models.pathloss import PATHLOSS_MODELS, PathLoss
+from channel_models.pathloss import PATHLOSS_MODELS, PathLoss, outdoor_distance_m
 
 __all__ = [
     "HexLayout",
@@ -406,8 +406,9 @@ def coupling_loss_db(
         rows_h = drop.height_m == h
         law: PathLoss = law_cls(carrier_hz, height_tx_m=layout.bs_height_m, shadowing=True)
         law = law.at_heights(layout.bs_height_m, float(h))
-        d_out = np.maximum(d2[rows_h] - drop.d_in_m[rows_h, None], 1e-3)
-        los = u[rows_h] < law.los_probability(d_out)
+        los = u[rows_h] < law.los_probability(
+            outdoor_distance_m(d2[rows_h], drop.d_in_m[rows_h, None])
+        )
         d = np.maximum(d2[rows_h], 10.0)
         is_los[rows_h] = los
         loss[rows_h] = np.where(los, law.los_loss_db(d), law.nlos_loss_db(d))

@@ -43,6 +43,23 @@ def distance_3d_m(distance_2d_m: ArrayLike, height_tx_m: float, height_rx_m: flo
     return np.sqrt(d**2 + (height_tx_m - height_rx_m) ** 2)
 
 
+def outdoor_distance_m(distance_2d_m: ArrayLike, inside_m: ArrayLike) -> np.ndarray:
+    """d_2D-out = d_2D − d_2D-in of an indoor UE's link (TR 38.901 §7.4.3; at least 1 mm):
+    the distance its LOS probability (Table 7.4.2-1) is evaluated at."""
+    return np.maximum(np.asarray(distance_2d_m, dtype=float) - np.asarray(inside_m), 1e-3)
+
+
+def los_distance_m(distance_2d_m: ArrayLike, inside_m: ArrayLike | None = None) -> np.ndarray:
+    """The distance a link's LOS probability is taken at: d_2D-out
+    (:func:`outdoor_distance_m`) where ``inside_m`` > 0 (an indoor UE's link), else the
+    2D distance floored at the laws' 10 m."""
+    d = np.maximum(np.asarray(distance_2d_m, dtype=float), 10.0)
+    if inside_m is None:
+        return d
+    inside = np.asarray(inside_m, dtype=float)
+    return np.where(inside > 0, outdoor_distance_m(distance_2d_m, inside), d)
+
+
 class PathLoss(ABC):
     """A path loss law: ``loss_db(distance_2d_m, rng)`` for antennas at fixed heights.
 
@@ -98,10 +115,12 @@ class PathLoss(ABC):
         los_uniform: np.ndarray | None = None,
         shadow_normal: np.ndarray | None = None,
         o2i: np.ndarray | None = None,
+        inside_m: ArrayLike | None = None,
     ) -> np.ndarray:
         """Loss for given standard variates per link: ``los_uniform`` ~ U(0, 1) picks
         the LOS state, ``shadow_normal`` ~ N(0, 1) scales to the shadowing [dB]
-        (``o2i``, indoor UEs' links: only the TR 38.901 laws shadow them apart)."""
+        (``o2i`` and ``inside_m``, indoor UEs' links and their d_2D-in: only the TR 38.901
+        laws treat them apart)."""
         loss = self.mean_loss_db(distance_2d_m)
         if shadow_normal is not None and self.shadowing_std_db > 0:
             loss = loss + shadow_normal * self.shadowing_std_db
@@ -226,16 +245,19 @@ class _TR38901(PathLoss):
         los_uniform: np.ndarray | None = None,
         shadow_normal: np.ndarray | None = None,
         o2i: np.ndarray | None = None,
+        inside_m: ArrayLike | None = None,
     ) -> np.ndarray:
         """With ``los=None`` each link is LOS where ``los_uniform`` < the Table 7.4.2-1
-        probability (required); shadowing with the state's σ_SF, or ``o2i_shadow_db``
-        on the links ``o2i`` marks (an indoor UE's)."""
+        probability (required), taken at d_2D-out = d_2D − ``inside_m`` (an indoor UE's
+        d_2D-in, Table 7.4.2-1's note; the path loss itself at the whole distance,
+        (7.4-2)); shadowing with the state's σ_SF, or ``o2i_shadow_db`` on the links
+        ``o2i`` marks (an indoor UE's)."""
         d = np.maximum(np.asarray(distance_2d_m, dtype=float), 10.0)
         if self.los is not None:
             return super().loss_db_given(d, None, shadow_normal)
         if los_uniform is None:
             raise ValueError("a TR 38.901 model with los=None draws LOS states: pass rng")
-        is_los = los_uniform < self.los_probability(d)
+        is_los = los_uniform < self.los_probability(los_distance_m(distance_2d_m, inside_m))
         loss = np.where(is_los, self.los_loss_db(d), self.nlos_loss_db(d))
         if self.shadowing and shadow_normal is not None:
             std = np.where(is_los, self._los_shadow_std_db(d), self.nlos_shadow_db)

@@ -25,7 +25,9 @@ class Node:
     (0..N-1) for PUEs and -1 for the BS. ``height_m`` is the antenna height of a
     device placed with one (NaN: the path-loss law's UE height applies);
     ``o2i_loss_db`` the outdoor-to-indoor penetration loss of an indoor device's links
-    to its BSs (a network with ``indoor_fraction``; 0 outdoors).
+    to its BSs (a network with ``indoor_fraction``; 0 outdoors) and ``o2i_inside_m``
+    its distance inside the building, d_2D-in (TR 38.901 §7.4.3: its LOS probability is
+    that of d_2D-out = d_2D − d_2D-in, Table 7.4.2-1's note).
     """
 
     name: str
@@ -37,6 +39,7 @@ class Node:
     energy: EnergyMeter = field(default_factory=EnergyMeter)
     height_m: float = float("nan")
     o2i_loss_db: float = 0.0
+    o2i_inside_m: float = 0.0
 
     @property
     def is_device(self) -> bool:

@@ -17,6 +17,7 @@ import simpy
 from channel_models.bs_antenna import sector_gain_db, site_gains_db
 from channel_models.departure_rays import LinkRays
 from channel_models.multicell import nearest_image_offsets
+from channel_models.pathloss import los_distance_m
 from netfl.core.nodes import Node
 from netfl.core.records import TransferRecord
 from netfl.errors import UserError
@@ -90,7 +91,10 @@ class HandoverMixin:
         u_site, z_site = self._all_site_fields(xy)
         u, z = u_site[:, self.cell_site], z_site[:, self.cell_site]
         indoor = np.full(d2.shape, ue.o2i_loss_db > 0) if ue.o2i_loss_db > 0 else None
-        out = law.loss_db_given(d2, u if law.random else None, z if law.random else None, indoor)
+        inside = ue.o2i_inside_m if indoor is not None else None
+        out = law.loss_db_given(
+            d2, u if law.random else None, z if law.random else None, indoor, inside
+        )
         if self.antenna == "omni" and self.array_rows == 1:
             return out + ue.o2i_loss_db
         bore = self.boresight[None, :]
@@ -112,7 +116,7 @@ class HandoverMixin:
                     tilt_zenith_deg=self.tilt_zenith_deg,
                 )
             )
-        site_d2 = np.maximum(np.hypot(site_offs[..., 0], site_offs[..., 1]), 10.0)
+        site_d2 = los_distance_m(np.hypot(site_offs[..., 0], site_offs[..., 1]), inside)
         los = u_site < law.los_probability(site_d2)  # (points, sites), as loss_db_given
         n_sites = len(self.site_xy)
         pattern = los.tobytes()  # (a moving UE's rays are fixed per site and state)

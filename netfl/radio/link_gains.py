@@ -17,6 +17,7 @@ import numpy as np
 from channel_models.bs_antenna import sector_gain_db, site_gains_db
 from channel_models.departure_rays import LinkRays, draw_link_rays, median_asd_deg
 from channel_models.multicell import nearest_image_offsets
+from channel_models.pathloss import los_distance_m
 from netfl.core.nodes import Node
 
 if TYPE_CHECKING:
@@ -56,10 +57,11 @@ class LinkGainsMixin:
                 d2 = np.hypot(off[:, 0], off[:, 1])
                 u, z = cell._link_variates(miss, [cell.node], xy, cell.node.position_m[None, :])
                 p_los = np.empty(len(miss))
+                inside = np.array([m.o2i_inside_m if m.o2i_loss_db > 0 else 0.0 for m in miss])
                 for h in np.unique(h_ut):
                     sel = h_ut == h
                     at = cell._law_at(law, self.bs_height_m, float(h))
-                    p_los[sel] = at.los_probability(np.maximum(d2[sel], 10.0))
+                    p_los[sel] = at.los_probability(los_distance_m(d2[sel], inside[sel]))
                 los = u[:, 0] < p_los
                 site = int(self.cell_site[cell.cell])
                 rays = self.link_rays(miss, site, los, z[:, 0])

@@ -166,6 +166,19 @@ class OfdmaRadio(Radio):
         in_src = np.array([n.o2i_loss_db > 0 for n in srcs])
         in_dst = np.array([n.o2i_loss_db > 0 for n in dsts])
         o2i = (in_src[:, None] | in_dst[None, :]) & ~d2d if in_src.any() or in_dst.any() else None
+        # ... and draw their LOS state at d_2D-out (the device end's d_2D-in; the BS's is 0)
+        in_m = (
+            None
+            if o2i is None
+            else np.where(
+                o2i,
+                np.maximum(
+                    np.array([n.o2i_inside_m for n in srcs])[:, None],
+                    np.array([n.o2i_inside_m for n in dsts])[None, :],
+                ),
+                0.0,
+            )
+        )
         for law, mask in ((self._d2d_pathloss, d2d), (self._pathloss, ~d2d)):
             if not mask.any():
                 continue
@@ -174,8 +187,9 @@ class OfdmaRadio(Radio):
                 los_u, shadow_z = self._link_variates(srcs, dsts, a, b)
                 los_u, shadow_z = los_u[mask], shadow_z[mask]
             inside = None if o2i is None or law is self._d2d_pathloss else o2i[mask]
+            inside_m = None if inside is None else in_m[mask]
             if not heights:
-                out[mask] = law.loss_db_given(dist[mask], los_u, shadow_z, inside)
+                out[mask] = law.loss_db_given(dist[mask], los_u, shadow_z, inside, inside_m)
                 continue
             # per-device heights: cellular links put the device's height on the law's UE
             # side (whichever end it is), D2D links the sender's and receiver's
@@ -196,6 +210,7 @@ class OfdmaRadio(Radio):
                     None if los_u is None else los_u[sel],
                     None if shadow_z is None else shadow_z[sel],
                     None if inside is None else inside[sel],
+                    None if inside_m is None else inside_m[sel],
                 )
             out[mask] = vals
         return out

@@ -435,6 +435,7 @@ class World:
                 float(drop.height_m[k]) if drop.indoor[k] else float(self._layout_heights[i])
             )
             node.o2i_loss_db = float(loss[k])
+            node.o2i_inside_m = float(drop.d_in_m[k])
 
     def layout_heights(self) -> np.ndarray:
         """Every device's antenna height [m] from its layout (NaN: the law's UE height)."""

@@ -81,3 +81,22 @@ def test_indoor_links_shadow_with_the_o2i_sigma():
     los, nlos = law.los_loss_db(d), law.nlos_loss_db(d)
     want = np.where(u < 0.5, los, nlos) + np.array([4.0, 7.0, 6.0, 7.0, 7.0, 7.0])
     np.testing.assert_allclose(got, want, atol=1e-12)
+
+
+def test_indoor_links_draw_their_los_state_at_the_outdoor_distance():
+    """Table 7.4.2-1's note: an indoor UE's LOS probability is that of d_2D-out = d_2D −
+    d_2D-in; the basic path loss stays at the whole distance (7.4-2). A uniform between
+    P_LOS(100 m) and P_LOS(70 m) is NLOS outdoors at 100 m and LOS 30 m inside."""
+    law = UMa(6e9, los=None)
+    d = np.array([100.0, 100.0, 100.0])
+    u = np.full(3, 0.5 * (plain.uma_p_los(100.0) + plain.uma_p_los(70.0)))
+    inside = np.array([0.0, 30.0, 5.0])  # outdoors, 30 m inside, 5 m inside
+    got = law.loss_db_given(d, u, None, inside > 0, inside)
+    los, nlos = law.los_loss_db(d), law.nlos_loss_db(d)
+    assert plain.uma_p_los(95.0) < u[0] < plain.uma_p_los(70.0)  # (so 5 m inside: NLOS)
+    np.testing.assert_allclose(got, [nlos[0], los[1], nlos[2]], atol=1e-12)
+    # without d_2D-in the same links are all NLOS; within 18 m of the wall always LOS
+    np.testing.assert_allclose(law.loss_db_given(d, u, None, inside > 0), nlos, atol=1e-12)
+    assert law.loss_db_given(np.array([40.0]), np.array([0.999]), None, None, [25.0])[
+        0
+    ] == pytest.approx(law.los_loss_db(np.array([40.0]))[0])

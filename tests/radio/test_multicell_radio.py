@@ -314,8 +314,12 @@ def test_indoor_devices_get_tr38901_floors_and_their_o2i_loss():
     # the O2I loss rides on the coupling loss: the same UE outdoors loses exactly that
     # less, once the antenna gain is set aside (an indoor link takes the O2I angular
     # parameters: no direct path, the O2I azimuth spread)
+    inside = np.array([d.o2i_inside_m for d in devs])
+    assert (inside[~indoor] == 0).all() and (inside[indoor] > 0).all()
+    assert inside.max() <= 25.0  # min(U(0, 25), U(0, 25)) m inside (Table 7.8-1)
     d = devs[int(np.argmax(indoor))]
     cell = world.radio.cells[world.radio.serving[d.name]]
+    d.o2i_inside_m = 0.0  # (the LOS state at the whole distance in both: compare losses)
     with_o2i = cell.link_loss_matrix_db([cell.node], [d])[0, 0]
     g_in = world.radio.antenna_gains_db([d], cell)[0]
     o2i, d.o2i_loss_db = d.o2i_loss_db, 0.0
