@@ -3,6 +3,7 @@ SIGKILL at a random moment — and resumed gives the uninterrupted run's results
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -231,3 +232,105 @@ def test_a_damaged_checkpoint_is_a_one_line_error_on_resume(tmp_path, capsys):
     assert len(err.splitlines()) == 1 and "Traceback" not in err
     assert err.startswith(f"error: --resume: the checkpoint {path} cannot be read (")
     assert "run the scenario again" in err
+
+
+def _interrupted_run_dir(tmp_path: Path, seed: int = 0, algorithm: str = "fedavg") -> Path:
+    """A run directory as `netfl run` leaves it after Ctrl-C at round 3 of 6: the finished
+    rounds written (marked incomplete), the checkpoint and its scenario kept."""
+    from netfl.cli.app import main
+
+    data = tiny_scenario(
+        seed=seed,
+        devices={"count": 4},
+        learning={"mode": "timing"},
+        training={"rounds": 6, "batch_size": 16},
+        algorithm={"name": algorithm},
+        outputs={"figures": False, "progress": False, "checkpoint_every": 1},
+    )
+    path = tmp_path / f"s{seed}{algorithm}.yaml"
+    path.write_text(yaml.safe_dump(data))
+    run_dir = tmp_path / f"run{seed}{algorithm}"
+    import netfl.sim.runner as runner
+
+    real = runner.check_round
+    calls = []
+
+    def interrupt_at_round_3(r, *args):
+        calls.append(r)
+        if r == 3:
+            raise KeyboardInterrupt
+        return real(r, *args)
+
+    runner.check_round = interrupt_at_round_3
+    try:
+        assert main(["run", str(path), "--out", str(run_dir), "--no-progress"]) == 130
+    finally:
+        runner.check_round = real
+    assert json.loads((run_dir / "manifest.json").read_text())["complete"] is False
+    return run_dir
+
+
+def _contents(run_dir: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file()}
+
+
+@pytest.mark.parametrize("damage", ["truncated", "empty", "garbage", "no_rows", "bad_scenario"])
+def test_a_failed_resume_keeps_the_finished_rounds_and_manifest(damage, tmp_path, capsys):
+    """A resume that cannot load its checkpoint (or its scenario) fails with one line and
+    removes nothing: the interrupted run's rounds.csv and manifest stay as they were."""
+    from netfl.cli.app import main
+
+    run_dir = _interrupted_run_dir(tmp_path)
+    before = _contents(run_dir)
+    assert len(pd.read_csv(run_dir / "rounds.csv")) == 3
+    path = checkpoint_path(run_dir)
+    if damage == "truncated":
+        path.write_bytes(path.read_bytes()[:300])
+    elif damage == "empty":
+        path.write_bytes(b"")
+    elif damage == "garbage":
+        path.write_bytes(os.urandom(4096))
+    elif damage == "no_rows":
+        torch.save({"next_round": 3, "algorithm": {}}, path)
+    else:
+        (run_dir / ".checkpoint" / "scenario.yaml").write_text("training: {rounds: -1}\n")
+    capsys.readouterr()
+    assert main(["run", "--resume", str(run_dir), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "Traceback" not in err
+    assert all(line.startswith("error: ") for line in err.splitlines())  # one line a problem
+    assert _contents(run_dir) == before
+
+
+def test_a_checkpoint_of_another_scenario_is_refused(tmp_path, capsys):
+    """A checkpoint copied in from another run (another seed, another algorithm) does
+    not resume silently into this run: one line, and nothing of the run is removed."""
+    from netfl.cli.app import main
+
+    ours = _interrupted_run_dir(tmp_path, seed=1)
+    for seed, algorithm in ((2, "fedavg"), (1, "dfl")):
+        theirs = _interrupted_run_dir(tmp_path, seed=seed, algorithm=algorithm)
+        checkpoint_path(ours).write_bytes(checkpoint_path(theirs).read_bytes())
+        before = _contents(ours)
+        capsys.readouterr()
+        assert main(["run", "--resume", str(ours), "--no-progress"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1
+        assert "belongs to another scenario" in err
+        assert _contents(ours) == before
+
+
+def test_a_resume_replaces_the_partial_tables_only_when_its_own_are_written(tmp_path):
+    """After a good resume the directory holds the whole run, complete, no checkpoint;
+    it equals an uninterrupted run's rounds.csv."""
+    from netfl.cli.app import main
+
+    run_dir = _interrupted_run_dir(tmp_path)
+    assert main(["run", "--resume", str(run_dir), "--no-progress"]) == 0
+    man = json.loads((run_dir / "manifest.json").read_text())
+    assert man["complete"] is True and man["num_rounds"] == 6
+    assert not (run_dir / ".checkpoint").exists()
+    assert not list(tmp_path.glob(".run*"))  # no temporary or old directories left
+    whole = tmp_path / "whole"
+    assert main(["run", str(tmp_path / "s0fedavg.yaml"), "--out", str(whole), "--no-progress"]) == 0
+    assert (run_dir / "rounds.csv").read_bytes() == (whole / "rounds.csv").read_bytes()

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 from pathlib import Path
 
@@ -64,7 +63,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         write_run,
     )
     from netfl.scenario.files import load_scenario, resolved
-    from netfl.sim.checkpoint import CHECKPOINT_DIR, checkpoint_path
+    from netfl.sim.checkpoint import (
+        CHECKPOINT_DIR,
+        checkpoint_path,
+        load_checkpoint,
+        scenario_fingerprint,
+    )
     from netfl.sim.runner import run
 
     _last_interrupt.clear()
@@ -78,12 +82,13 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise UserError(f"--resume: {out} is a complete run; nothing to resume")
         if not saved.is_file():
             raise UserError(f"--resume: {out} holds no checkpoint (outputs.checkpoint_every)")
-        for item in out.iterdir():  # the interrupted run's partial tables go; the checkpoint stays
-            if item.name != CHECKPOINT_DIR:
-                shutil.rmtree(item) if item.is_dir() else item.unlink()
+        # nothing of the interrupted run is removed: its finished rounds and manifest stay
+        # until the resumed run has written its own (a damaged or foreign checkpoint fails here)
         source = str(saved)
         scenario = load_scenario(saved)
         resume = checkpoint_path(out).is_file()  # else killed before the first checkpoint
+        if resume:
+            load_checkpoint(out, scenario_fingerprint(scenario))
     else:
         if not args.scenario:
             raise UserError("run: give a scenario file, or --resume RUN_DIR")

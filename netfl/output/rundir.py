@@ -40,6 +40,7 @@ __all__ = [
     "default_run_dir",
     "reserve_run_dir",
     "is_complete",
+    "is_incomplete",
     "release_run_dir",
     "manifest",
     "INCOMPLETE",
@@ -112,6 +113,16 @@ def is_complete(run_dir: str | Path) -> bool:
         return False
 
 
+def is_incomplete(run_dir: str | Path) -> bool:
+    """A run directory written by a run that did not finish (``"complete": false``):
+    :func:`write_run_dir` may replace it with the resumed run's tables."""
+    path = Path(run_dir) / "manifest.json"
+    try:
+        return json.loads(path.read_text()).get("complete", True) is False
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
 def reserve_run_dir(scenario: Any, run_dir: str | Path | None = None) -> Path:
     """Create the (empty) run directory before simulating, so that an unusable path, a
     file in the way or a second run racing for the same directory fails at once.
@@ -170,13 +181,16 @@ def write_run_dir(
     """Write ``result`` to ``run_dir`` (default ``outputs.dir/NAME-TIMESTAMP``); return it.
 
     ``draw(result, folder)`` may add files (figures) before the directory is
-    renamed into place (onto an empty directory :func:`reserve_run_dir` made). Fails
-    if ``run_dir`` exists with content, rather than mixing two runs.
+    renamed into place (onto an empty directory :func:`reserve_run_dir` made, or in
+    place of an interrupted run's directory — marked incomplete — that this run
+    resumed: its tables stay until the new ones are whole). Fails if ``run_dir``
+    exists with other content, rather than mixing two runs.
     """
     target = Path(run_dir) if run_dir is not None else default_run_dir(result)
-    if target.exists() and not (
+    previous = target.exists() and not (
         target.is_dir() and {p.name for p in target.iterdir()} <= {CHECKPOINT_DIR}
-    ):  # empty or holding only a checkpoint: reserved by this run
+    )  # empty or holding only a checkpoint: reserved by this run
+    if previous and not (target.is_dir() and is_incomplete(target)):
         raise FileExistsError(f"run directory {target} already exists")
     target.parent.mkdir(parents=True, exist_ok=True)
     for stale in target.parent.glob(f".{target.name}.*.tmp"):  # a write killed half-way
@@ -195,12 +209,17 @@ def write_run_dir(
         if draw is not None:
             draw(result, tmp)
         (tmp / "manifest.json").write_text(json.dumps(manifest(result), indent=2))
-        if (target / CHECKPOINT_DIR).is_dir():
-            if result.stop_reason in INCOMPLETE:  # keep it: the run can be resumed
-                os.rename(target / CHECKPOINT_DIR, tmp / CHECKPOINT_DIR)
-            else:
+        if (target / CHECKPOINT_DIR).is_dir() and result.stop_reason in INCOMPLETE:
+            os.rename(target / CHECKPOINT_DIR, tmp / CHECKPOINT_DIR)  # the run can be resumed
+        if previous:  # an interrupted run's tables: replaced only now that ours are whole
+            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
+            os.rename(target, old / "run")
+            os.rename(tmp, target)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            if (target / CHECKPOINT_DIR).is_dir():
                 shutil.rmtree(target / CHECKPOINT_DIR)
-        os.rename(tmp, target)
+            os.rename(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

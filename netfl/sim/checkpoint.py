@@ -29,7 +29,13 @@ import numpy as np
 
 from netfl.errors import UserError
 
-__all__ = ["CHECKPOINT_DIR", "save_checkpoint", "load_checkpoint", "checkpoint_path"]
+__all__ = [
+    "CHECKPOINT_DIR",
+    "save_checkpoint",
+    "load_checkpoint",
+    "checkpoint_path",
+    "scenario_fingerprint",
+]
 
 CHECKPOINT_DIR = ".checkpoint"
 _ND = "__ndarray__"
@@ -117,19 +123,57 @@ def _save(run_dir: str | Path, state: dict[str, Any]) -> Path:
     return path
 
 
-def load_checkpoint(run_dir: str | Path) -> dict[str, Any]:
+def scenario_fingerprint(scenario: Any) -> str:
+    """SHA-256 of the resolved scenario (every default filled in, keys sorted): a
+    checkpoint records it, and resuming refuses a checkpoint of another scenario."""
+    import hashlib
+    import json
+
+    from netfl.scenario.files import resolved
+
+    text = json.dumps(resolved(scenario), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+#: what a checkpoint must hold to be resumed from
+_KEYS = {"next_round": int, "rows": list, "algorithm": dict}
+
+
+def load_checkpoint(run_dir: str | Path, fingerprint: str | None = None) -> dict[str, Any]:
     """The last checkpoint of ``run_dir`` (``FileNotFoundError`` if none); a file that
-    cannot be read back (damaged after it was written) is a one-line ``UserError``."""
+    cannot be read back (damaged after it was written) is a one-line ``UserError``. With
+    ``fingerprint`` (a resume: :func:`scenario_fingerprint` of the run's scenario) so is
+    one that lacks what a resume needs, or that was written for another scenario."""
     path = checkpoint_path(run_dir)
     if not path.is_file():
         raise FileNotFoundError(path)
     import torch
 
+    again = f"run the scenario again ({path.parent / 'scenario.yaml'} holds it)"
     try:
-        return _restore(torch.load(path, weights_only=True))
+        state = _restore(torch.load(path, weights_only=True))
     except Exception as err:  # noqa: BLE001 - whatever a damaged file makes torch raise
         raise UserError(
             f"--resume: the checkpoint {path} cannot be read ({type(err).__name__}): it was "
-            f"damaged after it was written; run the scenario again "
-            f"({path.parent / 'scenario.yaml'} holds it)"
+            f"damaged after it was written; {again}"
         ) from None
+    if fingerprint is None:
+        return state
+    bad = (
+        ["a mapping"]
+        if not isinstance(state, dict)
+        else [k for k, kind in _KEYS.items() if not isinstance(state.get(k), kind)]
+    )
+    if bad or state["next_round"] < 0:
+        raise UserError(
+            f"--resume: the checkpoint {path} is damaged (no valid "
+            f"{', '.join(bad) or 'next_round'}); {again}"
+        )
+    theirs = state.get("scenario_sha256")
+    if theirs is not None and theirs != fingerprint:
+        raise UserError(
+            f"--resume: the checkpoint {path} belongs to another scenario than "
+            f"{path.parent / 'scenario.yaml'} (another algorithm, seed or setting); "
+            f"{again}, or resume the run that wrote it"
+        )
+    return state

@@ -22,7 +22,12 @@ from netfl.errors import WorkerLost
 from netfl.scenario.files import algorithm_config
 from netfl.scenario.schema import Scenario
 from netfl.sim.accounting import devices_frame, round_row, snapshot
-from netfl.sim.checkpoint import checkpoint_path, load_checkpoint, save_checkpoint
+from netfl.sim.checkpoint import (
+    checkpoint_path,
+    load_checkpoint,
+    save_checkpoint,
+    scenario_fingerprint,
+)
 from netfl.sim.result import RunResult
 from netfl.sim.world import World
 
@@ -77,8 +82,9 @@ def _run_world(
     start = 0
     if resume and run_dir is None:
         raise ValueError("resume needs the run directory")
+    fingerprint = scenario_fingerprint(scenario)
     if resume and checkpoint_path(run_dir).is_file():  # (none yet: start from round 0)
-        ck = load_checkpoint(run_dir)
+        ck = load_checkpoint(run_dir, fingerprint)
         start, rows = int(ck["next_round"]), list(ck["rows"])
         _replay(world, algorithm, nodes, start)
         algorithm.load_state_dict(ck["algorithm"])
@@ -123,7 +129,12 @@ def _run_world(
             if every and run_dir is not None and (r + 1) % every == 0 and r + 1 < tr.rounds:
                 save_checkpoint(
                     run_dir,
-                    {"next_round": r + 1, "rows": rows, "algorithm": algorithm.state_dict()},
+                    {
+                        "next_round": r + 1,
+                        "rows": rows,
+                        "algorithm": algorithm.state_dict(),
+                        "scenario_sha256": fingerprint,
+                    },
                 )
             if on_round is not None:
                 on_round(row)

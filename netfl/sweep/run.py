@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 
 from netfl.errors import ScenarioError, WorkerLost
-from netfl.output.rundir import is_complete
+from netfl.output.rundir import is_complete, is_incomplete
 from netfl.scenario.files import parse_scenario, resolved
 from netfl.scenario.schema import Scenario
 from netfl.sim.checkpoint import CHECKPOINT_DIR, checkpoint_path
@@ -277,12 +277,9 @@ def run_sweep(
     status: dict[str, tuple[str, str]] = {}
     todo = []
     for r in runs:
-        if (out / r.name / "manifest.json").is_file() and not is_complete(out / r.name):
-            # an interrupted run (marked incomplete): run it again, from its checkpoint if any
-            for item in (out / r.name).iterdir():
-                if item.name != CHECKPOINT_DIR:
-                    shutil.rmtree(item) if item.is_dir() else item.unlink()
-        if (out / r.name / "manifest.json").is_file():
+        # an interrupted run (marked incomplete) runs again, from its checkpoint if any; its
+        # finished rounds stay until the new run has written its own
+        if (out / r.name / "manifest.json").is_file() and not is_incomplete(out / r.name):
             stale = _stale(out / r.name, r.scenario)
             status[r.name] = ("failed", stale) if stale else ("skipped", "")
             if on_done:
