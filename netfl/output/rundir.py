@@ -212,7 +212,9 @@ def write_run_dir(
         if (target / CHECKPOINT_DIR).is_dir() and result.stop_reason in INCOMPLETE:
             os.rename(target / CHECKPOINT_DIR, tmp / CHECKPOINT_DIR)  # the run can be resumed
         if previous:  # an interrupted run's tables: replaced only now that ours are whole
-            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
+            old = Path(
+                tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent)
+            )
             os.rename(target, old / "run")
             os.rename(tmp, target)
             shutil.rmtree(old, ignore_errors=True)
