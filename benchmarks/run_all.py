@@ -28,10 +28,14 @@ BENCHMARKS = [
     "startup",
     "link_models",
     "multicell_scale",
+    "threads",
 ]
 
 #: benchmarks run more than once, with these arguments
-VARIANTS = {"memory_1000": [[], ["--executor", "process"]]}
+VARIANTS = {
+    "memory_1000": [[], ["--executor", "process"]],
+    "threads": [["--model", "2nn"], ["--model", "cnn"]],
+}
 
 
 def main() -> int:

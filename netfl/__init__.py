@@ -15,7 +15,10 @@ torch), so the command line's light verbs start fast.
 from typing import TYPE_CHECKING
 
 from netfl._lazy import lazy_exports
+from netfl.core.threads import use_passive_wait
 from netfl.version import __version__
+
+use_passive_wait()  # before torch is imported: idle OpenMP threads sleep (netfl.core.threads)
 
 _EXPORTS = {
     "ALGORITHMS": "netfl.algorithms",

@@ -46,6 +46,7 @@ LAYERS: list[list[str]] = [
         "netfl.core.records",
         "netfl.core.timeline",
         "netfl.core.invariants",
+        "netfl.core.threads",
     ],
     [  # mechanisms without a clock: compute profiles and meters, torch learning
         "netfl.compute",

@@ -18,6 +18,7 @@ import pandas as pd
 
 from netfl.algorithms import Algorithm, get_algorithm
 from netfl.core.invariants import check_records, check_round
+from netfl.core.threads import wait_policy
 from netfl.errors import WorkerLost
 from netfl.scenario.files import algorithm_config
 from netfl.scenario.schema import Scenario
@@ -175,6 +176,8 @@ def _run_world(
             "setup_wall_s": setup_wall_s,
             # torch's intra-op threads change the order of float sums, hence learning curves
             "torch_num_threads": world.job_threads,
+            "torch_num_threads_source": world.job_threads_source,
+            **wait_policy(),
             "executor": scenario.learning.executor,
             "executor_workers": getattr(world.executor, "workers", 1),
             "model_params": world.model.num_params,

@@ -83,6 +83,7 @@ class World:
         #: torch threads of a training job (None in timing mode: no torch work, and no
         #: torch import — a timing run of models counted before starts in a fraction of it)
         self.job_threads: int | None = None
+        self.job_threads_source: str | None = None
         self._threads_before: int | None = None
         if self.learn:
             import torch
@@ -115,6 +116,14 @@ class World:
             except ConnectionError as err:  # (an unreachable learning.ray_address)
                 raise UserError(f"{source}: learning.ray_address: {err}") from None
             self.job_threads = getattr(self.executor, "threads", torch.get_num_threads())
+            self.job_threads_source = (
+                "learning.num_threads"
+                if scenario.learning.num_threads
+                else "the cores divided among the workers"
+                if hasattr(self.executor, "threads")
+                else "this process's (torch's default: the cores; in a sweep: the cores "
+                "divided among its parallel runs)"
+            )
 
     def close(self) -> None:
         """Stop the executor's workers (a no-op for the serial executor) and give this

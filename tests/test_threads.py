@@ -1,0 +1,68 @@
+"""netfl's torch threads never spin against other work on the machine, and the run
+records its thread count and OpenMP wait policy (netfl.core.threads)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from netfl.output.rundir import write_run_dir
+from netfl.scenario.files import parse_scenario
+from netfl.sim.runner import run
+from tests.conftest import tiny_scenario
+
+PROBE = (
+    "import os, sys{pre}; import netfl; from netfl.core.threads import wait_policy; "
+    "print(os.environ.get('OMP_WAIT_POLICY')); print(wait_policy()['omp_wait_policy_source'])"
+)
+
+
+def _probe(env_extra: dict[str, str], pre: str = "") -> list[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE.format(pre=pre)],
+        env={**env, **env_extra},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return out.stdout.split("\n")[:2]
+
+
+@pytest.mark.parametrize(
+    "env_extra, pre, expected",
+    [
+        ({}, "", ["PASSIVE", "netfl default"]),
+        ({"OMP_WAIT_POLICY": "ACTIVE"}, "", ["ACTIVE", "environment"]),
+        ({"GOMP_SPINCOUNT": "300000"}, "", ["None", "environment"]),
+        ({}, "; import torch", ["None", "torch imported before netfl"]),
+    ],
+)
+def test_idle_openmp_threads_sleep_unless_the_user_chose(env_extra, pre, expected):
+    """``import netfl`` before torch sets OMP_WAIT_POLICY=PASSIVE; a policy the user set
+    is kept, and a torch imported earlier (its runtime read the environment) is said."""
+    assert _probe(env_extra, pre) == expected
+
+
+@pytest.mark.parametrize("num_threads", [None, 1])
+def test_the_manifest_records_the_thread_choice(num_threads, tmp_path):
+    """A learning run records the threads of its jobs and where they came from;
+    ``learning.num_threads`` overrides torch's default (the cores) and gives the
+    process its own count back afterwards."""
+    import torch
+
+    before = torch.get_num_threads()
+    learning = {"mode": "learn"} | ({"num_threads": num_threads} if num_threads else {})
+    scenario = parse_scenario(tiny_scenario(learning=learning, training={"rounds": 1}))
+    out = write_run_dir(run(scenario), tmp_path / "run")
+    man = json.loads((out / "manifest.json").read_text())
+    assert man["torch_num_threads"] == (num_threads or before)
+    assert man["torch_num_threads_source"].startswith(
+        "learning.num_threads" if num_threads else "this process's"
+    )
+    assert man["omp_wait_policy"] and man["omp_wait_policy_source"]
+    assert torch.get_num_threads() == before
