@@ -383,3 +383,47 @@ def test_a_run_failing_in_a_pool_worker_leaves_its_traceback(tmp_path):
     assert index.loc["broken", "error"].startswith("UserError: ")
     text = (out / "broken.error.txt").read_text()
     assert "Traceback" in text and "_run_one" in text and "data.root" in text
+
+
+def test_a_sweeps_base_scenario_reads_its_relative_files_from_its_own_folder(
+    tmp_path, monkeypatch, capsys
+):
+    """A base scenario naming a relative CSV layout and channel-profile file runs in a
+    sweep as it runs alone: the names are taken relative to the scenario's folder (not
+    the working directory, nor the sweep file's) in validate and a local sweep."""
+    from netfl.cli.app import main
+    from tests.test_channel_profile_file import PROFILE
+
+    cells = tmp_path / "cells"
+    cells.mkdir()
+    (cells / "profiles.yaml").write_text(yaml.safe_dump({"profiles": {"mine": PROFILE}}))
+    (cells / "ues.csv").write_text("x_m,y_m\n10,0\n0,20\n-30,0\n0,-40\n")
+    base = tiny_scenario(
+        cell={
+            "radius_m": 200,
+            "link": {
+                "mode": "ofdma",
+                "channel_profile": "mine",
+                "channel_profile_file": "profiles.yaml",
+            },
+        },
+        devices={"count": 4, "layout": {"kind": "csv", "file": "ues.csv"}},
+        outputs={"figures": False, "progress": False, "checkpoint_every": 1},
+    )
+    (cells / "base.yaml").write_text(yaml.safe_dump(base))
+    sweeps = tmp_path / "sweeps"
+    sweeps.mkdir()
+    sweep = sweeps / "s.sweep.yaml"
+    sweep.write_text(yaml.safe_dump({"name": "rel", "base": "../cells/base.yaml", "seeds": [1, 2]}))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert main(["run", str(cells / "base.yaml"), "--out", "alone", "--no-progress"]) == 0
+    assert main(["validate", str(sweep)]) == 0
+    out = tmp_path / "out"
+    assert main(["sweep", str(sweep), "--out", str(out), "--no-progress"]) == 0, capsys.readouterr()
+    index = pd.read_csv(out / "sweep.csv")
+    assert list(index["status"]) == ["complete", "complete"]
+    for run_dir in (out / "seed1", elsewhere / "alone"):
+        devices = pd.read_csv(run_dir / "devices.csv").query("kind != 'bs'")
+        assert sorted(devices["x_m"].round(6).tolist()) == [-30, 0, 0, 10]

@@ -116,12 +116,19 @@ def _base_dir(source: str) -> Path:
     return path.parent if path.is_file() else Path.cwd()
 
 
-def parse_scenario(data: Any, source: str = "<scenario>") -> Scenario:
-    """Validate plain data as a scenario; :class:`ScenarioError` names every bad key."""
+def parse_scenario(
+    data: Any, source: str = "<scenario>", base_dir: str | Path | None = None
+) -> Scenario:
+    """Validate plain data as a scenario; :class:`ScenarioError` names every bad key.
+
+    Relative file names in it (a CSV layout, a channel-profile file) are read from
+    ``base_dir``, by default the folder of ``source`` when that is a file, else the
+    working directory (a sweep passes its base scenario's folder)."""
     if not isinstance(data, dict):
         raise ScenarioError(source, [("", "a scenario must be a mapping of sections")])
+    folder = Path(base_dir) if base_dir is not None else _base_dir(source)
     try:
-        scenario = Scenario.model_validate(data, context={"base_dir": _base_dir(source)})
+        scenario = Scenario.model_validate(data, context={"base_dir": folder})
     except ValidationError as err:
         raise ScenarioError(source, _problems(err)) from None
 

@@ -175,6 +175,6 @@ def expand(
         data = apply_values(base, values, str(path))
         data["name"] = f"{spec.name}-{name}".replace("=", "_")
         source = f"{path} (run {name})"
-        scenario = parse_scenario(data, source)
+        scenario = parse_scenario(data, source, base_dir=base_path.parent)
         runs.append(SweepRun(name, {"variant": vname, **params, "seed": seed}, scenario, source))
     return runs
