@@ -61,3 +61,55 @@ def test_resolved_scenario_reloads_identically(path, tmp_path):
     want = resolved(load_scenario(path))
     again = parse_scenario(yaml.safe_load(yaml.safe_dump(want)), "resolved")
     assert resolved(again) == want
+
+
+def _same_run(scenario, source: str) -> None:
+    """The run directory's ``scenario.yaml`` (the resolved scenario, through YAML) parses
+    to the very scenario and re-runs to the same tables."""
+    import yaml
+    from pandas.testing import assert_frame_equal
+
+    from netfl.scenario.files import parse_scenario
+
+    again = parse_scenario(yaml.safe_load(yaml.safe_dump(resolved(scenario))), "resolved")
+    assert again.model_dump(exclude={"algorithm"}) == scenario.model_dump(exclude={"algorithm"})
+    assert resolved(again) == resolved(scenario)
+    a, b = run(scenario, source=source), run(again, source="resolved")
+    assert_frame_equal(a.rounds, b.rounds)
+    assert_frame_equal(a.transfers, b.transfers)
+    assert_frame_equal(a.devices, b.devices)
+
+
+TIMING = [*TINY, "learning.mode=timing"]
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_resolved_scenario_reproduces_the_run(path):
+    _same_run(load_scenario(path, TIMING + EXTRA.get(path.name, [])), str(path))
+
+
+NR = [*TIMING, "cell.radius_m=200", "cell.link={mode: ofdma, channel_profile: nr_fr1_uma}"]
+VARIANTS = {
+    "disc_height": [*NR, "devices.layout={kind: uniform_disc, height_m: 20}"],
+    "annulus_height": [*NR, "devices.layout={kind: annulus, inner_m: 50, height_m: 7}"],
+    "ring": [*NR, "devices.layout={kind: ring, radius_m: 90, phase_deg: 10, height_m: 3}"],
+    "line": [*NR, "devices.layout={kind: line, start_m: [-100, 5], end_m: [100, 5]}"],
+    "grid": [*NR, "devices.layout={kind: grid, spacing_m: 40, columns: 2, height_m: 1.5}"],
+    "groups": [
+        *NR,
+        "devices.count=2",
+        "devices.groups=[{count: 2, layout: {kind: uniform_disc, height_m: 30}}]",
+    ],
+    "lte": [*TIMING, "cell.link={mode: ofdma, channel_profile: lte_20mhz}"],
+    "network_indoor_mobile": [
+        *TIMING,
+        "cell.link={mode: ofdma, channel_profile: nr_fr1_uma}",
+        "network={sites: 7, isd_m: 200, indoor_fraction: 0.5}",
+        "devices.mobility={model: random_waypoint}",
+    ],
+}
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_the_resolved_scenario_reproduces_layout_height_and_network_variants(name):
+    _same_run(load_scenario(ROOT / "quickstart.yaml", VARIANTS[name]), "quickstart variant")

@@ -101,8 +101,9 @@ def resolved(scenario: Scenario) -> dict[str, Any]:
 
 
 def _layout_data(layout: dict[str, Any]) -> dict[str, Any]:
-    """A layout's own keys (those of its kind that are set): the others would not validate."""
-    keys = KIND_KEYS[layout["kind"]]
+    """A layout's own keys (those of its kind that are set, and the antenna height every
+    kind takes): the others would not validate."""
+    keys = KIND_KEYS[layout["kind"]] | {"height_m"}
     return {
         "kind": layout["kind"],
         **{k: v for k, v in layout.items() if k in keys and v is not None},
