@@ -154,7 +154,10 @@ class MobilitySection(_Strict):
 
 class NetworkSection(_Strict):
     sites: Literal[1, 7, 19] | None = Field(
-        7, description="hexagonal grid of 1, 7 or 19 sites (unused with site_positions_m)"
+        None,
+        description="hexagonal grid of 1, 7 or 19 sites; a network names this or "
+        "site_positions_m (a section without either is refused: one network.* key set on a "
+        "single cell would otherwise turn it into a 7-site network)",
     )
     site_positions_m: list[tuple[float, float]] | None = Field(
         None, description="explicit site positions [[x, y], ...] instead of a grid"
@@ -206,7 +209,10 @@ class NetworkSection(_Strict):
                             f"at least {MIN_SITE_DISTANCE_M:g} m)"
                         )
         elif self.sites is None:
-            raise ValueError("give sites (1, 7 or 19) or site_positions_m")
+            raise ValueError(
+                "a network needs sites (1, 7 or 19) or site_positions_m; without a network "
+                "section the scenario is one cell, and its network.* keys do not apply"
+            )
         if self.antenna == "omni" and self.sectors == 3:
             raise ValueError("antenna: omni with sectors: 3 (sectors need the sector antenna)")
         if isinstance(self.server_site, int) and not 0 <= self.server_site < self.num_sites:

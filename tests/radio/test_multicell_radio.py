@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 from channel_models.units import dbm_to_w
 from netfl.errors import ScenarioError
@@ -503,6 +504,27 @@ def test_bad_handover_settings_are_one_line_errors(key, value):
             network={"sites": 7, "handover": {key: value}},
         )
     assert f"network.handover.{key}" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "key", ["handover.hysteresis_db=3", "isd_m=300", "interference.model=none", "wrap_around=true"]
+)
+def test_a_network_key_on_a_single_cell_does_not_make_it_a_network(key, tmp_path):
+    """One ``network.*`` key set on a one-cell scenario is refused with one line naming
+    the section, instead of silently turning the cell into a 7-site, 21-cell network."""
+    from netfl.scenario.files import load_scenario
+
+    path = tmp_path / "cell.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            tiny_scenario(cell={"link": {"mode": "ofdma", "channel_profile": "nr_fr1_uma"}})
+        )
+    )
+    assert load_scenario(path).network is None
+    with pytest.raises(ScenarioError) as err:
+        load_scenario(path, [f"network.{key}"])
+    assert "network: a network needs sites (1, 7 or 19) or site_positions_m" in str(err.value)
+    assert len(str(err.value).splitlines()) == 1
 
 
 def test_a_transfer_in_flight_follows_the_ue_and_resumes_on_the_new_cell():
