@@ -13,7 +13,8 @@ advance (a device that does not transfer costs nothing):
   drawn lazily from the device's own generator, so a position is a function of time);
 - :class:`GaussMarkov` — Camp, Boleng, Davies (2002): every ``step_s`` the speed and
   heading follow s_n = α·s_{n−1} + (1 − α)·s̄ + √(1 − α²)·σ_s·w, same for the heading;
-  positions are linear in between.
+  positions are linear in between;
+- :class:`Folded` — any of them on a wrap-around deployment's torus.
 
 :func:`coherence_time_s` is Clarke's T_c = 0.423 / f_D with f_D = v·f_c / c (the
 fading block length a moving device implies, unless a scenario sets one).
@@ -43,6 +44,7 @@ __all__ = [
     "ConstantVelocity",
     "RandomWaypoint",
     "GaussMarkov",
+    "Folded",
     "coherence_time_s",
     "ShadowField",
     "a3_handovers",
@@ -202,6 +204,23 @@ class GaussMarkov:
         self._extend(t_s)
         k = min(int(t_s // self.step_s), len(self._points) - 2)
         return float(np.hypot(*(self._points[k + 1] - self._points[k]))) / self.step_s
+
+
+@dataclass(frozen=True)
+class Folded:
+    """A trajectory on a torus: ``path``'s positions passed through ``fold`` (a
+    wrap-around deployment's :meth:`~channel_models.multicell.HexLayout.fold`), so a
+    device that drives out of one edge comes back in at the opposite one, at any speed
+    and for any duration; its speed is the path's."""
+
+    path: object
+    fold: object
+
+    def positions(self, t_s: np.ndarray) -> np.ndarray:
+        return self.fold(self.path.positions(t_s))
+
+    def speed_mps(self, t_s: float = 0.0) -> float:
+        return self.path.speed_mps(t_s)
 
 
 def coherence_time_s(speed_mps: float, carrier_hz: float) -> float:

@@ -143,6 +143,30 @@ class HexLayout:
         image nearest to the UE (wrap-around)."""
         return nearest_image_offsets(ue_xy, self.site_xy(), self.wrap_vectors())
 
+    def fold(self, xy: np.ndarray) -> np.ndarray:
+        """Points ``(n, 2)`` [m] folded into the deployment by the wrap-around
+        translations (the network as a torus): each point moved by the lattice vector
+        that brings it into the hexagon of one of the cluster's sites, however far it is
+        (unchanged without wrap-around). The wrap vectors span a hexagonal lattice with
+        basis ``w0, w1``; the nearest lattice point (among the roundings of the point's
+        coordinates in that basis and their neighbours) brings it into the cluster's
+        lattice cell, which the cluster's hexagons and their first-ring images cover, so
+        the nearest site image found there is exact."""
+        xy = np.asarray(xy, dtype=float).reshape(-1, 2)
+        wraps = self.wrap_vectors()
+        if not len(wraps) or not len(xy):
+            return xy.copy()
+        basis = wraps[:2]  # (2, 2): rows w0, w1
+        coeff = np.floor(np.linalg.solve(basis.T, xy.T).T)  # (n, 2)
+        steps = np.array([(i, j) for i in (0, 1) for j in (0, 1)], dtype=float)
+        lattice = (coeff[:, None, :] + steps[None, :, :]) @ basis  # (n, 4, 2)
+        nearest = np.argmin(((xy[:, None, :] - lattice) ** 2).sum(axis=2), axis=1)
+        p = xy - lattice[np.arange(len(xy)), nearest]
+        sites = self.site_xy()
+        off = nearest_image_offsets(p, sites, wraps)  # (n, sites, 2)
+        home = np.argmin((off**2).sum(axis=2), axis=1)
+        return sites[home] + off[np.arange(len(xy)), home]
+
     def area_m2(self) -> float:
         """The deployment's area: every site's hexagon, (√3/2)·ISD² each."""
         return self.num_sites * SQRT3 / 2.0 * self.isd_m**2

@@ -221,11 +221,17 @@ class HandoverMixin:
         while True:
             if self.env.now - since > COVERAGE_WAIT_LIMIT_S:
                 x, y = device.position_m
+                why = (
+                    "it is in a coverage hole of the network (a lower speed, a smaller "
+                    "network.isd_m or cell.cues load, or a higher UE power closes it)"
+                    if len(self.wrap)  # (a wrap-around network keeps every device inside)
+                    else "it left the network's coverage; keep moving devices inside it "
+                    "(network.wrap_around on a hexagonal grid, or random_waypoint)"
+                )
                 raise UserError(
                     f"{device.name} has had no {direction} rate for "
                     f"{COVERAGE_WAIT_LIMIT_S:g} s of simulated time (at x = {x:.0f} m, "
-                    f"y = {y:.0f} m): it left the network's coverage; keep moving devices "
-                    "inside it (network.wrap_around, random_waypoint or gauss_markov)"
+                    f"y = {y:.0f} m): {why}"
                 )
             c = self.serving[device.name]
             cell = self.cells[c]

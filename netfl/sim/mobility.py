@@ -63,6 +63,9 @@ class DeviceMobility:
                     m.speed_std_kmh / 3.6,
                     m.heading_std_deg,
                 )
+            dep = world.deployment
+            if dep is not None and len(dep.wrap_vectors()):  # never leaves a wrap-around net
+                traj = mob.Folded(traj, dep.fold)
             self.trajectories[node.name] = traj
             self._moved_at[node.name] = world.env.now
             self._record_every[node.name] = m.record_every_s

@@ -154,3 +154,38 @@ def test_a3_hands_over_when_the_rule_says():
         a3_handovers(t, rsrp, 0, hysteresis_db=40.0)
     with pytest.raises(ValueError):
         a3_handovers(t, rsrp, 0, ttt_s=-1.0)
+
+
+@pytest.mark.parametrize("sites", [7, 19])
+def test_fold_maps_any_point_into_the_wrap_around_deployment(sites):
+    """Folding is the torus of the wrap-around cluster: every point, however far (up
+    to 10,000 ISDs), lands in a site's hexagon; a point inside stays where it is;
+    and translating a point by any combination of wrap vectors does not change its fold
+    (TR 36.814 A.2.1.1's images, however many rings away)."""
+    from channel_models.multicell import HexLayout
+
+    dep = HexLayout(isd_m=500.0, rings={7: 1, 19: 2}[sites], sectors=3)
+    rng = np.random.default_rng(1)
+    far = rng.uniform(-5e6, 5e6, size=(2000, 2))
+    folded = dep.fold(far)
+    assert dep.contains(folded).all()
+    inside = dep.drop_uniform(2000, rng)
+    assert np.allclose(dep.fold(inside), inside, atol=1e-6)
+    w = dep.wrap_vectors()
+    k = rng.integers(-1000, 1000, size=(2000, 2))
+    shifted = inside + k[:, :1] * w[0] + k[:, 1:] * w[1]
+    assert np.allclose(dep.fold(shifted), inside, atol=1e-4)
+
+
+def test_a_folded_trajectory_keeps_its_speed_and_stays_inside():
+    from channel_models.mobility import Folded
+    from channel_models.multicell import HexLayout
+
+    dep = HexLayout(isd_m=200.0, rings=1, sectors=1)
+    path = ConstantVelocity((0.0, 0.0), (500 / 3.6 * 0.6, 500 / 3.6 * 0.8))
+    torus = Folded(path, dep.fold)
+    t = np.linspace(0.0, 3600.0, 5001)
+    xy = torus.positions(t)
+    assert dep.contains(xy).all()
+    assert torus.speed_mps(10.0) == pytest.approx(500 / 3.6)
+    assert np.allclose(dep.fold(path.positions(t)), xy)

@@ -805,3 +805,35 @@ def test_a_device_that_drives_out_of_coverage_for_good_stops_the_run_clearly():
         world.env.run(until=world.radio.transfer(ue, world.bs, 1e6, "probe"))
     assert "ue0 has had no uplink rate for 600 s" in str(err.value)
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "model", ["constant_velocity", pytest.param("gauss_markov", marks=pytest.mark.slow)]
+)
+def test_fast_devices_stay_inside_a_wrap_around_network_for_40_rounds(model):
+    """Devices at 500 km/h on a 7-site wrap-around network (ISD 200 m) for 40 rounds of
+    about 9 s drive ~50 km: folded into the torus, they stay in the deployment, keep a
+    rate every round, and their recorded path never leaves it."""
+    from channel_models.multicell import HexLayout
+
+    s = _scenario(
+        cell={"link": {"mode": "ofdma", "channel_profile": "nr_fr1_uma"}, "radius_m": 115},
+        network={
+            "sites": 7,
+            "sectors": 1,
+            "antenna": "omni",
+            "isd_m": 200,
+            "handover": {"sample_ms": 200},  # (coarse measurements: a fast test)
+        },
+        devices={"count": 3, "mobility": {"model": model, "speed_kmh": 500, "alpha": 0.9}},
+        model={"name": "logreg", "size_bits": 5e8},
+        training={"rounds": 40},
+    )
+    result = run(s)
+    assert len(result.rounds) == 40 and result.stop_reason == "rounds"
+    end = float(result.rounds["sim_time_s"].iloc[-1])
+    assert end * 500 / 3.6 > 40e3  # (tens of kilometres driven)
+    xy = result.tables["trajectories"][["x_m", "y_m"]].to_numpy()
+    dep = HexLayout(isd_m=200.0, rings=1, sectors=1)
+    assert dep.contains(xy).all()
+    assert (result.rounds["starved_devices"] == 0).all()
