@@ -111,6 +111,7 @@ LAYERS: list[list[str]] = [
         "netfl.scenario.base",
         "netfl.scenario.cell",
         "netfl.scenario.files",
+        "netfl.scenario.reading",
         "netfl.scenario.layout",
         "netfl.scenario.network",
         "netfl.scenario.schema",

@@ -119,7 +119,7 @@ def test_csv_layout_is_read_relative_to_the_scenario_and_recorded_in_full(tmp_pa
         ),
         (
             {"count": 1, "layout": {"kind": "positions", "positions_m": [[1, 2, -3]]}},
-            r"positions_m\[0\]: height z = -3.0 m must be positive",
+            r"positions_m\[0\]: height z = -3.0 m is no antenna height",
         ),
         ({"count": 1, "layout": {"kind": "hexagon"}}, r"devices\.layout\.kind"),
         (
@@ -150,5 +150,38 @@ def test_bad_csv_files_are_one_line_errors(tmp_path, text, message):
         load_scenario(path)
     data["devices"]["layout"]["file"] = "missing.csv"
     path.write_text(yaml.safe_dump(data))
-    with pytest.raises(ScenarioError, match=r"devices\.layout\.file: cannot read"):
+    with pytest.raises(
+        ScenarioError, match=r"devices\.layout\.file: .*missing\.csv: file not found"
+    ):
         load_scenario(path)
+
+
+def test_layout_csvs_are_read_bounded(tmp_path):
+    """A layout CSV is read only if it is a regular file of at most 8 MiB (a FIFO nobody
+    writes is refused at once, not waited on), its rows are counted as they are parsed,
+    a spreadsheet's UTF-8 byte-order mark is fine, and a height column is checked."""
+    import os
+    import time
+
+    def refused(name: str, message: str, count: int = 1) -> None:
+        data = tiny_scenario(devices={"count": count, "layout": {"kind": "csv", "file": name}})
+        path = tmp_path / "s.yaml"
+        path.write_text(yaml.safe_dump(data))
+        t0 = time.perf_counter()
+        with pytest.raises(ScenarioError, match=message) as err:
+            load_scenario(path)
+        assert time.perf_counter() - t0 < 5.0 and len(err.value.lines()) == 1
+
+    os.mkfifo(tmp_path / "fifo.csv")
+    refused("fifo.csv", "is not a regular file")
+    refused("/dev/zero", "is not a regular file")
+    (tmp_path / "big.csv").write_text("x_m,y_m\n" + "1,2\n" * (3 << 20))
+    refused("big.csv", "a layout CSV is at most 8 MiB")
+    (tmp_path / "rows.csv").write_text("x,y\n" + "1,2\n" * 100_001)
+    refused("rows.csv", "has over 100,000 rows")
+    (tmp_path / "low.csv").write_text("x_m,y_m,z_m\n1,2,-1.5\n")
+    refused("low.csv", "line 2: z_m -1.5 is no antenna height")
+    (tmp_path / "bom.csv").write_bytes("x_m,y_m\r\n10,20\r\n".encode("utf-8-sig"))
+    data = tiny_scenario(devices={"count": 1, "layout": {"kind": "csv", "file": "bom.csv"}})
+    (tmp_path / "ok.yaml").write_text(yaml.safe_dump(data))
+    assert load_scenario(tmp_path / "ok.yaml").devices.layout.positions_m == [[10.0, 20.0]]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any, Literal
 
@@ -21,7 +22,7 @@ from channel_models.channel_profiles import (
     ChannelProfile,
     build_pathloss,
     channel_profiles,
-    load_channel_profiles,
+    parse_channel_profiles,
 )
 from channel_models.numerology import num_resource_blocks
 from channel_models.pathloss import PATHLOSS_MODELS
@@ -73,6 +74,33 @@ class PowerControlSection(_Strict):
     model: Literal["full_carrier", "open_loop"] = "open_loop"
     p0_dbm: float = Field(-87.0, description="P0 [dBm per 15 kHz-RB equivalent]")
     alpha: float = Field(0.8, ge=0.0, le=1.0, description="fractional path-loss compensation")
+
+
+def user_channel_profiles(path: str) -> dict[str, ChannelProfile]:
+    """The profiles of a ``channel_profile_file`` (the format of
+    ``channel_models/data/channel_profiles.yaml``), read as strictly as a scenario:
+    a regular file of at most 1 MiB, no duplicate keys, bounded aliases (cached per
+    file and modification time); ``ValueError`` names the profile and key at fault."""
+    import os
+
+    try:
+        stamp = os.stat(path).st_mtime_ns
+    except OSError as err:
+        raise ValueError(f"cannot read {path} ({err.strerror or err})") from None
+    return _user_profiles(path, stamp)
+
+
+@functools.lru_cache(maxsize=16)
+def _user_profiles(path: str, _stamp: int) -> dict[str, ChannelProfile]:
+    from netfl.errors import ScenarioError
+    from netfl.scenario.reading import read_yaml
+
+    try:
+        raw = read_yaml(path, "channel-profile file")
+    except ScenarioError as err:
+        where, msg = err.problems[0]
+        raise ValueError(f"{path}: {where + ': ' if where else ''}{msg}") from None
+    return parse_channel_profiles(raw, f"{path}: profiles")
 
 
 class LinkSection(_Strict):
@@ -184,7 +212,7 @@ class LinkSection(_Strict):
         """The built-in profiles and those of ``channel_profile_file`` (which win)."""
         if self.channel_profile_file is None:
             return channel_profiles()
-        return {**channel_profiles(), **load_channel_profiles(self.channel_profile_file)}
+        return {**channel_profiles(), **user_channel_profiles(self.channel_profile_file)}
 
     @model_validator(mode="after")
     def _keys_match_mode(self, info: ValidationInfo) -> LinkSection:
@@ -198,7 +226,7 @@ class LinkSection(_Strict):
             if not path.is_absolute() and base_dir is not None:
                 path = Path(base_dir) / path
             try:
-                load_channel_profiles(str(path))
+                user_channel_profiles(str(path))
             except ValueError as err:
                 raise ValueError(f"channel_profile_file: {err}") from None
             # (absolute from here on: the resolved scenario.yaml names the file it used)

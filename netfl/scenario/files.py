@@ -10,12 +10,13 @@ import copy
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from netfl.algorithms import ALGORITHMS, get_algorithm
 from netfl.errors import ScenarioError
 from netfl.scenario.layout import KIND_KEYS
+from netfl.scenario.reading import excerpt as _excerpt
+from netfl.scenario.reading import parse_yaml_text, read_yaml
 from netfl.scenario.schema import LINK_MODE_KEYS, Scenario
 
 __all__ = [
@@ -233,131 +234,6 @@ def apply_values(data: dict, values: dict[str, Any], source: str = "--set") -> d
         else:
             raise ScenarioError(source, [(".".join(keys[:-1]), "is not a section")])
     return data
-
-
-#: scenario and sweep files larger than this are refused (they are a few KiB)
-MAX_FILE_BYTES = 1 << 20
-#: YAML nodes after expanding aliases (an "alias bomb" of 1 KiB expands to billions)
-MAX_EXPANDED_NODES = 100_000
-
-
-class _StrictLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` (no Python objects) that rejects duplicate keys and documents
-    whose aliases expand beyond :data:`MAX_EXPANDED_NODES` nodes."""
-
-    def construct_mapping(self, node, deep=False):
-        seen: dict[Any, int] = {}
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=True)
-            try:
-                hash(key)
-            except TypeError:
-                continue  # the base constructor reports unhashable keys
-            line = key_node.start_mark.line + 1
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None,
-                    None,
-                    f"duplicate key {_excerpt(key)} (lines {seen[key]} and {line})",
-                    key_node.start_mark,
-                )
-            seen[key] = line
-        return super().construct_mapping(node, deep=deep)
-
-
-def _expanded_size(root: yaml.Node) -> int:
-    """Nodes of the document with every alias expanded (memoised, stops past the limit)."""
-    memo: dict[int, int] = {}
-
-    def size(node: yaml.Node) -> int:
-        if id(node) in memo:
-            return memo[id(node)]
-        memo[id(node)] = MAX_EXPANDED_NODES + 1  # a cycle counts as too large
-        total = 1
-        if isinstance(node, yaml.SequenceNode):
-            children = node.value
-        elif isinstance(node, yaml.MappingNode):
-            children = [n for pair in node.value for n in pair]
-        else:
-            children = []
-        for child in children:
-            total += size(child)
-            if total > MAX_EXPANDED_NODES:
-                break
-        memo[id(node)] = total
-        return total
-
-    return size(root)
-
-
-def _excerpt(value: Any, limit: int = 60) -> str:
-    """``repr(value)`` cut to ``limit`` characters: error lines stay short whatever the input."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def parse_yaml_text(text: str, source: str) -> Any:
-    """Parse one YAML document strictly (safe types only, no duplicate keys, bounded
-    alias expansion); problems become one-line :class:`ScenarioError` s."""
-    try:
-        loader = _StrictLoader(text)
-        try:
-            node = loader.get_single_node()
-            if node is None:
-                return None
-            if _expanded_size(node) > MAX_EXPANDED_NODES:
-                raise ScenarioError(
-                    source,
-                    [
-                        (
-                            "",
-                            f"YAML has more than {MAX_EXPANDED_NODES:,} nodes with aliases expanded (alias bomb?)",
-                        )
-                    ],
-                )
-            return loader.construct_document(node)
-        finally:
-            loader.dispose()
-    except yaml.MarkedYAMLError as err:
-        mark = err.problem_mark or err.context_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        raise ScenarioError(source, [("", f"YAML syntax error: {where}{err.problem}")]) from None
-    except yaml.YAMLError as err:
-        raise ScenarioError(
-            source, [("", f"YAML syntax error: {_excerpt(str(err), 200)}")]
-        ) from None
-    except RecursionError:
-        raise ScenarioError(source, [("", "YAML nested too deeply")]) from None
-
-
-def read_yaml(path: str | Path) -> Any:
-    """Read a YAML file (UTF-8 text of at most :data:`MAX_FILE_BYTES`) strictly; every
-    problem becomes one line, syntax errors with line and column."""
-    path = Path(path)
-    try:
-        if path.is_dir():
-            raise ScenarioError(str(path), [("", "is a directory, not a file")])
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise ScenarioError(
-                str(path), [("", f"file is {size:,} bytes; scenario files are at most 1 MiB")]
-            )
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise ScenarioError(str(path), [("", "file not found")]) from None
-    except OSError as err:
-        raise ScenarioError(str(path), [("", f"cannot read ({err.strerror})")]) from None
-    if b"\x00" in raw:
-        raise ScenarioError(str(path), [("", "binary file, not YAML text")])
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise ScenarioError(
-            str(path), [("", f"not UTF-8 text (byte 0x{raw[err.start]:02x} at offset {err.start})")]
-        ) from None
-    if not text.strip():
-        raise ScenarioError(str(path), [("", "file is empty")])
-    return parse_yaml_text(text, str(path))
 
 
 def load_scenario(path: str | Path, overrides: list[str] | None = None) -> Scenario:

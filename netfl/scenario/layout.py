@@ -30,9 +30,10 @@ station stands at the origin; a position outside the cell (farther than
 from __future__ import annotations
 
 import csv
+import io
 import math
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
 from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt, model_validator
@@ -66,26 +67,47 @@ _REQUIRED = {
     "csv": {"file"},
 }
 MAX_LAYOUT_POSITIONS = 100_000
+#: a coordinate or distance of a layout beyond this is no cell's [m]
+MAX_COORDINATE_M = 1e6
+#: the highest antenna a device may have [m] (aerial UEs of TR 36.777 fly at up to 300 m)
+MAX_HEIGHT_M = 1000.0
+#: a coordinate [m]
+Coordinate = Annotated[float, Field(ge=-MAX_COORDINATE_M, le=MAX_COORDINATE_M)]
+
+
+#: a layout CSV larger than this is refused before it is parsed (100,000 rows of three
+#: long numbers fit in 8 MiB)
+MAX_CSV_BYTES = 8 << 20
 
 
 def read_positions_csv(path: Path) -> list[tuple[float, ...]]:
     """``(x, y)`` — or ``(x, y, z)`` with a ``z_m`` (or ``z``) column — per row of a CSV
     with columns ``x_m, y_m`` (or ``x, y``) [m]; ``ValueError`` says what is wrong
-    (missing columns, a value that is no number)."""
+    (not a regular file, too large, missing columns, a value that is no number, a height
+    that is not positive). Read bounded (:data:`MAX_CSV_BYTES`, at most
+    :data:`MAX_LAYOUT_POSITIONS` rows, counted as they are parsed); a UTF-8 byte-order
+    mark, as spreadsheets export it, is allowed."""
+    from netfl.scenario.reading import read_text_bounded
+
     try:
-        with open(path, newline="", encoding="utf-8") as f:
-            reader = csv.DictReader(f)
-            rows = list(reader)
-            header = [h.strip() for h in reader.fieldnames or []]
-    except OSError as err:
-        raise ValueError(f"cannot read {path}: {err.strerror or err}") from None
-    except (UnicodeDecodeError, csv.Error) as err:
-        raise ValueError(f"{path} is not a UTF-8 CSV file ({err})") from None
+        text = read_text_bounded(path, MAX_CSV_BYTES, "layout CSV")
+    except ValueError as err:
+        raise ValueError(f"{path}: {err}") from None
+    try:
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        header = [h.strip() for h in reader.fieldnames or []]
+        rows = []
+        for row in reader:
+            rows.append(row)
+            if len(rows) > MAX_LAYOUT_POSITIONS:
+                raise ValueError(
+                    f"{path} has over {MAX_LAYOUT_POSITIONS:,} rows (the most devices)"
+                )
+    except csv.Error as err:
+        raise ValueError(f"{path} is not a CSV file ({err})") from None
     cols = next(((x, y) for x, y in (("x_m", "y_m"), ("x", "y")) if {x, y} <= set(header)), None)
     if cols is None:
-        raise ValueError(f"{path} has no x_m, y_m (or x, y) columns (columns: {header})")
-    if len(rows) > MAX_LAYOUT_POSITIONS:
-        raise ValueError(f"{path} has {len(rows)} rows; at most {MAX_LAYOUT_POSITIONS}")
+        raise ValueError(f"{path} has no x_m, y_m (or x, y) columns (columns: {header[:10]})")
     zcol = next((z for z in ("z_m", "z") if z in header), None)
     names = [*cols, *([zcol] if zcol else [])]
     out = []
@@ -97,6 +119,13 @@ def read_positions_csv(path: Path) -> list[tuple[float, ...]]:
             raise ValueError(f"{path} line {i}: {', '.join(names)} must be numbers") from None
         if not all(math.isfinite(v) for v in values):
             raise ValueError(f"{path} line {i}: positions must be finite")
+        if any(abs(v) > MAX_COORDINATE_M for v in values):
+            raise ValueError(f"{path} line {i}: a coordinate beyond ±{MAX_COORDINATE_M:g} m")
+        if zcol and not 0 < values[2] <= MAX_HEIGHT_M:
+            raise ValueError(
+                f"{path} line {i}: {zcol} {values[2]:g} is no antenna height (0 < z ≤ "
+                f"{MAX_HEIGHT_M:g} m)"
+            )
         out.append(values)
     return out
 
@@ -107,20 +136,36 @@ class LayoutSection(_Strict):
     kind: Literal["uniform_disc", "annulus", "line", "ring", "grid", "positions", "csv"] = (
         "uniform_disc"
     )
-    inner_m: NonNegativeFloat | None = Field(None, description="annulus: inner radius [m]")
-    outer_m: PositiveFloat | None = Field(None, description="annulus: outer radius [m]")
-    start_m: tuple[float, float] | None = Field(None, description="line: first position [m]")
-    end_m: tuple[float, float] | None = Field(None, description="line: last position [m]")
-    radius_m: PositiveFloat | None = Field(None, description="ring: radius [m]")
-    phase_deg: float | None = Field(None, description="ring: angle of the first device [deg]")
-    spacing_m: PositiveFloat | None = Field(None, description="grid: pitch [m]")
-    columns: PositiveInt | None = Field(None, description="grid: devices per row")
-    positions_m: list[list[float]] | None = Field(
+    inner_m: NonNegativeFloat | None = Field(
+        None, le=MAX_COORDINATE_M, description="annulus: inner radius [m]"
+    )
+    outer_m: PositiveFloat | None = Field(
+        None, le=MAX_COORDINATE_M, description="annulus: outer radius [m]"
+    )
+    start_m: tuple[Coordinate, Coordinate] | None = Field(
+        None, description="line: first position [m]"
+    )
+    end_m: tuple[Coordinate, Coordinate] | None = Field(None, description="line: last position [m]")
+    radius_m: PositiveFloat | None = Field(
+        None, le=MAX_COORDINATE_M, description="ring: radius [m]"
+    )
+    phase_deg: float | None = Field(
+        None, ge=-360.0, le=360.0, description="ring: angle of the first device [deg]"
+    )
+    spacing_m: PositiveFloat | None = Field(
+        None, le=MAX_COORDINATE_M, description="grid: pitch [m]"
+    )
+    columns: PositiveInt | None = Field(
+        None, le=MAX_LAYOUT_POSITIONS, description="grid: devices per row"
+    )
+    positions_m: list[list[Coordinate]] | None = Field(
         None, max_length=MAX_LAYOUT_POSITIONS, description="positions: [[x, y], ...] [m]"
     )
     file: str | None = Field(None, description="csv: a file with x_m, y_m (and z_m) columns")
     height_m: PositiveFloat | None = Field(
-        None, description="antenna height of these devices [m] (default: the law's height_rx_m)"
+        None,
+        le=MAX_HEIGHT_M,
+        description="antenna height of these devices [m] (default: the law's height_rx_m)",
     )
 
     @model_validator(mode="after")
@@ -141,9 +186,14 @@ class LayoutSection(_Strict):
         if self.positions_m is not None:
             for i, p in enumerate(self.positions_m):
                 if len(p) not in (2, 3):
-                    raise ValueError(f"positions_m[{i}]: expected [x, y] or [x, y, z] [m], got {p}")
-                if len(p) == 3 and not p[2] > 0:
-                    raise ValueError(f"positions_m[{i}]: height z = {p[2]} m must be positive")
+                    raise ValueError(
+                        f"positions_m[{i}]: expected [x, y] or [x, y, z] [m], got {p[:4]}"
+                    )
+                if len(p) == 3 and not 0 < p[2] <= MAX_HEIGHT_M:
+                    raise ValueError(
+                        f"positions_m[{i}]: height z = {p[2]} m is no antenna height "
+                        f"(0 < z ≤ {MAX_HEIGHT_M:g} m)"
+                    )
         return self
 
     @property
