@@ -63,7 +63,7 @@ def validate_overheads(overheads: dict[str, Any], model: str, num_rbs: int) -> N
                 "which counts data resource elements only (set it to none)"
             )
     pdcch = overheads.get("pdcch_symbols", 0)
-    if not (isinstance(pdcch, int) and 0 <= pdcch <= 3):
+    if not (isinstance(pdcch, int) and not isinstance(pdcch, bool) and 0 <= pdcch <= 3):
         raise ValueError(f"overheads.pdcch_symbols: {pdcch!r} must be an integer 0..3")
     if pdcch and model in ("lte_amc", "lte_bler"):
         raise ValueError(
@@ -71,7 +71,7 @@ def validate_overheads(overheads: dict[str, Any], model: str, num_rbs: int) -> N
             "the control region; set it on Shannon, CQI or NR profiles"
         )
     pucch = overheads.get("pucch_rbs", 0)
-    if not (isinstance(pucch, int) and 0 <= pucch < num_rbs):
+    if not (isinstance(pucch, int) and not isinstance(pucch, bool) and 0 <= pucch < num_rbs):
         raise ValueError(f"overheads.pucch_rbs: {pucch!r} must be an integer 0..{num_rbs - 1}")
 
 

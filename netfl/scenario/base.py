@@ -24,13 +24,38 @@ def _allows_bool(annotation: Any) -> bool:
     return any(_allows_bool(a) for a in typing.get_args(annotation))
 
 
+#: integers beyond this are no physical quantity (and overflow numpy's int64)
+MAX_INT = 2**63 - 1
+
+
+def _first_bool(value: Any, depth: int = 0) -> Any:
+    """The first boolean inside a list or tuple (nested), or None."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (list, tuple)) and depth < 4:
+        for v in value:
+            found = _first_bool(v, depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
 def no_bool_for_numbers(cls: type[BaseModel], value: Any, info: Any) -> Any:
     """YAML reads ``yes``/``true`` as booleans and pydantic would take them as 1:
-    a boolean is accepted only where the field is one."""
-    if isinstance(value, bool) and info.field_name is not None:
-        field = cls.model_fields.get(info.field_name)
-        if field is not None and not _allows_bool(field.annotation):
+    a boolean is accepted only where the field is one (also inside lists: positions,
+    shapes). An integer beyond ±2⁶³ is refused where it would go."""
+    if info.field_name is None:
+        return value
+    field = cls.model_fields.get(info.field_name)
+    if field is None or _allows_bool(field.annotation):
+        return value
+    found = _first_bool(value)
+    if found is not None:
+        if isinstance(value, bool):
             raise ValueError(f"expected {_type_name(field.annotation)}, got a boolean ({value})")
+        raise ValueError(f"expected numbers, got a boolean ({found}) inside the list")
+    if isinstance(value, int) and abs(value) > MAX_INT:
+        raise ValueError(f"integer too large ({str(value)[:12]}…, {len(str(value))} digits)")
     return value
 
 
