@@ -45,13 +45,15 @@ class DFLConfig(FedAvgConfig):
     )
     threshold: float = Field(0.6, ge=0.0, le=1.0, description="T of (10)")
     fixed_ratio: float = Field(0.5, ge=0.0, le=1.0, description="ρ when ratio is fixed")
-    temperature: float = Field(1.0, gt=0.0, description="softmax temperature of the soft targets")
+    temperature: float = Field(
+        1.0, gt=0.0, description="softmax temperature of the soft targets", le=100.0
+    )
     kl_direction: Literal["model_to_targets", "targets_to_model"] = Field(
         "model_to_targets",
         description="KL term of (7): KL(f(x) ‖ Y[y]) as the paper writes it, or KL(Y[y] ‖ f(x)) "
         "(standard distillation's direction; the paper does not say which it means)",
     )
-    value_bits: int = Field(32, ge=1, description="bits per soft-target value on the wire")
+    value_bits: int = Field(32, ge=1, description="bits per soft-target value on the wire", le=64)
 
 
 class _SoftTargets(FedAvg):
@@ -168,12 +170,15 @@ class DFL(_SoftTargets):
 
 
 class FDConfig(DFLConfig):
-    kd_weight: float = Field(1.0, ge=0.0, description="weight of the KL term (CE has weight 1)")
+    kd_weight: float = Field(
+        1.0, ge=0.0, description="weight of the KL term (CE has weight 1)", le=1e3
+    )
     eval_devices: int | None = Field(
         10,
         ge=1,
         description="accuracy = mean over this many devices' models, a fixed seeded sample "
         "(none: every device; each is a full test-set evaluation)",
+        le=100_000,
     )
 
 

@@ -51,20 +51,27 @@ class PretrainConfig(BaseModel):
         "'synthetic' draws Gaussian class clusters of that shape; none: random frozen weights",
     )
     root: str | None = Field(None, description="local root of a torchvision pre-training set")
-    num_samples: int = Field(2000, ge=10, description="samples of a synthetic pre-training set")
-    epochs: int = Field(2, ge=0)
-    lr: float = Field(0.01, gt=0)
-    batch_size: int = Field(32, ge=1)
+    num_samples: int = Field(
+        2000, ge=10, description="samples of a synthetic pre-training set", le=1_000_000
+    )
+    epochs: int = Field(2, ge=0, le=1000)
+    lr: float = Field(0.01, gt=0, le=100.0)
+    batch_size: int = Field(32, ge=1, le=100_000)
     weights_file: str | None = Field(
         None, description="load the whole model's pre-trained state from this local file instead"
     )
 
 
 class EcoFedConfig(SplitConfig):
-    rho: int = Field(2, ge=1, description="activation switch: upload in rounds t with t mod ρ = 0")
+    rho: int = Field(
+        2, ge=1, description="activation switch: upload in rounds t with t mod ρ = 0", le=1_000_000
+    )
     quantize: bool = Field(True, description="8-bit activations (EcoFed's compressor)")
     replay_capacity: int | None = Field(
-        None, ge=1, description="replay buffer capacity in samples (none: unbounded)"
+        None,
+        ge=1,
+        description="replay buffer capacity in samples (none: unbounded)",
+        le=10_000_000,
     )
     pretrain: PretrainConfig = PretrainConfig()
 

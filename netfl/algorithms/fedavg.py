@@ -37,7 +37,9 @@ __all__ = ["FedAvg", "FedAvgConfig"]
 
 class FedAvgConfig(AlgorithmConfig):
     fraction: float = Field(1.0, gt=0.0, le=1.0, description="share of devices sampled per round")
-    min_clients: int = Field(1, ge=1, description="at least this many devices per round")
+    min_clients: int = Field(
+        1, ge=1, description="at least this many devices per round", le=100_000
+    )
     downlink: Literal["unicast", "multicast"] = Field(
         "unicast",
         description="send the global model to each client (unicast) or once to all "

@@ -96,7 +96,10 @@ DIFFUSION_STOP = {"none_planned": 0, "iid": 1, "no_pair": 2, "max_rounds": 3, "e
 
 class FedDifConfig(FedAvgConfig):
     epsilon: float = Field(
-        0.04, ge=0.0, description="ε: diffusion stops when every model's IID distance is ≤ ε"
+        0.04,
+        ge=0.0,
+        description="ε: diffusion stops when every model's IID distance is ≤ ε",
+        le=1e6,
     )
     stop: Literal["per_model", "mean_efficiency"] = Field(
         "per_model",
@@ -110,6 +113,7 @@ class FedDifConfig(FedAvgConfig):
         description="stop: mean_efficiency — threshold on (14) in netfl's units, IID-distance "
         "drop per Hz of a pair's (16f) bandwidth (required with that rule: the authors' 5e-3 "
         "is on their code's scale; read the diffusion table's mean_efficiency to set it)",
+        le=1e3,
     )
 
     @model_validator(mode="after")
@@ -122,7 +126,10 @@ class FedDifConfig(FedAvgConfig):
         return self
 
     min_efficiency_bps_per_hz: float = Field(
-        1.0, ge=0.0, description="γ_min (16e): least expected D2D spectral efficiency [bit/s/Hz]"
+        1.0,
+        ge=0.0,
+        description="γ_min (16e): least expected D2D spectral efficiency [bit/s/Hz]",
+        le=30.0,
     )
     max_outage: float = Field(
         0.05, gt=0.0, lt=1.0, description="largest outage probability at γ_min (A.1)"
@@ -130,21 +137,30 @@ class FedDifConfig(FedAvgConfig):
     iid_distance: Literal["l2", "kld", "jsd", "emd"] = Field(
         "l2", description="IID distance W (13): l2 (C.1, the paper), kld, jsd or emd"
     )
-    diffusion_epochs: int = Field(1, ge=1, description="local epochs of a model's receiver")
+    diffusion_epochs: int = Field(
+        1, ge=1, description="local epochs of a model's receiver", le=1000
+    )
     max_diffusion_rounds: int | None = Field(
-        None, ge=0, description="cap on diffusion rounds per round (none: until ε or no pair)"
+        None,
+        ge=0,
+        description="cap on diffusion rounds per round (none: until ε or no pair)",
+        le=10_000,
     )
     redrop_each_diffusion_round: bool = Field(
         False, description="re-drop every UE after each diffusion round (authors' code)"
     )
     control_value_bits: int = Field(
-        32, ge=0, description="size of one number in DoL, bid and schedule messages (0: free)"
+        32,
+        ge=0,
+        description="size of one number in DoL, bid and schedule messages (0: free)",
+        le=64,
     )
     bandwidth_window_s: float = Field(
         1.0,
         gt=0.0,
         description="(16f): a pair needs B = S/(γ̃·T) Hz to send its model within T seconds; "
         "a diffusion round's pairs must fit in the uplink bandwidth CUEs leave",
+        le=1e4,
     )
 
 

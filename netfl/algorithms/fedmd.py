@@ -52,17 +52,30 @@ class FedMDConfig(FedAvgConfig):
     )
     public_root: str | None = Field(None, description="local root of a torchvision public set")
     public_samples: int | None = Field(
-        None, ge=1, description="use the first N public training images (default: all)"
+        None,
+        ge=1,
+        description="use the first N public training images (default: all)",
+        le=1_000_000,
     )
-    alignment_size: int = Field(500, ge=1, description="public samples scored per round")
+    alignment_size: int = Field(
+        500, ge=1, description="public samples scored per round", le=1_000_000
+    )
     transfer_epochs: int = Field(
-        1, ge=0, description="epochs on the labelled public set in round 0"
+        1,
+        ge=0,
+        description="epochs on the labelled public set in round 0",
+        le=1000,
     )
-    digest_epochs: int = Field(1, ge=0, description="epochs towards the consensus per round")
+    digest_epochs: int = Field(
+        1, ge=0, description="epochs towards the consensus per round", le=1000
+    )
     revisit_epochs: int | None = Field(
-        None, ge=0, description="epochs on private data per round (default training.local_epochs)"
+        None,
+        ge=0,
+        description="epochs on private data per round (default training.local_epochs)",
+        le=1000,
     )
-    score_bits: int = Field(32, ge=1, description="bits per class score on the wire")
+    score_bits: int = Field(32, ge=1, description="bits per class score on the wire", le=64)
     public_download: bool = Field(
         True, description="charge each device's one-time download of the public set in round 0"
     )

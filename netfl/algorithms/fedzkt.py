@@ -49,19 +49,30 @@ __all__ = ["FedZKT", "FedZKTConfig"]
 
 class FedZKTConfig(AlgorithmConfig):
     fraction: float = Field(1.0, gt=0.0, le=1.0, description="p: share of devices active per round")
-    min_clients: int = Field(1, ge=1, description="at least this many active devices per round")
+    min_clients: int = Field(
+        1, ge=1, description="at least this many active devices per round", le=100_000
+    )
     l2_weight: float = Field(
         1.0,
         ge=0.0,
         description="λ of (9) on the paper's scale: (9) sums CE over the device's |D_k| samples "
         "plus λ‖w − w_last‖² (the paper: λ = 1); a batch-mean CE gets λ/|D_k| (0: no ℓ2 pull)",
+        le=1e6,
     )
-    server_iterations: int = Field(200, ge=1, description="n_D of Algorithm 3")
-    distill_batch_size: int = Field(256, ge=2, description="generated samples per iteration")
-    noise_dim: int = Field(100, ge=1, description="length of the generator's noise z")
-    generator_width: int = Field(64, ge=1, description="channels of the generator's last block")
-    generator_lr: float = Field(1e-3, gt=0.0, description="Adam learning rate of the generator")
-    server_lr: float = Field(0.01, gt=0.0, description="SGD learning rate of F and device models")
+    server_iterations: int = Field(200, ge=1, description="n_D of Algorithm 3", le=100_000)
+    distill_batch_size: int = Field(
+        256, ge=2, description="generated samples per iteration", le=100_000
+    )
+    noise_dim: int = Field(100, ge=1, description="length of the generator's noise z", le=4096)
+    generator_width: int = Field(
+        64, ge=1, description="channels of the generator's last block", le=1024
+    )
+    generator_lr: float = Field(
+        1e-3, gt=0.0, description="Adam learning rate of the generator", le=10.0
+    )
+    server_lr: float = Field(
+        0.01, gt=0.0, description="SGD learning rate of F and device models", le=100.0
+    )
     server_momentum: float = Field(0.0, ge=0.0, lt=1.0, description="SGD momentum on the server")
     lr_decay: float = Field(0.3, gt=0.0, le=1.0, description="factor at 1/2 and 3/4 of n_D")
     loss: Literal["sl", "kl", "kl_ens", "l1"] = Field(
@@ -76,6 +87,10 @@ class FedZKTConfig(AlgorithmConfig):
     )
 
 
+#: the server's generator step (weights, Adam moments, one batch's activations) at most
+MAX_GENERATOR_BYTES = 8 * 2**30
+
+
 @register
 class FedZKT(HeterogeneousFL):
     """FedZKT (Zhang et al., 2022, Algorithms 1-3): per-device architectures, data-free server distillation."""
@@ -83,6 +98,35 @@ class FedZKT(HeterogeneousFL):
     name = "fedzkt"
     Config = FedZKTConfig  # type: ignore[assignment]
     config: FedZKTConfig  # type: ignore[assignment]
+
+    @classmethod
+    def check_scenario(cls, scenario: Any) -> list[tuple[str, str]]:
+        """The server's generator step must fit in memory: estimated before the run (the
+        generator's float32 weights with Adam's two moments, and one distillation batch's
+        activations through it, forward and backward) against
+        :data:`MAX_GENERATOR_BYTES`, for the largest image netfl's data sets have (3×32×32)
+        or the synthetic shape."""
+        cfg = cls.Config(**scenario.algorithm.options())
+        c, h, w = (
+            tuple(scenario.data.synthetic.shape)
+            if scenario.data.dataset == "synthetic"
+            else (3, 32, 32)
+        )
+        h4, w4 = -(-h // 4), -(-w // 4)
+        g = cfg.generator_width
+        weights = cfg.noise_dim * 2 * g * h4 * w4 + 9 * (4 * g * g + 2 * g * g + g * c)
+        per_sample = 2 * g * h4 * w4 + 2 * g * (2 * h4) * (2 * w4) * 3 + g * h * w * 3 + c * h * w
+        need = 4 * (3 * weights + 2 * cfg.distill_batch_size * per_sample)
+        if need <= MAX_GENERATOR_BYTES:
+            return []
+        return [
+            (
+                "algorithm",
+                f"the generator (noise_dim {cfg.noise_dim}, generator_width {g}) with "
+                f"distill_batch_size {cfg.distill_batch_size} needs about {need / 2**30:,.0f} GiB "
+                f"(at most {MAX_GENERATOR_BYTES / 2**30:g}); lower them",
+            )
+        ]
 
     def __init__(self, world: RoundContext, config: FedZKTConfig):
         import torch

@@ -47,8 +47,9 @@ class HierFAVGConfig(FedAvgConfig):
         None,
         ge=1,
         description="κ1: local epochs between edge aggregations (default: training.local_epochs)",
+        le=1000,
     )
-    kappa2: int = Field(2, ge=1, description="κ2: edge aggregations per cloud aggregation")
+    kappa2: int = Field(2, ge=1, description="κ2: edge aggregations per cloud aggregation", le=1000)
 
 
 @register

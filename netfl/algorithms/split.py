@@ -49,7 +49,9 @@ class SplitConfig(FedAvgConfig):
     partition_point: Literal["PP1", "PP2", "PP3", "PP4"] = Field(
         "PP2", description="partition point: the first k compute layers stay on the device"
     )
-    value_bits: int = Field(32, ge=1, description="bits per activation/gradient value (float32)")
+    value_bits: int = Field(
+        32, ge=1, description="bits per activation/gradient value (float32)", le=64
+    )
 
 
 def _keymap(part: torch.nn.Module, whole: torch.nn.Module) -> dict[str, str]:

@@ -25,15 +25,20 @@ __all__ = ["TransferTest", "TransferTestConfig"]
 
 class TransferTestConfig(AlgorithmConfig):
     upload_bytes: PositiveFloat = Field(
-        796_840.0, description="payload each device uploads per round [byte]"
+        796_840.0,
+        description="payload each device uploads per round [byte]",
+        le=1e12,
     )
     download_bytes: NonNegativeFloat = Field(
-        0.0, description="payload each device first downloads per round [byte] (0: none)"
+        0.0,
+        description="payload each device first downloads per round [byte] (0: none)",
+        le=1e12,
     )
     datagram_bytes: PositiveInt | None = Field(
         None,
         description="send the payloads as UDP/IPv4 datagrams of this size over an LTE "
         "bearer: each carries its IP, UDP, PDCP, RLC and MAC headers (None: payload only)",
+        le=65_535,
     )
 
     starved: Literal["skip", "hold_share"] = Field(
@@ -58,6 +63,23 @@ class TransferTest(Algorithm):
     name = "transfer_test"
     Config = TransferTestConfig
     config: TransferTestConfig
+
+    @classmethod
+    def check_scenario(cls, scenario: Any) -> list[tuple[str, str]]:
+        """The upload takes at most ``MAX_GRANT_CYCLES`` grant cycles (LTE cells)."""
+        from netfl.radio.uplink_mac import MAX_GRANT_CYCLES
+
+        cfg = cls.Config(**scenario.algorithm.options())
+        cycles = scenario.grant_cycles(cfg.on_air_bits(cfg.upload_bytes))
+        if cycles <= MAX_GRANT_CYCLES:
+            return []
+        return [
+            (
+                "algorithm.upload_bytes",
+                f"{cfg.upload_bytes:g} bytes take {cycles:,.0f} uplink grant cycles on this "
+                f"LTE cell (at most {MAX_GRANT_CYCLES:,})",
+            )
+        ]
 
     def _device(self, device: Node) -> Generator[simpy.Event, Any, None]:
         world = self.world

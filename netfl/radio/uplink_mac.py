@@ -17,7 +17,12 @@ from channel_models.numerology import SUBFRAME_S
 from channel_models.units import linear_to_db
 from netfl.radio.ofdma import OfdmaFlow
 
-__all__ = ["flows_accounting", "deliver_in_grant_cycles", "harq_tail"]
+__all__ = ["flows_accounting", "deliver_in_grant_cycles", "harq_tail", "MAX_GRANT_CYCLES"]
+
+#: buffer-status grant cycles of one uplink at most (an LTE cycle carries 150 kB; 10,000
+#: of them are a 1.5 GB payload and take seconds of simulator time): scenarios whose
+#: transfers would take more are refused before they run
+MAX_GRANT_CYCLES = 10_000
 
 
 def deliver_in_grant_cycles(

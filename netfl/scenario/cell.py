@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     Field,
@@ -72,7 +72,9 @@ class PowerControlSection(_Strict):
     """Uplink power control: TS 38.213 §7.1.1 open loop, or FedDif's full-carrier formula."""
 
     model: Literal["full_carrier", "open_loop"] = "open_loop"
-    p0_dbm: float = Field(-87.0, description="P0 [dBm per 15 kHz-RB equivalent]")
+    p0_dbm: float = Field(
+        -87.0, description="P0 [dBm per 15 kHz-RB equivalent]", ge=-202.0, le=24.0
+    )
     alpha: float = Field(0.8, ge=0.0, le=1.0, description="fractional path-loss compensation")
 
 
@@ -103,6 +105,10 @@ def _user_profiles(path: str, _stamp: int) -> dict[str, ChannelProfile]:
     return parse_channel_profiles(raw, f"{path}: profiles")
 
 
+#: OFDM symbols of a slot's part (of 14)
+_Symbols = Annotated[int, Field(ge=0, le=14)]
+
+
 class LinkSection(_Strict):
     """How transfers get their rate: ``fixed_rate`` profiles or ``ofdma`` carriers."""
 
@@ -112,8 +118,8 @@ class LinkSection(_Strict):
     capacity_profile: str | None = Field(
         None, description="link profile giving the BS capacity when shared (default: devices')"
     )
-    uplink_capacity_mbps: PositiveFloat | None = None
-    downlink_capacity_mbps: PositiveFloat | None = None
+    uplink_capacity_mbps: PositiveFloat | None = Field(None, le=1e6)
+    downlink_capacity_mbps: PositiveFloat | None = Field(None, le=1e6)
     # ofdma
     channel_profile: str = Field("feddif", description="named OFDMA channel profile")
     shadowing: bool | None = Field(
@@ -129,15 +135,17 @@ class LinkSection(_Strict):
     )
     scheduler: Literal["round_robin", "fcfs", "proportional_fair"] = "round_robin"
     max_rbs_per_transfer: float | None = Field(
-        None, ge=1.0, description="cap on the RBs one transfer holds (at least one RB)"
+        None, ge=1.0, description="cap on the RBs one transfer holds (at least one RB)", le=1e4
     )
     pf_window_blocks: PositiveFloat | None = Field(
-        None, description="proportional fair: averaging window [fading blocks] (default 100)"
+        None,
+        description="proportional fair: averaging window [fading blocks] (default 100)",
+        le=1e6,
     )
     bandwidth_hz: float | None = Field(
         None, ge=1e5, le=1e9, description="override [Hz]; sets num_rbs by TS 38.101"
     )
-    num_rbs: PositiveInt | None = None
+    num_rbs: PositiveInt | None = Field(None, le=3300)
     numerology: int | None = Field(None, ge=0, le=2)
     fading: Literal["none", "rayleigh"] | None = None
     coherence_time_s: float | None = Field(
@@ -145,19 +153,24 @@ class LinkSection(_Strict):
         ge=1e-4,
         description="fading block length [s]; at least 0.1 ms (a µ = 3 slot): shorter "
         "blocks only multiply events",
+        le=1e3,
     )
     ue_tx_power_dbm: float | None = Field(None, ge=-50.0, le=60.0, description="[dBm]")
     bs_tx_power_dbm: float | None = Field(None, ge=-50.0, le=60.0, description="[dBm]")
-    noise_figure_ue_db: NonNegativeFloat | None = None
-    noise_figure_bs_db: NonNegativeFloat | None = None
+    noise_figure_ue_db: NonNegativeFloat | None = Field(None, le=50.0)
+    noise_figure_bs_db: NonNegativeFloat | None = Field(None, le=50.0)
     duplex: Literal["fdd", "tdd"] | None = None
     tdd_pattern: str | None = Field(None, description="TDD slots, e.g. DDDSU (D, S, U)")
-    special_slot_symbols: tuple[NonNegativeInt, NonNegativeInt, NonNegativeInt] | None = Field(
+    special_slot_symbols: tuple[_Symbols, _Symbols, _Symbols] | None = Field(
         None, description="TDD special slot: [downlink, guard, uplink] symbols (sum 14)"
     )
     uplink_power_control: PowerControlSection | None = None
-    max_bps_per_hz: PositiveFloat | None = Field(None, description="cap on spectral efficiency")
-    snr_gap_db: NonNegativeFloat | None = Field(None, description="Shannon/CQI SNR gap [dB]")
+    max_bps_per_hz: PositiveFloat | None = Field(
+        None, description="cap on spectral efficiency", le=30.0
+    )
+    snr_gap_db: NonNegativeFloat | None = Field(
+        None, description="Shannon/CQI SNR gap [dB]", le=30.0
+    )
     cqi_table: Literal["64qam", "256qam"] | None = Field(
         None, description="TS 38.214 CQI table (profiles with efficiency model cqi)"
     )
@@ -175,7 +188,7 @@ class LinkSection(_Strict):
         "SINR (default) or from the SINR of the UE's power on the RBs it holds",
     )
     max_mcs: NonNegativeInt | None = Field(
-        None, description="MCS cap of the LTE/NR link abstractions (LTE 0..28; NR per table)"
+        None, description="MCS cap of the LTE/NR link abstractions (LTE 0..28; NR per table)", le=31
     )
     phy_overhead_uplink: float | None = Field(None, ge=0.0, lt=1.0, description="TS 38.306 OH")
     phy_overhead_downlink: float | None = Field(None, ge=0.0, lt=1.0, description="TS 38.306 OH")
@@ -380,25 +393,35 @@ class LinkSection(_Strict):
 class CueSection(_Strict):
     """Background cellular UEs: spatial PPP, Poisson sessions holding RBs (ofdma only)."""
 
-    density_per_km2: NonNegativeFloat = 0.0
-    session_rate_per_s: NonNegativeFloat = Field(0.1, description="sessions per CUE per second")
-    mean_session_s: PositiveFloat = Field(10.0, description="mean (exponential) session length")
-    demand_rbs: PositiveFloat = Field(4.0, description="RBs a session holds (at most, if sized)")
+    density_per_km2: NonNegativeFloat = Field(0.0, le=1e6)
+    session_rate_per_s: NonNegativeFloat = Field(
+        0.1, description="sessions per CUE per second", le=1e3
+    )
+    mean_session_s: PositiveFloat = Field(
+        10.0, description="mean (exponential) session length", le=1e6
+    )
+    demand_rbs: PositiveFloat = Field(
+        4.0, description="RBs a session holds (at most, if sized)", le=1e4
+    )
     uplink_fraction: float = Field(0.5, ge=0.0, le=1.0)
     mean_session_bits: PositiveFloat | None = Field(
-        None, description="if set, sessions are transfers of Exp(mean) bits instead of durations"
+        None,
+        description="if set, sessions are transfers of Exp(mean) bits instead of durations",
+        le=1e12,
     )
 
 
 class BsPowerSection(_Strict):
     """Load-dependent BS power (EARTH, Auer et al. 2011, Table 2 macro values)."""
 
-    p0_w: NonNegativeFloat = Field(130.0, description="power at zero load while active [W]")
-    delta_p: NonNegativeFloat = Field(4.7, description="slope of the load-dependent part")
+    p0_w: NonNegativeFloat = Field(130.0, description="power at zero load while active [W]", le=1e4)
+    delta_p: NonNegativeFloat = Field(4.7, description="slope of the load-dependent part", le=100.0)
     max_tx_power_w: PositiveFloat | None = Field(
-        None, description="RF power at full load [W] (default: the channel profile's BS power)"
+        None,
+        description="RF power at full load [W] (default: the channel profile's BS power)",
+        le=1e3,
     )
-    num_trx: PositiveInt = Field(1, description="transceiver chains charged")
+    num_trx: PositiveInt = Field(1, description="transceiver chains charged", le=1024)
 
 
 #: bounds that keep a valid-looking scenario from running for days or exhausting memory
@@ -407,7 +430,7 @@ MAX_SESSION_RATE_PER_S = 10_000
 
 
 class CellSection(_Strict):
-    radius_m: PositiveFloat = 250.0
+    radius_m: PositiveFloat = Field(250.0, le=1e5)
     redrop_every_round: bool = Field(False, description="re-drop all UEs at every round start")
     link: LinkSection = LinkSection()
     cues: CueSection = CueSection()

@@ -55,12 +55,13 @@ server at site 0) is today's single cell, event for event (tested).
 
 from __future__ import annotations
 
-import math
-from typing import Literal
+from typing import Annotated, Literal
 
+import numpy as np
 from pydantic import Field, NonNegativeFloat, PositiveFloat, model_validator
 
 from netfl.scenario.base import _Strict
+from netfl.scenario.layout import Coordinate
 
 __all__ = [
     "NetworkSection",
@@ -73,6 +74,9 @@ __all__ = [
 
 #: two explicit sites closer than this overlap (one site, entered twice)
 MIN_SITE_DISTANCE_M = 10.0
+#: the most explicit sites of a network (TR 38.901's largest layout has 19; each site
+#: costs its cells' carriers and every link's gains to it)
+MAX_SITES = 200
 
 
 class InterferenceSection(_Strict):
@@ -89,8 +93,10 @@ class InterferenceSection(_Strict):
 class BackhaulSection(_Strict):
     """Each site's link to the FL server (a timed transfer: capacity and latency)."""
 
-    capacity_mbps: PositiveFloat = Field(1000.0, description="per site and direction [Mbit/s]")
-    latency_ms: NonNegativeFloat = Field(5.0, description="one-way latency [ms]")
+    capacity_mbps: PositiveFloat = Field(
+        1000.0, le=1e7, description="per site and direction [Mbit/s]"
+    )
+    latency_ms: NonNegativeFloat = Field(5.0, le=1e4, description="one-way latency [ms]")
 
 
 class HandoverSection(_Strict):
@@ -113,23 +119,51 @@ class HandoverSection(_Strict):
     )
 
 
+#: speeds are checked against channel_models.mobility.MAX_SPEED_KMH by the validator
+_SPEED = {"minimum": 0.0, "maximum": 500.0}
+
+
 class MobilitySection(_Strict):
     """How a device moves (``channel_models.mobility``); speeds in km/h, at most 500."""
 
     model: Literal["static", "constant_velocity", "random_waypoint", "gauss_markov"] = "static"
-    speed_kmh: float = Field(3.0, description="constant_velocity speed; gauss_markov mean")
-    heading_deg: float | None = Field(
-        None, description="constant_velocity / gauss_markov heading (none: uniform per device)"
+    speed_kmh: float = Field(
+        3.0, json_schema_extra=_SPEED, description="constant_velocity speed; gauss_markov mean"
     )
-    v_min_kmh: float = Field(1.0, description="random_waypoint: lowest leg speed")
-    v_max_kmh: float = Field(5.0, description="random_waypoint: highest leg speed")
-    pause_s: float = Field(0.0, ge=0.0, description="random_waypoint: pause at a waypoint")
+    heading_deg: float | None = Field(
+        None,
+        ge=-360.0,
+        le=360.0,
+        description="constant_velocity / gauss_markov heading (none: uniform per device)",
+    )
+    v_min_kmh: float = Field(
+        1.0, json_schema_extra=_SPEED, description="random_waypoint: lowest leg speed"
+    )
+    v_max_kmh: float = Field(
+        5.0, json_schema_extra=_SPEED, description="random_waypoint: highest leg speed"
+    )
+    pause_s: float = Field(
+        0.0, ge=0.0, le=1e6, description="random_waypoint: pause at a waypoint [s]"
+    )
     alpha: float = Field(0.75, ge=0.0, le=1.0, description="gauss_markov memory")
-    step_s: float = Field(1.0, gt=0.0, description="gauss_markov update period")
-    speed_std_kmh: float = Field(1.0, ge=0.0, description="gauss_markov speed spread")
-    heading_std_deg: float = Field(20.0, ge=0.0, description="gauss_markov heading spread")
+    step_s: float = Field(
+        1.0,
+        ge=0.01,
+        le=3600.0,
+        description="gauss_markov update period [s] (at least 10 ms: a path point each step)",
+    )
+    speed_std_kmh: float = Field(
+        1.0, json_schema_extra=_SPEED, description="gauss_markov speed spread"
+    )
+    heading_std_deg: float = Field(
+        20.0, ge=0.0, le=360.0, description="gauss_markov heading spread"
+    )
     record_every_s: float = Field(
-        1.0, gt=0.0, description="period of the trajectories table's position samples [s]"
+        1.0,
+        ge=0.01,
+        le=1e6,
+        description="period of the trajectories table's position samples [s] (the table holds "
+        "at most 20 million rows)",
     )
 
     @model_validator(mode="after")
@@ -159,10 +193,14 @@ class NetworkSection(_Strict):
         "site_positions_m (a section without either is refused: one network.* key set on a "
         "single cell would otherwise turn it into a 7-site network)",
     )
-    site_positions_m: list[tuple[float, float]] | None = Field(
-        None, description="explicit site positions [[x, y], ...] instead of a grid"
+    site_positions_m: list[tuple[Coordinate, Coordinate]] | None = Field(
+        None,
+        max_length=MAX_SITES,
+        description=f"explicit site positions [[x, y], ...] instead of a grid (at most {MAX_SITES})",
     )
-    isd_m: PositiveFloat = Field(500.0, description="inter-site distance of the grid [m]")
+    isd_m: PositiveFloat = Field(
+        500.0, ge=MIN_SITE_DISTANCE_M, le=1e5, description="inter-site distance of the grid [m]"
+    )
     sectors: Literal[1, 3] = Field(3, description="cells per site: 1 (omni) or 3")
     wrap_around: bool | None = Field(
         None, description="wrap-around (default: on for 7 and 19 grid sites)"
@@ -184,7 +222,7 @@ class NetworkSection(_Strict):
         0.5, ge=0.0, le=1.0, description="share of indoor devices behind high-loss walls"
     )
     interference: InterferenceSection = InterferenceSection()
-    server_site: int | Literal["cloud"] = Field(
+    server_site: Annotated[int, Field(ge=0, le=MAX_SITES)] | Literal["cloud"] = Field(
         0, description="site hosting the FL server, or cloud (behind every backhaul)"
     )
     backhaul: BackhaulSection = BackhaulSection()
@@ -199,15 +237,16 @@ class NetworkSection(_Strict):
                 raise ValueError("site_positions_m: no site")
             if self.wrap_around:
                 raise ValueError("wrap_around: explicit site_positions_m have no wrap-around")
-            pts = self.site_positions_m
-            for i, a in enumerate(pts):
-                for j in range(i):
-                    d = math.dist(a, pts[j])
-                    if d < MIN_SITE_DISTANCE_M:
-                        raise ValueError(
-                            f"site_positions_m: sites {j} and {i} overlap ({d:g} m apart, "
-                            f"at least {MIN_SITE_DISTANCE_M:g} m)"
-                        )
+            pts = np.asarray(self.site_positions_m, dtype=float)
+            d = np.hypot(*(pts[:, None, :] - pts[None, :, :]).transpose(2, 0, 1))
+            d[np.triu_indices(len(pts))] = np.inf  # (pairs j < i)
+            close = np.argwhere(d < MIN_SITE_DISTANCE_M)
+            if len(close):
+                i, j = (int(v) for v in close[0])
+                raise ValueError(
+                    f"site_positions_m: sites {j} and {i} overlap ({d[i, j]:g} m apart, "
+                    f"at least {MIN_SITE_DISTANCE_M:g} m)"
+                )
         elif self.sites is None:
             raise ValueError(
                 "a network needs sites (1, 7 or 19) or site_positions_m; without a network "

@@ -13,7 +13,7 @@ the algorithm's options against the registry and the resolved form live in
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -32,12 +32,16 @@ from channel_models import link_profiles
 from netfl.compute.profiles import compute_profiles
 from netfl.learning.catalog import MODEL_CATALOG as MODELS
 from netfl.learning.datasets import DATASETS
+from netfl.radio.uplink_mac import MAX_GRANT_CYCLES
 from netfl.scenario.base import STRICT_CONFIG, _check_name, _Strict, no_bool_for_numbers
 from netfl.scenario.cell import LINK_MODE_KEYS, CellSection
 from netfl.scenario.layout import LayoutSection
 from netfl.scenario.network import MobilitySection, NetworkSection
 
 __all__ = ["Scenario", "LINK_MODE_KEYS", "STRICT_CONFIG", "no_bool_for_numbers"]
+
+#: a side of a synthetic image (channels, height, width)
+_Side = Annotated[int, Field(ge=1, le=4096)]
 
 #: bounds that keep a valid-looking scenario from exhausting memory
 MAX_DEVICES = 100_000
@@ -47,21 +51,21 @@ MAX_SYNTHETIC_BYTES = 4 << 30
 class ComputeOverrides(_Strict):
     """Per-scenario replacements of compute-profile values."""
 
-    effective_flops_per_s: PositiveFloat | None = None
-    busy_power_w: NonNegativeFloat | None = None
-    idle_power_w: NonNegativeFloat | None = None
-    tx_power_w: NonNegativeFloat | None = None
-    rx_power_w: NonNegativeFloat | None = None
-    parallel_jobs: PositiveInt | None = None
-    radio_wait_power_w: NonNegativeFloat | None = None
-    rrc_tail_power_w: NonNegativeFloat | None = None
-    rrc_tail_s: NonNegativeFloat | None = None
+    effective_flops_per_s: PositiveFloat | None = Field(None, le=1e18)
+    busy_power_w: NonNegativeFloat | None = Field(None, le=1e4)
+    idle_power_w: NonNegativeFloat | None = Field(None, le=1e4)
+    tx_power_w: NonNegativeFloat | None = Field(None, le=1e4)
+    rx_power_w: NonNegativeFloat | None = Field(None, le=1e4)
+    parallel_jobs: PositiveInt | None = Field(None, le=4096)
+    radio_wait_power_w: NonNegativeFloat | None = Field(None, le=1e4)
+    rrc_tail_power_w: NonNegativeFloat | None = Field(None, le=1e4)
+    rrc_tail_s: NonNegativeFloat | None = Field(None, le=3600.0)
 
 
 class DeviceGroup(_Strict):
     """A group of devices with their own profiles (heterogeneous fleets)."""
 
-    count: PositiveInt
+    count: PositiveInt = Field(le=MAX_DEVICES)
     compute_profile: str | None = None
     link_profile: str | None = None
     model: str | None = Field(
@@ -164,11 +168,11 @@ _PARTITION_PARAMS: dict[str, set[str]] = {
 
 class PartitionSection(_Strict):
     scheme: Literal["iid", "dirichlet", "shards", "dominant_label", "classes_per_device"] = "iid"
-    alpha: PositiveFloat | None = None
-    min_samples: PositiveInt | None = None
-    shards_per_device: PositiveInt | None = None
+    alpha: PositiveFloat | None = Field(None, le=1e6)
+    min_samples: PositiveInt | None = Field(None, le=1_000_000)
+    shards_per_device: PositiveInt | None = Field(None, le=10_000)
     fraction: float | None = Field(None, ge=0.0, le=1.0)
-    classes: PositiveInt | None = None
+    classes: PositiveInt | None = Field(None, le=100_000)
 
     @model_validator(mode="after")
     def _params_match_scheme(self) -> PartitionSection:
@@ -195,10 +199,10 @@ class PartitionSection(_Strict):
 
 
 class SyntheticSection(_Strict):
-    num_samples: PositiveInt = 2000
-    num_classes: int = Field(10, ge=2)
-    shape: tuple[PositiveInt, PositiveInt, PositiveInt] = (1, 28, 28)
-    noise: PositiveFloat = 1.0
+    num_samples: PositiveInt = Field(2000, le=10_000_000)
+    num_classes: int = Field(10, ge=2, le=100_000)
+    shape: tuple[_Side, _Side, _Side] = (1, 28, 28)
+    noise: PositiveFloat = Field(1.0, le=1e3)
 
     @model_validator(mode="after")
     def _fits_memory(self) -> SyntheticSection:
@@ -224,24 +228,24 @@ class DataSection(_Strict):
 
 class ModelSection(_Strict):
     name: str = "cnn"
-    bits_per_param: PositiveInt = 32
+    bits_per_param: PositiveInt = Field(32, le=64)
     size_bits: PositiveFloat | None = Field(
-        None, description="override the transmitted model size (e.g. FedDif's 40 Mbit)"
+        None, description="override the transmitted model size (e.g. FedDif's 40 Mbit)", le=1e12
     )
 
     _vm = field_validator("name")(lambda v: _check_name("model", v, MODELS))
 
 
 class TrainingSection(_Strict):
-    rounds: PositiveInt = 10
-    eval_every: PositiveInt = 1
+    rounds: PositiveInt = Field(10, le=1_000_000)
+    eval_every: PositiveInt = Field(1, le=1_000_000)
     target_accuracy: float | None = Field(None, gt=0.0, le=1.0)
-    time_budget_s: PositiveFloat | None = None
-    local_epochs: PositiveInt = 1
-    batch_size: PositiveInt = 32
-    lr: PositiveFloat = 0.01
+    time_budget_s: PositiveFloat | None = Field(None, le=1e9)
+    local_epochs: PositiveInt = Field(1, le=10_000)
+    batch_size: PositiveInt = Field(32, le=1_000_000)
+    lr: PositiveFloat = Field(0.01, le=1e3)
     momentum: float = Field(0.0, ge=0.0, lt=1.0)
-    weight_decay: NonNegativeFloat = 0.0
+    weight_decay: NonNegativeFloat = Field(0.0, le=10.0)
     augment: list[Literal["hflip"]] = Field(
         default_factory=list,
         description="data augmentation applied on the fly to every training batch of device "
@@ -270,7 +274,7 @@ class LearningSection(_Strict):
         "learn", description="'timing' runs every transfer and compute but no torch training"
     )
     device: str = Field("cpu", pattern=r"^(cpu|auto|cuda(:\d+)?)$")
-    eval_batch_size: PositiveInt = 1000
+    eval_batch_size: PositiveInt = Field(1000, le=1_000_000)
     num_threads: PositiveInt | None = Field(
         None,
         le=1024,
@@ -304,12 +308,13 @@ class OutputsSection(_Strict):
         0,
         description="save a checkpoint every N rounds in the run directory (0: never); "
         "`netfl run --resume RUN_DIR` continues from it",
+        le=1_000_000,
     )
 
 
 class Scenario(_Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
-    seed: NonNegativeInt = 0
+    seed: NonNegativeInt = Field(0, le=2**63 - 1)
     cell: CellSection = CellSection()
     network: NetworkSection | None = Field(
         None, description="several cells (netfl.scenario.network); none: one BS, one cell"
@@ -347,6 +352,11 @@ class Scenario(_Strict):
             if self.network is not None:
                 self._layout_in_network(path, layout, count)
                 continue
+            if layout.kind == "annulus" and (layout.inner_m or 0.0) >= radius:
+                raise ValueError(
+                    f"{path}.inner_m: {layout.inner_m:g} m lies outside the cell "
+                    f"(cell.radius_m: {radius:g}): the ring would be empty"
+                )
             far = layout.max_extent_m(count, radius)
             if far > radius * (1 + 1e-12):
                 raise ValueError(
@@ -388,6 +398,27 @@ class Scenario(_Strict):
                 )
             if self.cell.link.mode != "ofdma":
                 raise ValueError("devices.mobility: moving devices need cell.link.mode: ofdma")
+        return self
+
+    def grant_cycles(self, size_bits: float) -> float:
+        """Buffer-status grant cycles an uplink of ``size_bits`` takes on this cell (0
+        without a grant-cycle MAC: fixed-rate links, NR profiles)."""
+        if self.cell.link.mode != "ofdma":
+            return 0.0
+        grant = self.cell.link.channel_profile_resolved().uplink_grant
+        return 0.0 if grant is None else size_bits / (8.0 * grant["bsr_max_bytes"])
+
+    @model_validator(mode="after")
+    def _transfers_fit(self) -> Scenario:
+        """An uplink of the model's size takes at most :data:`MAX_GRANT_CYCLES` grant
+        cycles (each costs events; a 10^14-bit model would take millions)."""
+        size = self.model.size_bits
+        if size is not None and self.grant_cycles(size) > MAX_GRANT_CYCLES:
+            raise ValueError(
+                f"model.size_bits: {size:g} bits take {self.grant_cycles(size):,.0f} uplink grant "
+                f"cycles on this LTE cell (at most {MAX_GRANT_CYCLES:,}: "
+                f"{MAX_GRANT_CYCLES * self.grant_cycles(1.0) ** -1:.3g} bits)"
+            )
         return self
 
     @model_validator(mode="after")

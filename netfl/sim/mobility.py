@@ -10,10 +10,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from netfl.errors import UserError
+
 if TYPE_CHECKING:
     from netfl.sim.world import World
 
-__all__ = ["DeviceMobility"]
+__all__ = ["DeviceMobility", "MAX_TRAJECTORY_ROWS"]
+
+#: the trajectories table's rows at most (4 columns: about 1 GB in memory)
+MAX_TRAJECTORY_ROWS = 20_000_000
 
 
 class DeviceMobility:
@@ -29,6 +34,7 @@ class DeviceMobility:
         self.trajectories: dict[str, Any] = {}
         self._moved_at: dict[str, float] = {}
         self._record_every: dict[str, float] = {}
+        self._rows = 0.0  # rows of the trajectories table so far (bounded)
         s = world.scenario
         for node, m in zip(world.all_devices, s.devices.mobility_of(), strict=True):
             if not m.moves:
@@ -102,6 +108,13 @@ class DeviceMobility:
             if self.world.scenario.network is not None:
                 self.world.radio.track(node, traj, self._moved_at[node.name], now)
             node.position_m = traj.positions(np.array([now]))[0]
+            self._rows += (now - self._moved_at[node.name]) / self._record_every[node.name]
+            if self._rows > MAX_TRAJECTORY_ROWS:
+                raise UserError(
+                    f"devices.mobility.record_every_s: the trajectories table would pass "
+                    f"{MAX_TRAJECTORY_ROWS:,} rows (at {now:g} s of simulated time); record "
+                    "less often, or fewer or shorter rounds"
+                )
             self._moved_at[node.name] = now
             if self.world.scenario.network is not None:
                 self.world.radio.refresh(node)

@@ -26,10 +26,11 @@ path of the scenario (a mapping value replaces the whole section).
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -37,7 +38,10 @@ from netfl.errors import ScenarioError
 from netfl.scenario.files import _problems, apply_values, parse_scenario, read_yaml
 from netfl.scenario.schema import Scenario
 
-__all__ = ["SweepSpec", "SweepRun", "is_sweep_file", "load_sweep", "expand"]
+__all__ = ["SweepSpec", "SweepRun", "is_sweep_file", "load_sweep", "expand", "MAX_SWEEP_RUNS"]
+
+#: runs of one sweep at most (each is a run directory; a study has a few hundred)
+MAX_SWEEP_RUNS = 10_000
 
 #: top-level keys of a scenario that a sweep file never has
 SCENARIO_SECTIONS = frozenset(Scenario.model_fields) - {"name"}
@@ -58,7 +62,9 @@ class SweepSpec(BaseModel):
     zip: dict[str, list[Any]] = Field(
         default_factory=dict, description="lists of one length, taken together"
     )
-    seeds: list[int] | None = Field(None, min_length=1, description="replicate seeds")
+    seeds: list[Annotated[int, Field(ge=0, le=2**63 - 1)]] | None = Field(
+        None, min_length=1, description="replicate seeds"
+    )
     target_accuracy: float | None = Field(None, gt=0.0, le=1.0)
 
     @field_validator("zip")
@@ -150,6 +156,26 @@ def expand(
     if not isinstance(base, dict):
         raise ScenarioError(str(base_path), [("", "a scenario must be a mapping of sections")])
     base_seed = base.get("seed", 0)
+    count = (
+        max(len(spec.variants), 1)
+        * math.prod(len(v) for v in spec.grid.values())
+        * (len(next(iter(spec.zip.values()))) if spec.zip else 1)
+        * len(spec.seeds or [base_seed])
+    )  # (counted before anything is expanded: a grid of 10^10 runs is refused at once)
+    if count > MAX_SWEEP_RUNS:
+        sizes = [f"{len(spec.variants)} variants"] if spec.variants else []
+        sizes += [f"{len(v)} {k}" for k, v in spec.grid.items()]
+        sizes += [f"{len(next(iter(spec.zip.values())))} zipped"] if spec.zip else []
+        sizes += [f"{len(spec.seeds)} seeds"] if spec.seeds else []
+        raise ScenarioError(
+            str(path),
+            [
+                (
+                    "grid",
+                    f"{count:,} runs ({' × '.join(sizes)}); a sweep has at most {MAX_SWEEP_RUNS:,}",
+                )
+            ],
+        )
     variants = list(spec.variants.items()) or [("", {})]
     grid_keys = list(spec.grid)
     grid = list(itertools.product(*spec.grid.values())) if grid_keys else [()]

@@ -265,7 +265,7 @@ def test_a_layout_height_and_a_csv_z_column(tmp_path):
     np.testing.assert_array_equal(layout.heights(2), [4.5, 1.5])
     ring = LayoutSection(kind="ring", radius_m=50.0, height_m=2.0)
     np.testing.assert_array_equal(ring.heights(3), [2.0, 2.0, 2.0])
-    with pytest.raises(ValueError, match="height z = 0.0 m must be positive"):
+    with pytest.raises(ValueError, match="height z = 0.0 m is no antenna height"):
         LayoutSection(kind="positions", positions_m=[[1.0, 2.0, 0.0]])
 
 
