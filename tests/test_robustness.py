@@ -158,6 +158,11 @@ BAD = {
         _case(cell=OFDMA, network={"site_positions_m": [[i * 600.0, 0.0] for i in range(201)]}),
         "network.site_positions_m: List should have at most 200 items",
     ),
+    "union_of_forms": (
+        _case(cell=OFDMA, network={"sites": 7, "server_site": "foo"}),
+        "network.server_site: expected a valid integer, unable to parse string as an integer; "
+        "or 'cloud' (got 'foo')",
+    ),
     "network_key_on_a_cell": (
         _case(cell=OFDMA, network={"handover": {"hysteresis_db": 3}}),
         "network: a network needs sites",

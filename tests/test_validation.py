@@ -77,7 +77,7 @@ BAD = {
         "cell.link.max_rbs_per_transfer",
     ),
     "cue_density_huge": (
-        BASE + "cell: {link: {mode: ofdma}, cues: {density_per_km2: 1e9}}\n",
+        BASE + "cell: {link: {mode: ofdma}, cues: {density_per_km2: 1e6}}\n",
         "CUEs on average",
     ),
     "bandwidth_1hz": (BASE + "cell: {link: {mode: ofdma, bandwidth_hz: 1}}\n", "bandwidth_hz"),

@@ -7,6 +7,7 @@ Every problem becomes one line ``FILE: key.path: what is wrong (valid: …)``
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 from typing import Any
 
@@ -56,10 +57,15 @@ def _model_at(loc: tuple, root: type[BaseModel] = Scenario) -> type[BaseModel] |
 def _problems(
     err: ValidationError, prefix: tuple = (), root: type[BaseModel] = Scenario
 ) -> list[tuple[str, str]]:
-    """``(key path, message)`` of every error of ``err``, validating as ``root``."""
-    out = []
+    """``(key path, message)`` of every error of ``err``, validating as ``root``.
+
+    A value that fits none of a union's forms (``server_site: foo``) is one problem
+    listing what each form expected, without pydantic's internal names of the forms."""
+    out: list[tuple[str, str]] = []
+    union: dict[str, int] = {}  # path → index in out of its union problem
     for e in err.errors():
-        loc = prefix + tuple(e["loc"])
+        raw = prefix + tuple(e["loc"])
+        loc = tuple(p for p in raw if not (isinstance(p, str) and _UNION_TAG.match(p)))
         path = ".".join(str(p) for p in loc)
         msg = e["msg"].removeprefix("Value error, ")
         if e["type"] == "extra_forbidden":
@@ -67,10 +73,31 @@ def _problems(
             msg = "unknown key"
             if owner is not None:
                 msg += f" (valid keys: {', '.join(owner.model_fields)})"
+        elif len(loc) < len(raw):  # one form of a union: said with the others
+            if path in union:
+                i = union[path]
+                out[i] = (path, out[i][1].removesuffix(f" (got {_excerpt(e.get('input'))})"))
+                msg = f"{out[i][1]}; or {msg.removeprefix('Input should be ')}"
+                msg += f" (got {_excerpt(e['input'])})" if "input" in e else ""
+                out[i] = (path, msg)
+                continue
+            union[path] = len(out)
+            msg = f"expected {msg[0].lower()}{msg[1:]}".replace(
+                "expected input should be", "expected"
+            )
+            msg += f" (got {_excerpt(e['input'])})" if "input" in e else ""
         elif e["type"] not in ("value_error", "missing") and "input" in e:
             msg += f" (got {_excerpt(e['input'])})"
         out.append((path, msg))
     return out
+
+
+#: pydantic's names of a union's forms in an error's location (``constrained-int``,
+#: ``literal['cloud']``, ``function-after[...]``, …): not keys of the file
+_UNION_TAG = re.compile(
+    r"^(constrained-|literal\[|function-|tagged-union|lax-|json-or-python|chain\[|nullable\[|"
+    r"default\[|list\[|tuple\[|dict\[|int$|float$|str$|bool$|none$)"
+)
 
 
 def algorithm_config(scenario: Scenario) -> BaseModel:

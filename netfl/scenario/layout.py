@@ -177,7 +177,8 @@ class LayoutSection(_Strict):
                 f"{', '.join(stray)} does not apply to kind {self.kind!r} "
                 f"(its keys: {', '.join(sorted(KIND_KEYS[self.kind])) or 'none'})"
             )
-        missing = sorted(_REQUIRED.get(self.kind, set()) - given)
+        set_ = {k for k in given if getattr(self, k) is not None}  # (null is not given)
+        missing = sorted(_REQUIRED.get(self.kind, set()) - set_)
         if missing:
             raise ValueError(f"kind {self.kind!r} needs {', '.join(missing)}")
         if self.kind == "annulus" and self.outer_m is not None:
