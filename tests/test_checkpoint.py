@@ -334,3 +334,31 @@ def test_a_resume_replaces_the_partial_tables_only_when_its_own_are_written(tmp_
     whole = tmp_path / "whole"
     assert main(["run", str(tmp_path / "s0fedavg.yaml"), "--out", str(whole), "--no-progress"]) == 0
     assert (run_dir / "rounds.csv").read_bytes() == (whole / "rounds.csv").read_bytes()
+
+
+def test_a_resume_before_the_first_checkpoint_equals_the_uninterrupted_run(tmp_path):
+    """Killed before its first checkpoint, a run directory holds only the resolved
+    scenario (``.checkpoint/scenario.yaml``): resuming runs it from round 0 and must give
+    the uninterrupted run's tables — also for options the resolved scenario once lost
+    (a random layout's antenna height on an NR cell)."""
+    from netfl.cli.app import main
+    from netfl.scenario.files import load_scenario, resolved
+
+    data = tiny_scenario(
+        cell={"radius_m": 200, "link": {"mode": "ofdma", "channel_profile": "nr_fr1_uma"}},
+        devices={"count": 4, "layout": {"kind": "uniform_disc", "height_m": 20}},
+        training={"rounds": 3, "batch_size": 16},
+        outputs={"figures": False, "progress": False, "checkpoint_every": 2},
+    )
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(data))
+    killed = tmp_path / "killed"
+    (killed / ".checkpoint").mkdir(parents=True)
+    (killed / ".checkpoint" / "scenario.yaml").write_text(
+        yaml.safe_dump(resolved(load_scenario(path)), sort_keys=False)
+    )
+    assert main(["run", "--resume", str(killed), "--no-progress"]) == 0
+    whole = tmp_path / "whole"
+    assert main(["run", str(path), "--out", str(whole), "--no-progress"]) == 0
+    for name in ("rounds.csv", "devices.csv"):
+        assert (killed / name).read_bytes() == (whole / name).read_bytes(), name
