@@ -195,19 +195,15 @@ def test_each_class_of_bad_input_is_one_line(case, tmp_path, capsys):
     assert expected in err, err
 
 
+def _naming_profile_file(tmp_path: Path, file_name: str) -> Path:
+    """A scenario whose cell's profile ``mine`` comes from ``file_name``."""
+    link = {"mode": "ofdma", "channel_profile": "mine", "channel_profile_file": file_name}
+    return _write(tmp_path, _case(cell={"radius_m": 200, "link": link}))
+
+
 def _profile_file(tmp_path: Path, text: str) -> Path:
     (tmp_path / "cells.yaml").write_text(text)
-    data = _case(
-        cell={
-            "radius_m": 200,
-            "link": {
-                "mode": "ofdma",
-                "channel_profile": "mine",
-                "channel_profile_file": "cells.yaml",
-            },
-        }
-    )
-    return _write(tmp_path, data)
+    return _naming_profile_file(tmp_path, "cells.yaml")
 
 
 def _profile_yaml(**changes) -> str:
@@ -264,21 +260,8 @@ def test_special_files_are_refused_without_blocking(tmp_path, capsys):
 
     os.mkfifo(tmp_path / "fifo.yaml")
     assert "not a regular file" in _refused(capsys, tmp_path / "fifo.yaml")
-    err = _refused(capsys, _profile_file(tmp_path, "x"), "validate")  # (a valid file next)
-    assert "profiles" in err
-    data = _case(
-        cell={
-            "radius_m": 200,
-            "link": {
-                "mode": "ofdma",
-                "channel_profile": "mine",
-                "channel_profile_file": "fifo.yaml",
-            },
-        }
-    )
-    assert "not a regular file" in _refused(capsys, _write(tmp_path, data))
-    data["cell"]["link"]["channel_profile_file"] = "/dev/zero"
-    assert "not a regular file" in _refused(capsys, _write(tmp_path, data))
+    for name in ("fifo.yaml", "/dev/zero"):
+        assert "not a regular file" in _refused(capsys, _naming_profile_file(tmp_path, name))
 
 
 def test_a_long_literal_list_is_no_alias_bomb(tmp_path):

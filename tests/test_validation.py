@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from netfl.cli.app import main
 from netfl.errors import ScenarioError, UserError
 from netfl.output.rundir import release_run_dir, reserve_run_dir
-from netfl.scenario.files import load_scenario, parse_scenario, read_yaml, resolved
+from netfl.scenario.files import load_scenario, parse_scenario, read_yaml
 from tests.conftest import default_sigint, tiny_scenario
 
 MAX_LINE = 700  # characters of one error line, whatever the input (valid-key lists included)
@@ -135,64 +135,8 @@ def test_many_problems_are_capped(tmp_path, capsys):
     assert "… and 30 more problems" in err
 
 
-# -- fuzzing: any value at any key path --------------------------------------------
-_VALID = resolved(parse_scenario(tiny_scenario(), "base"))
-
-
-def _paths(node, prefix=()):
-    if isinstance(node, dict):
-        for k, v in node.items():
-            yield from _paths(v, (*prefix, k))
-    yield prefix
-
-
-PATHS = [p for p in _paths(_VALID) if p]
-JUNK = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(min_value=-(10**30), max_value=10**30),
-    st.floats(allow_nan=True, allow_infinity=True),
-    st.text(max_size=30),
-    st.lists(st.integers(), max_size=5),
-    st.dictionaries(st.text(max_size=5), st.integers(), max_size=3),
-)
-
-
-@settings(
-    max_examples=300, deadline=2000, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
-)
-@given(st.lists(st.tuples(st.sampled_from(PATHS), JUNK), min_size=1, max_size=3))
-def test_fuzzed_scenarios_validate_or_fail_in_one_line(edits):
-    data = yaml.safe_load(yaml.safe_dump(_VALID))
-    for path, value in edits:
-        node = data
-        for key in path[:-1]:
-            if not isinstance(node, dict):
-                break
-            node = node.setdefault(key, {})
-        else:
-            if isinstance(node, dict):
-                node[path[-1]] = value
-    try:
-        scenario = parse_scenario(data, "fuzz.yaml")
-    except ScenarioError as err:
-        assert all(len(line) <= MAX_LINE and "\n" not in line for line in err.lines())
-        return
-
-    # accepted: every number in it is finite and no boolean stands for a number
-    def walk(v):
-        if isinstance(v, float):
-            assert v == v and abs(v) != float("inf")
-        elif isinstance(v, dict):
-            for x in v.values():
-                walk(x)
-        elif isinstance(v, list):
-            for x in v:
-                walk(x)
-
-    walk(resolved(scenario))
-
-
+# -- fuzzing: any value at any key path of valid scenarios of every kind is in
+# tests/test_fuzz.py; here, any bytes as a file ------------------------------------
 @settings(max_examples=200, deadline=2000, derandomize=True)
 @given(st.binary(max_size=300))
 def test_fuzzed_bytes_never_escape_as_other_errors(tmp_path_factory, raw):
