@@ -112,6 +112,7 @@ LAYERS: list[list[str]] = [
         "netfl.scenario.cell",
         "netfl.scenario.files",
         "netfl.scenario.reading",
+        "netfl.scenario.plugins",
         "netfl.scenario.layout",
         "netfl.scenario.network",
         "netfl.scenario.schema",

@@ -1,12 +1,16 @@
 """FL algorithms as SimPy processes behind one protocol, and their registry.
 
-A new algorithm is one module plus one import line here.
+A new built-in algorithm is one module plus one import line here; a researcher's own
+is a plugin (a ``.py`` file or module named by a scenario's ``plugins`` key, or an
+installed package's ``netfl.algorithms`` entry point: :mod:`netfl.scenario.plugins`,
+``examples/fedprox/``).
 """
 
 from netfl.algorithms.base import (
     ALGORITHMS,
     Algorithm,
     AlgorithmConfig,
+    RegistrationError,
     RoundSummary,
     get_algorithm,
     register,
@@ -27,6 +31,7 @@ __all__ = [
     "ALGORITHMS",
     "Algorithm",
     "AlgorithmConfig",
+    "RegistrationError",
     "RoundSummary",
     "get_algorithm",
     "register",

@@ -11,6 +11,7 @@ runner owns evaluation, stop rules and recording.
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Generator
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ __all__ = [
     "ALGORITHMS",
     "register",
     "get_algorithm",
+    "RegistrationError",
 ]
 
 
@@ -112,11 +114,38 @@ class Algorithm(ABC):
 ALGORITHMS: dict[str, type[Algorithm]] = {}
 
 
+#: an algorithm's name: what a scenario's ``algorithm.name`` says
+_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
+
+
+class RegistrationError(ValueError):
+    """An algorithm that cannot be registered (no Algorithm, no name, a name taken)."""
+
+
 def register(cls: type[Algorithm]) -> type[Algorithm]:
-    """Class decorator adding an algorithm to the registry under ``cls.name``."""
-    if cls.name in ALGORITHMS:
-        raise ValueError(f"algorithm {cls.name!r} registered twice")
-    ALGORITHMS[cls.name] = cls
+    """Class decorator adding an algorithm to the registry under ``cls.name``; a
+    plugin's algorithms are registered the same way (:mod:`netfl.scenario.plugins`).
+    :class:`RegistrationError` says what is wrong with the class."""
+    if not (isinstance(cls, type) and issubclass(cls, Algorithm)):
+        raise RegistrationError(
+            f"{getattr(cls, '__name__', cls)!r} is no netfl algorithm (subclass "
+            "netfl.Algorithm, or netfl.FedAvg to change one step of it)"
+        )
+    name = getattr(cls, "name", None)
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise RegistrationError(
+            f"{cls.__name__} needs a class attribute name: lower-case letters, digits and _ "
+            f"(got {name!r})"
+        )
+    config = getattr(cls, "Config", None)
+    if not (isinstance(config, type) and issubclass(config, AlgorithmConfig)):
+        raise RegistrationError(
+            f"{cls.__name__}.Config must subclass netfl.algorithms.AlgorithmConfig "
+            f"(or an algorithm's Config, e.g. FedAvgConfig)"
+        )
+    if name in ALGORITHMS:
+        raise RegistrationError(f"algorithm {name!r} registered twice")
+    ALGORITHMS[name] = cls
     return cls
 
 

@@ -48,9 +48,24 @@ def _cmd_list(args: argparse.Namespace) -> int:
     from netfl.learning.catalog import MODEL_CATALOG
     from netfl.learning.datasets import DATASET_INFO
     from netfl.learning.partition import PARTITIONERS
+    from netfl.scenario.plugins import PluginError, load_all_entry_points, load_plugins, origin
+
+    try:
+        load_plugins(list(args.plugin or []))
+    except PluginError as err:
+        raise UserError(f"--plugin: {err}") from None
+    for problem in load_all_entry_points():
+        print(f"warning: {problem}", file=sys.stderr)
+
+    def summary(cls) -> str:
+        lines = (cls.__doc__ or "").strip().splitlines()
+        where = origin(cls.name)
+        return (lines[0] if lines else "(no description)") + (
+            f"  [{where}]" if where != "built-in" else ""
+        )
 
     tables = {
-        "algorithms": {n: (c.__doc__ or "").strip().splitlines()[0] for n, c in ALGORITHMS.items()},
+        "algorithms": {n: summary(c) for n, c in ALGORITHMS.items()},
         "datasets": dict(DATASET_INFO),
         "models": {n: description for n, (_, description) in MODEL_CATALOG.items()},
         "partitions": {n: (f.__doc__ or "").strip() for n, f in PARTITIONERS.items()},
@@ -148,6 +163,12 @@ def build_parser() -> argparse.ArgumentParser:
             "channel-profiles",
             "compute-profiles",
         ],
+    )
+    ls.add_argument(
+        "--plugin",
+        action="append",
+        metavar="MODULE|FILE.py",
+        help="also list what this plugin registers (as a scenario's plugins: key)",
     )
     ls.set_defaults(func=_cmd_list)
     rp = sub.add_parser(

@@ -12,7 +12,7 @@ from pydantic import (
 
 from channel_models.registry import UnknownNameError, check_name
 
-__all__ = ["STRICT_CONFIG", "no_bool_for_numbers"]
+__all__ = ["STRICT_CONFIG", "no_bool_for_numbers", "resolve_plugin_spec"]
 
 
 def _allows_bool(annotation: Any) -> bool:
@@ -84,3 +84,16 @@ def _check_name(kind: str, name: str | None, valid: dict) -> str | None:
         return check_name(name, valid, kind)
     except UnknownNameError as err:  # pydantic reports ValueError with the key path
         raise ValueError(str(err)) from None
+
+
+def resolve_plugin_spec(spec: str, base_dir: Any = None) -> str:
+    """A ``.py`` plugin as an absolute path (relative to ``base_dir``, the scenario
+    file's folder); a module name as it is (:mod:`netfl.scenario.plugins`)."""
+    from pathlib import Path
+
+    if spec.endswith(".py"):
+        path = Path(spec).expanduser()
+        if not path.is_absolute():
+            path = Path(base_dir or Path.cwd()) / path
+        return str(path.resolve())
+    return spec

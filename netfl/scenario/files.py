@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 from netfl.algorithms import ALGORITHMS, get_algorithm
 from netfl.errors import ScenarioError
 from netfl.scenario.layout import KIND_KEYS
+from netfl.scenario.plugins import PluginError, load_entry_point, load_plugins
 from netfl.scenario.reading import excerpt as _excerpt
 from netfl.scenario.reading import parse_yaml_text, read_yaml
 from netfl.scenario.schema import LINK_MODE_KEYS, Scenario
@@ -157,6 +158,15 @@ def parse_scenario(
         raise ScenarioError(source, [("", "a scenario must be a mapping of sections")])
     folder = Path(base_dir) if base_dir is not None else _base_dir(source)
     try:
+        if data.get("plugins"):  # (registered before the algorithm name is checked)
+            load_plugins(data["plugins"], folder)
+        algorithm = data.get("algorithm")
+        name = algorithm.get("name") if isinstance(algorithm, dict) else None
+        if isinstance(name, str) and name not in ALGORITHMS:
+            load_entry_point(name)
+    except PluginError as err:
+        raise ScenarioError(source, [(err.key, str(err))]) from None
+    try:
         scenario = Scenario.model_validate(data, context={"base_dir": folder})
     except ValidationError as err:
         raise ScenarioError(source, _problems(err)) from None
@@ -168,7 +178,9 @@ def parse_scenario(
             [
                 (
                     "algorithm.name",
-                    f"unknown algorithm {name!r} (valid: {', '.join(sorted(ALGORITHMS))})",
+                    f"unknown algorithm {name!r} (valid: {', '.join(sorted(ALGORITHMS))}; your "
+                    "own: `plugins: [my_algorithm.py]`, or an installed package's "
+                    "netfl.algorithms entry point)",
                 )
             ],
         )

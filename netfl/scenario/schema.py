@@ -33,7 +33,13 @@ from netfl.compute.profiles import compute_profiles
 from netfl.learning.catalog import MODEL_CATALOG as MODELS
 from netfl.learning.datasets import DATASETS
 from netfl.radio.uplink_mac import MAX_GRANT_CYCLES
-from netfl.scenario.base import STRICT_CONFIG, _check_name, _Strict, no_bool_for_numbers
+from netfl.scenario.base import (
+    STRICT_CONFIG,
+    _check_name,
+    _Strict,
+    no_bool_for_numbers,
+    resolve_plugin_spec,
+)
 from netfl.scenario.cell import LINK_MODE_KEYS, CellSection
 from netfl.scenario.layout import LayoutSection
 from netfl.scenario.network import MobilitySection, NetworkSection
@@ -315,6 +321,13 @@ class OutputsSection(_Strict):
 class Scenario(_Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     seed: NonNegativeInt = Field(0, le=2**63 - 1)
+    plugins: list[Annotated[str, Field(min_length=1, max_length=500)]] = Field(
+        default_factory=list,
+        max_length=32,
+        description="modules or .py files (relative to this file) that register algorithms "
+        "before the scenario is validated (netfl.scenario.plugins); the resolved scenario "
+        "names the files by absolute path",
+    )
     cell: CellSection = CellSection()
     network: NetworkSection | None = Field(
         None, description="several cells (netfl.scenario.network); none: one BS, one cell"
@@ -327,6 +340,12 @@ class Scenario(_Strict):
     algorithm: AlgorithmSection = AlgorithmSection()
     learning: LearningSection = LearningSection()
     outputs: OutputsSection = OutputsSection()
+
+    @field_validator("plugins")
+    @classmethod
+    def _plugin_paths(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        base_dir = (info.context or {}).get("base_dir")
+        return [resolve_plugin_spec(v.strip(), base_dir) for v in value]
 
     @model_validator(mode="after")
     def _layouts_fit(self, info: ValidationInfo) -> Scenario:

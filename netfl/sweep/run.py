@@ -19,6 +19,7 @@ from typing import Any
 
 import pandas as pd
 
+from netfl.algorithms import ALGORITHMS
 from netfl.errors import ScenarioError, WorkerLost
 from netfl.output.rundir import is_complete, is_incomplete
 from netfl.scenario.files import parse_scenario, resolved
@@ -87,8 +88,13 @@ def _run_one(
     earlier invocation's checkpoint of the same scenario (:func:`_prepare_checkpoint`).
     """
     from netfl.output.rundir import write_run
+    from netfl.scenario.plugins import load_entry_point, load_plugins
     from netfl.sim.runner import run
 
+    # a Ray task's (or a spawned worker's) process imports the plugins again
+    load_plugins(scenario.plugins)
+    if scenario.algorithm.name not in ALGORITHMS:
+        load_entry_point(scenario.algorithm.name)
     if threads is not None and not scenario.learning.num_threads:
         import torch
 

@@ -1,0 +1,202 @@
+"""Plugins: a researcher's own algorithms, registered before a scenario is validated.
+
+Two ways in, both without editing netfl:
+
+- the scenario key ``plugins: [...]``: module names (importable, e.g. an installed
+  package's) or ``.py`` files, relative to the scenario file's folder. The run's
+  resolved ``scenario.yaml`` names the files by absolute path, so a resume, a sweep
+  worker (a forked pool's or a Ray task's, which imports them again) and a re-run of
+  the run directory load the same code;
+- the entry-point group ``netfl.algorithms`` of an installed distribution
+  (``[project.entry-points."netfl.algorithms"] fedprox = "my_pkg:FedProx"``): loaded
+  when a scenario names that algorithm, and by ``netfl list``. Light verbs stay light:
+  nothing is imported unless named.
+
+A plugin module registers its algorithms with :func:`netfl.register` (an entry point's
+class is registered for it). Every problem is one line naming ``plugins[i]`` (or the
+entry point): a module that is not found, an exception raised inside the plugin (its
+first line), a name that clashes with a built-in or another plugin, a class that is no
+:class:`~netfl.algorithms.Algorithm`. :func:`origin` says where each algorithm came from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+from netfl.algorithms import ALGORITHMS
+from netfl.algorithms.base import RegistrationError, register
+from netfl.scenario.base import resolve_plugin_spec
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "MAX_PLUGINS",
+    "PluginError",
+    "load_plugins",
+    "load_entry_point",
+    "load_all_entry_points",
+    "origin",
+]
+
+ENTRY_POINT_GROUP = "netfl.algorithms"
+MAX_PLUGINS = 32
+
+#: where each algorithm that is no built-in came from: name → "plugin SPEC" / "entry point …"
+_ORIGIN: dict[str, str] = {}
+#: plugins loaded in this process: resolved spec → the algorithm names it registered
+_LOADED: dict[str, list[str]] = {}
+
+
+class PluginError(ValueError):
+    """A plugin that cannot be loaded; ``key`` is the scenario key it came from."""
+
+    def __init__(self, key: str, message: str):
+        super().__init__(message)
+        self.key = key
+
+
+def origin(name: str) -> str:
+    """``built-in``, ``plugin SPEC`` or ``entry point NAME = VALUE (DIST)``."""
+    return _ORIGIN.get(name, "built-in")
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0][:200]}" if text else type(err).__name__
+
+
+def _import(spec: str) -> Any:
+    """Import a module name or a ``.py`` file (under a name derived from its path, kept
+    in ``sys.modules`` so that its classes pickle by reference in this process)."""
+    if not spec.endswith(".py"):
+        return importlib.import_module(spec)
+    path = Path(spec)
+    if not path.is_file():
+        raise FileNotFoundError(f"no plugin file {spec}")
+    name = f"netfl_plugin_{path.stem}_{hashlib.sha256(spec.encode()).hexdigest()[:8]}"
+    if name in sys.modules:
+        return sys.modules[name]
+    module_spec = importlib.util.spec_from_file_location(name, path)
+    assert module_spec is not None and module_spec.loader is not None
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[name] = module
+    try:
+        module_spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
+def _load_one(spec: str, key: str) -> list[str]:
+    if spec in _LOADED:
+        return _LOADED[spec]
+    before = set(ALGORITHMS)
+    try:
+        _import(spec)
+    except RegistrationError as err:
+        raise PluginError(key, _clash(str(err), spec)) from None
+    except ModuleNotFoundError as err:
+        if err.name and spec.split(".")[0] == err.name.split(".")[0]:
+            raise PluginError(
+                key,
+                f"no module named {spec!r} (a module on the Python path, or a .py file "
+                "relative to the scenario file)",
+            ) from None
+        raise PluginError(key, f"{spec} raised {_first_line(err)}") from None
+    except FileNotFoundError as err:
+        raise PluginError(key, str(err)) from None
+    except Exception as err:  # noqa: BLE001 - any error inside a user's plugin: one line
+        raise PluginError(key, f"{spec} raised {_first_line(err)}") from None
+    added = sorted(set(ALGORITHMS) - before)
+    for name in added:
+        _ORIGIN[name] = f"plugin {spec}"
+    _LOADED[spec] = added
+    return added
+
+
+def _clash(message: str, where: str) -> str:
+    if "registered twice" in message:
+        name = message.split("'")[1]
+        whose = origin(name)
+        return (
+            f"{where}: algorithm {name!r} is already {whose if whose != 'built-in' else 'a built-in'}; "
+            "give yours another name"
+        )
+    return f"{where}: {message}"
+
+
+def load_plugins(specs: list[Any], base_dir: Path | None = None) -> list[str]:
+    """Import the plugins of a scenario's ``plugins`` list (once per process); returns
+    the resolved specs. :class:`PluginError` names ``plugins[i]``."""
+    if not isinstance(specs, list):
+        raise PluginError("plugins", "expected a list of module names or .py files")
+    if len(specs) > MAX_PLUGINS:
+        raise PluginError("plugins", f"{len(specs)} plugins; at most {MAX_PLUGINS}")
+    out = []
+    for i, spec in enumerate(specs):
+        key = f"plugins[{i}]"
+        if not isinstance(spec, str) or not spec.strip() or len(spec) > 500:
+            raise PluginError(key, "expected a module name or a .py file")
+        resolved = resolve_plugin_spec(spec.strip(), base_dir)
+        _load_one(resolved, key)
+        out.append(resolved)
+    return out
+
+
+def _entry_points() -> list[Any]:
+    from importlib.metadata import entry_points
+
+    return list(entry_points(group=ENTRY_POINT_GROUP))
+
+
+def _load_entry(ep: Any) -> None:
+    where = f"entry point {ep.name} = {ep.value}" + (f" ({ep.dist.name})" if ep.dist else "")
+    key = "algorithm.name"
+    if ep.name in ALGORITHMS:
+        if origin(ep.name) == where:
+            return
+        raise PluginError(key, _clash(f"algorithm '{ep.name}' registered twice", where))
+    before = set(ALGORITHMS)
+    try:
+        cls = ep.load()
+    except RegistrationError as err:
+        raise PluginError(key, _clash(str(err), where)) from None
+    except Exception as err:  # noqa: BLE001 - any error inside a user's plugin: one line
+        raise PluginError(key, f"{where} raised {_first_line(err)}") from None
+    if ep.name not in ALGORITHMS:
+        if getattr(cls, "name", None) != ep.name:
+            raise PluginError(
+                key, f"{where}: the class's name is {getattr(cls, 'name', None)!r}, not {ep.name!r}"
+            )
+        try:
+            register(cls)
+        except RegistrationError as err:
+            raise PluginError(key, _clash(str(err), where)) from None
+    for name in set(ALGORITHMS) - before | {ep.name}:
+        _ORIGIN.setdefault(name, where)
+
+
+def load_entry_point(name: str) -> bool:
+    """Load the ``netfl.algorithms`` entry point called ``name`` if one is installed
+    (whether it was)."""
+    for ep in _entry_points():
+        if ep.name == name:
+            _load_entry(ep)
+            return True
+    return False
+
+
+def load_all_entry_points() -> list[str]:
+    """Load every installed ``netfl.algorithms`` entry point; one line per failure."""
+    problems = []
+    for ep in _entry_points():
+        try:
+            _load_entry(ep)
+        except PluginError as err:
+            problems.append(f"{err.key}: {err}")
+    return problems

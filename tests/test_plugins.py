@@ -1,0 +1,292 @@
+"""A researcher's own algorithm without editing netfl (issue 33, plugins): a ``.py``
+file or module named by the scenario's ``plugins`` key, or an installed package's
+``netfl.algorithms`` entry point, registered before validation and used by ``run``,
+``validate``, ``list``, sweeps (a local pool, Ray) and ``--resume``; every problem is
+one line naming the key."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from netfl.algorithms import ALGORITHMS
+from netfl.cli.app import main
+from netfl.scenario import plugins
+from tests.conftest import tiny_scenario
+
+#: a plugin: FedAvg whose devices train twice as many epochs (a visible difference)
+PLUGIN = """
+from pydantic import Field
+
+from netfl.algorithms import FedAvg, FedAvgConfig, register
+
+
+class TwiceConfig(FedAvgConfig):
+    factor: int = Field(2, ge=1, le=10)
+
+
+@register
+class {cls}(FedAvg):
+    {doc}
+    name = "{name}"
+    Config = TwiceConfig
+
+    def local_update(self, r, device, state, epochs=None, seed_key=(), proximal_weight=0.0):
+        return super().local_update(
+            r, device, state, self.config.factor * self.world.train_config.epochs,
+            seed_key, proximal_weight,
+        )
+"""
+
+
+def _plugin_text(name: str = "twice", doc: bool = True) -> str:
+    docstring = '"""FedAvg with k times the local epochs (a test plugin)."""' if doc else "pass"
+    return PLUGIN.format(cls=name.title().replace("_", ""), name=name, doc=docstring)
+
+
+@pytest.fixture(autouse=True)
+def clean_registry():
+    """Plugins registered by a test leave the registry (and sys.modules) as it was."""
+    algorithms, origins, loaded = dict(ALGORITHMS), dict(plugins._ORIGIN), dict(plugins._LOADED)
+    modules = set(sys.modules)
+    yield
+    ALGORITHMS.clear()
+    ALGORITHMS.update(algorithms)
+    plugins._ORIGIN.clear()
+    plugins._ORIGIN.update(origins)
+    plugins._LOADED.clear()
+    plugins._LOADED.update(loaded)
+    for name in set(sys.modules) - modules:
+        if name.startswith(("netfl_plugin_", "epplug", "twice_mod")):
+            del sys.modules[name]
+
+
+def _scenario_file(folder: Path, **sections) -> Path:
+    outputs = {"figures": False, "progress": False, "dir": str(folder / "runs")}
+    sections["outputs"] = {**outputs, **sections.get("outputs", {})}
+    data = tiny_scenario(**sections)
+    path = folder / "s.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_a_plugin_file_runs_validates_lists_and_is_recorded(tmp_path, capsys, monkeypatch):
+    """A ``.py`` file next to the scenario registers its algorithm; the run directory's
+    scenario names it by absolute path (from any working directory)."""
+    folder = tmp_path / "study"
+    folder.mkdir()
+    (folder / "twice.py").write_text(_plugin_text())
+    path = _scenario_file(
+        folder, plugins=["twice.py"], algorithm={"name": "twice"}, learning={"mode": "learn"}
+    )
+    monkeypatch.chdir(tmp_path)  # (not the scenario's folder)
+    assert main(["validate", str(path)]) == 0
+    out = tmp_path / "run"
+    assert main(["run", str(path), "--out", str(out), "--no-progress"]) == 0
+    stored = yaml.safe_load((out / "scenario.yaml").read_text())
+    assert stored["plugins"] == [str((folder / "twice.py").resolve())]
+    assert stored["algorithm"] == {
+        "name": "twice",
+        "fraction": 1.0,
+        "min_clients": 1,
+        "downlink": "unicast",
+        "factor": 2,
+    }
+    # the plugin's epochs are charged: twice FedAvg's compute per device and round
+    base = tmp_path / "base"
+    fedavg = _scenario_file(tmp_path, algorithm={"name": "fedavg"}, learning={"mode": "learn"})
+    assert main(["run", str(fedavg), "--out", str(base), "--no-progress"]) == 0
+    ours = pd.read_parquet(out / "computes.parquet").query("kind == 'train'")
+    theirs = pd.read_parquet(base / "computes.parquet").query("kind == 'train'")
+    assert ours["flops"].sum() == pytest.approx(2 * theirs["flops"].sum())
+    capsys.readouterr()
+    assert main(["list", "algorithms", "--plugin", str(folder / "twice.py")]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.strip().startswith("twice"))
+    assert "FedAvg with k times the local epochs" in line and "[plugin " in line
+
+
+def test_a_plugin_in_a_two_worker_sweep_and_a_resume(tmp_path, capsys):
+    """A sweep's worker processes run the plugin's algorithm, and a run interrupted
+    after its checkpoint resumes with it (the checkpoint's scenario names the file)."""
+    (tmp_path / "twice.py").write_text(_plugin_text())
+    base = _scenario_file(
+        tmp_path,
+        plugins=["twice.py"],
+        algorithm={"name": "twice"},
+        training={"rounds": 4, "batch_size": 16},
+        outputs={"figures": False, "progress": False, "checkpoint_every": 1},
+    )
+    sweep = tmp_path / "s.sweep.yaml"
+    sweep.write_text(
+        yaml.safe_dump({"name": "pl", "base": "s.yaml", "grid": {"algorithm.factor": [1, 3]}})
+    )
+    out = tmp_path / "sweep"
+    assert main(["sweep", str(sweep), "--workers", "2", "--out", str(out), "--no-progress"]) == 0
+    index = pd.read_csv(out / "sweep.csv")
+    assert list(index["status"]) == ["complete", "complete"]
+    # interrupted at round 2 (as Ctrl-C leaves it), then resumed with the plugin
+    import netfl.sim.runner as runner
+
+    real = runner.check_round
+
+    def interrupt(r, *args):
+        if r == 2:
+            raise KeyboardInterrupt
+        return real(r, *args)
+
+    run_dir = tmp_path / "killed"
+    runner.check_round = interrupt
+    try:
+        assert main(["run", str(base), "--out", str(run_dir), "--no-progress"]) == 130
+    finally:
+        runner.check_round = real
+    ALGORITHMS.pop("twice")  # (as in a new process: the resume loads the plugin itself)
+    plugins._LOADED.clear()
+    for name in [m for m in sys.modules if m.startswith("netfl_plugin_twice")]:
+        del sys.modules[name]
+    assert main(["run", "--resume", str(run_dir), "--no-progress"]) == 0
+    whole = tmp_path / "whole"
+    assert main(["run", str(base), "--out", str(whole), "--no-progress"]) == 0
+    assert (run_dir / "rounds.csv").read_bytes() == (whole / "rounds.csv").read_bytes()
+
+
+def test_a_plugin_in_a_ray_sweep(tmp_path, ray_local):
+    """A Ray task's process imports the plugin from the scenario's absolute path."""
+    from netfl.sweep.run import expand, load_sweep, run_sweep
+
+    (tmp_path / "twice.py").write_text(_plugin_text())
+    _scenario_file(tmp_path, plugins=["twice.py"], algorithm={"name": "twice"})
+    sweep = tmp_path / "s.sweep.yaml"
+    sweep.write_text(yaml.safe_dump({"name": "pl", "base": "s.yaml", "seeds": [1, 2]}))
+    index = run_sweep(expand(*load_sweep(sweep)), tmp_path / "out", workers=2, backend="ray")
+    assert list(index["status"]) == ["complete", "complete"], index["error"].tolist()
+
+
+def _entry_point_package(folder: Path, name: str, module_text: str, value: str) -> None:
+    """An installed distribution as pip leaves it: a module and its ``dist-info`` with
+    an ``entry_points.txt`` declaring ``netfl.algorithms``."""
+    pkg = folder / "epplug"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(module_text)
+    info = folder / "epplug-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: epplug\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[netfl.algorithms]\n{name} = {value}\n")
+
+
+def test_an_entry_point_algorithm_needs_no_plugins_key(tmp_path, monkeypatch, capsys):
+    """``algorithm.name`` alone finds an installed package's entry point (a class that
+    its module did not register is registered for it); list says where it came from."""
+    text = _plugin_text("ep_twice").replace("@register\n", "")
+    _entry_point_package(tmp_path, "ep_twice", text, "epplug:EpTwice")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.invalidate_caches()
+    path = _scenario_file(tmp_path, algorithm={"name": "ep_twice", "factor": 3})
+    out = tmp_path / "run"
+    assert main(["run", str(path), "--out", str(out), "--no-progress"]) == 0
+    assert json.loads((out / "manifest.json").read_text())["algorithm"] == "ep_twice"
+    capsys.readouterr()
+    assert main(["list", "algorithms"]) == 0
+    listing = capsys.readouterr().out
+    assert "[entry point ep_twice = epplug:EpTwice (epplug)]" in listing
+
+
+@pytest.mark.parametrize(
+    ("files", "spec", "expected"),
+    [
+        ({}, "no_such_plugin_module", "plugins[0]: no module named 'no_such_plugin_module'"),
+        ({}, "missing.py", "plugins[0]: no plugin file "),
+        (
+            {"bad.py": "raise RuntimeError('my plugin is broken\\nsecond line')"},
+            "bad.py",
+            "bad.py raised RuntimeError: my plugin is broken",
+        ),
+        (
+            {"clash.py": _plugin_text("fedavg")},
+            "clash.py",
+            "clash.py: algorithm 'fedavg' is already a built-in; give yours another name",
+        ),
+        (
+            {
+                "notalgo.py": "from netfl.algorithms import register\n\n@register\nclass X:\n    name = 'x'\n"
+            },
+            "notalgo.py",
+            "'X' is no netfl algorithm (subclass netfl.Algorithm",
+        ),
+        (
+            {"badimport.py": "import no_such_dependency_xyz\n"},
+            "badimport.py",
+            "badimport.py raised ModuleNotFoundError: No module named 'no_such_dependency_xyz'",
+        ),
+    ],
+    ids=["module_not_found", "file_not_found", "raises", "clash", "not_an_algorithm", "dependency"],
+)
+def test_a_bad_plugin_is_one_line_naming_the_key(files, spec, expected, tmp_path, capsys):
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    path = _scenario_file(tmp_path, plugins=[spec])
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert expected in err, err
+
+
+def test_two_plugins_with_one_name_and_an_unknown_algorithm(tmp_path, capsys):
+    (tmp_path / "a.py").write_text(_plugin_text("same"))
+    (tmp_path / "b.py").write_text(_plugin_text("same"))
+    assert main(["validate", str(_scenario_file(tmp_path, plugins=["a.py", "b.py"]))]) == 2
+    err = capsys.readouterr().err
+    assert "plugins[1]: " in err and "algorithm 'same' is already plugin " in err
+    assert main(["validate", str(_scenario_file(tmp_path, algorithm={"name": "fedprox"}))]) == 2
+    assert "`plugins: [my_algorithm.py]`" in capsys.readouterr().err
+
+
+def test_a_class_without_a_docstring_lists_fine(tmp_path, capsys):
+    (tmp_path / "nodoc.py").write_text(_plugin_text("nodoc", doc=False))
+    assert main(["list", "algorithms", "--plugin", str(tmp_path / "nodoc.py")]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.strip().startswith("nodoc"))
+    assert "(no description)" in line
+
+
+def test_no_plugin_named_imports_nothing_more(tmp_path):
+    """Validating a scenario that names no plugin imports neither torch nor any plugin
+    (light verbs stay light)."""
+    import subprocess
+
+    path = _scenario_file(tmp_path)
+    code = (
+        f"import sys; from netfl.cli.app import main; rc = main(['validate', {str(path)!r}]); "
+        "print(rc, 'torch' in sys.modules, any(m.startswith('netfl_plugin_') for m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split("\n")[-2] == "0 False False"
+
+
+def test_fedprox_example_with_mu_zero_is_fedavg_bit_for_bit(tmp_path):
+    """``examples/fedprox``: μ = 0 gives FedAvg's losses and accuracies to the last bit;
+    μ > 0 changes them (the proximal term is applied)."""
+    from netfl.scenario.files import load_scenario
+    from netfl.sim.runner import run
+
+    example = Path(__file__).resolve().parent.parent / "examples" / "fedprox" / "fedprox.yaml"
+    small = [
+        "data.dataset=digits",
+        "model.name=logreg",
+        "devices.count=4",
+        "training.rounds=3",
+        "training.local_epochs=1",
+        "outputs.figures=false",
+    ]
+    cols = ["accuracy", "loss", "sim_time_s", "device_energy_j"]
+    fedprox0 = run(load_scenario(example, [*small, "algorithm.mu=0"])).rounds[cols]
+    fedavg = run(load_scenario(example, [*small, "algorithm={name: fedavg}"])).rounds[cols]
+    pd.testing.assert_frame_equal(fedprox0, fedavg, check_exact=True)
+    fedprox1 = run(load_scenario(example, [*small, "algorithm.mu=1.0"])).rounds[cols]
+    assert not fedprox1["loss"].equals(fedavg["loss"])
+    pd.testing.assert_series_equal(fedprox1["sim_time_s"], fedavg["sim_time_s"])
