@@ -362,3 +362,53 @@ def test_a_resume_before_the_first_checkpoint_equals_the_uninterrupted_run(tmp_p
     assert main(["run", str(path), "--out", str(whole), "--no-progress"]) == 0
     for name in ("rounds.csv", "devices.csv"):
         assert (killed / name).read_bytes() == (whole / name).read_bytes(), name
+
+
+def test_a_resume_into_a_directory_with_a_stray_file_writes_its_run(tmp_path):
+    """Killed before anything was written (only ``.checkpoint/``), then a stray file
+    appeared (a file manager's ``.DS_Store``, a note): the resumed run still writes."""
+    from netfl.cli.app import main
+
+    run_dir = _interrupted_run_dir(tmp_path)
+    for item in run_dir.iterdir():  # as SIGKILL leaves it: the checkpoint only
+        if item.name != ".checkpoint":
+            item.unlink()
+    (run_dir / ".DS_Store").write_bytes(b"\0")
+    assert main(["run", "--resume", str(run_dir), "--no-progress"]) == 0
+    assert json.loads((run_dir / "manifest.json").read_text())["complete"] is True
+
+
+def test_a_failure_while_replacing_the_interrupted_run_puts_it_back(tmp_path, monkeypatch):
+    """The swap that replaces an interrupted run's tables fails (a disk error, a kill):
+    the old tables and the checkpoint are back in place, nothing half-written remains;
+    a swap killed between its two renames is undone by the next write."""
+    import netfl.output.rundir as rundir
+    from netfl.output.rundir import write_run_dir
+    from netfl.scenario.files import load_scenario
+
+    run_dir = _interrupted_run_dir(tmp_path)
+    before = _contents(run_dir)
+    scenario = load_scenario(run_dir / ".checkpoint" / "scenario.yaml")
+    result = run(scenario, run_dir=run_dir, resume=True)
+    checkpoint = checkpoint_path(run_dir).read_bytes()  # (the resumed run's latest)
+    real = os.rename
+
+    def failing(src, dst):
+        if str(src).endswith(".tmp"):  # the new tables into place, the old ones aside
+            raise OSError(28, "No space left on device")
+        return real(src, dst)
+
+    monkeypatch.setattr(rundir.os, "rename", failing)
+    with pytest.raises(OSError):
+        write_run_dir(result, run_dir)
+    monkeypatch.setattr(rundir.os, "rename", real)
+    assert _contents(run_dir) == before
+    assert checkpoint_path(run_dir).read_bytes() == checkpoint
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".run")]
+    # killed between the two renames: the tables aside, no run directory
+    aside = tmp_path / f".{run_dir.name}.x.old"
+    aside.mkdir()
+    real(run_dir, aside / "run")
+    write_run_dir(result, run_dir)
+    assert json.loads((run_dir / "manifest.json").read_text())["num_rounds"] == 6
+    assert not aside.exists()

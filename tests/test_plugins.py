@@ -54,8 +54,9 @@ def _plugin_text(name: str = "twice", doc: bool = True) -> str:
 def clean_registry():
     """Plugins registered by a test leave the registry (and sys.modules) as it was."""
     algorithms, origins, loaded = dict(ALGORITHMS), dict(plugins._ORIGIN), dict(plugins._LOADED)
-    modules = set(sys.modules)
+    modules, path = set(sys.modules), list(sys.path)
     yield
+    sys.path[:] = path
     ALGORITHMS.clear()
     ALGORITHMS.update(algorithms)
     plugins._ORIGIN.clear()
@@ -63,7 +64,7 @@ def clean_registry():
     plugins._LOADED.clear()
     plugins._LOADED.update(loaded)
     for name in set(sys.modules) - modules:
-        if name.startswith(("netfl_plugin_", "epplug", "twice_mod")):
+        if name.startswith(("netfl_plugin_", "epplug", "helper_for_")):
             del sys.modules[name]
 
 
@@ -290,3 +291,35 @@ def test_fedprox_example_with_mu_zero_is_fedavg_bit_for_bit(tmp_path):
     fedprox1 = run(load_scenario(example, [*small, "algorithm.mu=1.0"])).rounds[cols]
     assert not fedprox1["loss"].equals(fedavg["loss"])
     pd.testing.assert_series_equal(fedprox1["sim_time_s"], fedavg["sim_time_s"])
+
+
+def test_a_plugin_that_fails_half_way_can_be_fixed_and_loaded_again(tmp_path, capsys):
+    """A plugin that registered an algorithm and then raised leaves nothing registered:
+    the fixed file loads in the same process (a notebook, a long-lived driver)."""
+    plugin = tmp_path / "half.py"
+    plugin.write_text(_plugin_text("half") + "\nraise ValueError('oops')\n")
+    path = _scenario_file(tmp_path, plugins=["half.py"], algorithm={"name": "half"})
+    assert main(["validate", str(path)]) == 2
+    assert "half.py raised ValueError: oops" in capsys.readouterr().err
+    assert "half" not in ALGORITHMS
+    plugin.write_text(_plugin_text("half"))
+    assert main(["validate", str(path)]) == 0
+
+
+def test_a_plugin_imports_a_helper_beside_it(tmp_path):
+    """A ``.py`` plugin's folder is on the import path (as a script's is)."""
+    (tmp_path / "helper_for_twice.py").write_text("FACTOR = 3\n")
+    text = (
+        _plugin_text("helped")
+        .replace(
+            "from pydantic import Field",
+            "from helper_for_twice import FACTOR\nfrom pydantic import Field",
+        )
+        .replace("Field(2, ge=1, le=10)", "Field(FACTOR, ge=1, le=10)")
+    )
+    (tmp_path / "helped.py").write_text(text)
+    from netfl.scenario.files import load_scenario
+
+    path = _scenario_file(tmp_path, plugins=["helped.py"], algorithm={"name": "helped"})
+    assert load_scenario(path).algorithm.name == "helped"
+    assert ALGORITHMS["helped"].Config().factor == 3

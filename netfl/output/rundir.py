@@ -182,20 +182,28 @@ def write_run_dir(
 
     ``draw(result, folder)`` may add files (figures) before the directory is
     renamed into place (onto an empty directory :func:`reserve_run_dir` made, or in
-    place of an interrupted run's directory — marked incomplete — that this run
-    resumed: its tables stay until the new ones are whole). Fails if ``run_dir``
-    exists with other content, rather than mixing two runs.
+    place of an interrupted run's directory — one holding a checkpoint, or marked
+    incomplete — that this run resumed: its tables stay until the new ones are whole,
+    and a failure or a kill during the swap puts them, and the checkpoint, back). Fails
+    if ``run_dir`` exists with other content, rather than mixing two runs.
     """
     target = Path(run_dir) if run_dir is not None else default_run_dir(result)
-    previous = target.exists() and not (
+    if target.parent.is_dir():
+        _recover(target)
+    occupied = target.exists() and not (
         target.is_dir() and {p.name for p in target.iterdir()} <= {CHECKPOINT_DIR}
-    )  # empty or holding only a checkpoint: reserved by this run
-    if previous and not (target.is_dir() and is_incomplete(target)):
+    )  # (empty or holding only a checkpoint: reserved by this run)
+    # a directory holding a checkpoint, or an interrupted run's tables, is this run's: a
+    # resume replaces it (stray files included) once its own tables are whole
+    ours = target.is_dir() and ((target / CHECKPOINT_DIR).is_dir() or is_incomplete(target))
+    if occupied and not ours:
         raise FileExistsError(f"run directory {target} already exists")
     target.parent.mkdir(parents=True, exist_ok=True)
     for stale in target.parent.glob(f".{target.name}.*.tmp"):  # a write killed half-way
         shutil.rmtree(stale, ignore_errors=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    old: Path | None = None
+    checkpoint_moved = False
     try:
         (tmp / "scenario.yaml").write_text(
             yaml.safe_dump(resolved(result.scenario), sort_keys=False)
@@ -211,11 +219,12 @@ def write_run_dir(
         (tmp / "manifest.json").write_text(json.dumps(manifest(result), indent=2))
         if (target / CHECKPOINT_DIR).is_dir() and result.stop_reason in INCOMPLETE:
             os.rename(target / CHECKPOINT_DIR, tmp / CHECKPOINT_DIR)  # the run can be resumed
-        if previous:  # an interrupted run's tables: replaced only now that ours are whole
+            checkpoint_moved = True
+        if occupied:  # the interrupted run's tables: replaced only now that ours are whole
             old = Path(
                 tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent)
             )
-            os.rename(target, old / "run")
+            os.rename(target, old / "run")  # (a kill between these two renames: _recover)
             os.rename(tmp, target)
             shutil.rmtree(old, ignore_errors=True)
         else:
@@ -223,9 +232,25 @@ def write_run_dir(
                 shutil.rmtree(target / CHECKPOINT_DIR)
             os.rename(tmp, target)
     except BaseException:
+        if old is not None and (old / "run").is_dir() and not target.exists():
+            os.rename(old / "run", target)  # the previous tables back in place
+        if checkpoint_moved and (tmp / CHECKPOINT_DIR).is_dir() and target.is_dir():
+            if not (target / CHECKPOINT_DIR).exists():
+                os.rename(tmp / CHECKPOINT_DIR, target / CHECKPOINT_DIR)  # never lost
         shutil.rmtree(tmp, ignore_errors=True)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
         raise
     return target
+
+
+def _recover(target: Path) -> None:
+    """Undo a replacement of ``target`` that was killed half-way: an interrupted run's
+    tables moved aside (``.NAME.*.old/run``) while ``target`` is missing go back."""
+    for aside in sorted(target.parent.glob(f".{target.name}.*.old")):
+        if (aside / "run").is_dir() and not target.exists():
+            os.rename(aside / "run", target)
+        shutil.rmtree(aside, ignore_errors=True)
 
 
 def read_run(run_dir: str | Path) -> RunResult:

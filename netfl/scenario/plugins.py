@@ -80,6 +80,8 @@ def _import(spec: str) -> Any:
     name = f"netfl_plugin_{path.stem}_{hashlib.sha256(spec.encode()).hexdigest()[:8]}"
     if name in sys.modules:
         return sys.modules[name]
+    if str(path.parent) not in sys.path:  # (a plugin may import a helper file beside it)
+        sys.path.append(str(path.parent))
     module_spec = importlib.util.spec_from_file_location(name, path)
     assert module_spec is not None and module_spec.loader is not None
     module = importlib.util.module_from_spec(module_spec)
@@ -92,12 +94,24 @@ def _import(spec: str) -> Any:
     return module
 
 
+def _forget(names: set[str]) -> None:
+    """Take what a failed plugin registered out of the registry (a fixed file loads
+    again in the same process)."""
+    for name in names:
+        ALGORITHMS.pop(name, None)
+        _ORIGIN.pop(name, None)
+
+
 def _load_one(spec: str, key: str) -> list[str]:
     if spec in _LOADED:
         return _LOADED[spec]
     before = set(ALGORITHMS)
     try:
-        _import(spec)
+        try:
+            _import(spec)
+        except BaseException:
+            _forget(set(ALGORITHMS) - before)
+            raise
     except RegistrationError as err:
         raise PluginError(key, _clash(str(err), spec)) from None
     except ModuleNotFoundError as err:
@@ -154,20 +168,30 @@ def _entry_points() -> list[Any]:
     return list(entry_points(group=ENTRY_POINT_GROUP))
 
 
+def _dist_name(ep: Any) -> str | None:
+    try:
+        return ep.dist.name if ep.dist is not None else None
+    except Exception:  # noqa: BLE001 - metadata without a Name
+        return None
+
+
 def _load_entry(ep: Any) -> None:
-    where = f"entry point {ep.name} = {ep.value}" + (f" ({ep.dist.name})" if ep.dist else "")
+    dist = _dist_name(ep)
+    where = f"entry point {ep.name} = {ep.value}" + (f" ({dist})" if dist else "")
     key = "algorithm.name"
-    if ep.name in ALGORITHMS:
-        if origin(ep.name) == where:
-            return
-        raise PluginError(key, _clash(f"algorithm '{ep.name}' registered twice", where))
     before = set(ALGORITHMS)
     try:
         cls = ep.load()
     except RegistrationError as err:
+        _forget(set(ALGORITHMS) - before)
         raise PluginError(key, _clash(str(err), where)) from None
     except Exception as err:  # noqa: BLE001 - any error inside a user's plugin: one line
+        _forget(set(ALGORITHMS) - before)
         raise PluginError(key, f"{where} raised {_first_line(err)}") from None
+    if ALGORITHMS.get(ep.name) is cls and ep.name in before:
+        return  # the same class, loaded before (as a plugin file or this entry point)
+    if ep.name in before:
+        raise PluginError(key, _clash(f"algorithm '{ep.name}' registered twice", where))
     if ep.name not in ALGORITHMS:
         if getattr(cls, "name", None) != ep.name:
             raise PluginError(

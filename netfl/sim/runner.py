@@ -19,7 +19,7 @@ import pandas as pd
 from netfl.algorithms import Algorithm, get_algorithm
 from netfl.core.invariants import check_records, check_round
 from netfl.core.threads import wait_policy
-from netfl.errors import WorkerLost
+from netfl.errors import UserError, WorkerLost
 from netfl.scenario.files import algorithm_config
 from netfl.scenario.schema import Scenario
 from netfl.sim.accounting import devices_frame, round_row, snapshot
@@ -87,6 +87,11 @@ def _run_world(
     if resume and checkpoint_path(run_dir).is_file():  # (none yet: start from round 0)
         ck = load_checkpoint(run_dir, fingerprint)
         start, rows = int(ck["next_round"]), list(ck["rows"])
+        if not 0 < start <= tr.rounds or len(rows) != start:
+            raise UserError(
+                f"--resume: the checkpoint in {run_dir} is at round {start} with "
+                f"{len(rows)} rows, for a run of {tr.rounds} rounds: damaged"
+            )
         _replay(world, algorithm, nodes, start)
         algorithm.load_state_dict(ck["algorithm"])
         log.info("resumed %s at round %d", run_dir, start)
