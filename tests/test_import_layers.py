@@ -47,6 +47,7 @@ LAYERS: list[list[str]] = [
         "netfl.core.timeline",
         "netfl.core.invariants",
         "netfl.core.threads",
+        "netfl.core.availability",
     ],
     [  # mechanisms without a clock: compute profiles and meters, torch learning
         "netfl.compute",
@@ -123,6 +124,7 @@ LAYERS: list[list[str]] = [
         "netfl.sim.checkpoint",
         "netfl.sim.data",
         "netfl.sim.mobility",
+        "netfl.sim.availability",
         "netfl.sim.model_facts",
         "netfl.sim.result",
         "netfl.sim.runner",

@@ -69,6 +69,8 @@ class Algorithm(ABC):
     Config: ClassVar[type[AlgorithmConfig]]
     #: devices may run different architectures (``devices.models``, ``devices.groups[].model``)
     heterogeneous_models: ClassVar[bool] = False
+    #: its rounds take part only devices available at their start (``devices.availability``)
+    supports_availability: ClassVar[bool] = False
 
     def __init__(self, world: RoundContext, config: AlgorithmConfig):
         #: the simulation as this algorithm may use it (a :class:`~netfl.sim.world.World`)

@@ -22,7 +22,9 @@ models     ``model``, ``models``, ``device_model``, ``init_model_state``,
            ``train_config``, ``evaluate``, ``evaluate_many``
 nodes      ``bs``, ``devices`` (those in coverage: a starved device — no rate at the
            lowest CQI — takes no part), ``all_devices``, ``edge_of`` (the BS node
-           of a device's serving cell: an edge server; ``bs`` in a single cell)
+           of a device's serving cell: an edge server; ``bs`` in a single cell),
+           ``available_devices`` (those on at a round's start, ``devices.availability``)
+           and ``next_available_s`` (when the next one off turns on)
 rng        ``streams`` (named child streams: ``generator``, ``torch_seed``)
 records    ``keep_finite`` (drops and records NaN/Inf updates)
 scenario   ``scenario`` (read-only) and ``source`` (the file, for error messages)
@@ -146,6 +148,15 @@ class RoundContext(Protocol):
         ...
 
     def edge_of(self, device: Node) -> Node: ...
+
+    def available_devices(self, r: int) -> list[Node]:
+        """The devices in coverage that are on at round ``r``'s start."""
+        ...
+
+    def next_available_s(self) -> float | None:
+        """The first instant after now at which a device that is off turns on (timed
+        availability models; None otherwise)."""
+        ...
 
     def redrop(self, *keys: int) -> None:
         """Re-drop every device over the cell from the ``placement`` stream of ``keys``."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 import simpy
@@ -51,6 +51,9 @@ class FedAvgConfig(AlgorithmConfig):
 class FedAvg(Algorithm):
     """Federated averaging (McMahan et al., 2017, Algorithm 1)."""
 
+    #: its rounds select among the devices available at their start; a variant that
+    #: replaces :meth:`round` without calling it sets False
+    supports_availability: ClassVar[bool] = True
     name = "fedavg"
     Config = FedAvgConfig
     config: FedAvgConfig
@@ -63,8 +66,13 @@ class FedAvg(Algorithm):
 
     # -- steps a variant may override ------------------------------------
     def select_clients(self, r: int) -> list[Node]:
-        """Sample devices without replacement from the ``sampling`` stream of round r."""
-        devices = self.world.devices
+        """Sample devices without replacement from the ``sampling`` stream of round r,
+        among those available at the round's start (``devices.availability``; with the
+        default ``always``, every device in coverage): ``fraction`` of them, at least
+        ``min_clients`` where that many are available."""
+        devices = self.world.available_devices(r)
+        if not devices:
+            return []
         k = min(
             len(devices),
             max(self.config.min_clients, int(round(self.config.fraction * len(devices)))),
@@ -166,6 +174,12 @@ class FedAvg(Algorithm):
     def round(self, r: int) -> Generator[simpy.Event, Any, RoundSummary]:
         env = self.world.env
         clients = self.select_clients(r)
+        while not clients:  # nobody is on: the server waits for the first to come back
+            t = self.world.next_available_s()
+            if t is None:  # (Bernoulli availability: an empty round)
+                return RoundSummary(num_clients=0, train_loss=float("nan"))
+            yield env.timeout(t - env.now)
+            clients = self.select_clients(r)
         self._stream = None
         own = type(self)
         if (

@@ -168,6 +168,8 @@ class FedDifConfig(FedAvgConfig):
 class FedDif(FedAvg):
     """FedDif (Ahn et al., Algorithms 1-2): diffuse local models over D2D before aggregating."""
 
+    supports_availability = False  # (its own rounds: availability not yet applied)
+
     name = "feddif"
     Config = FedDifConfig
     config: FedDifConfig

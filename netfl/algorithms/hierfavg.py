@@ -56,6 +56,8 @@ class HierFAVGConfig(FedAvgConfig):
 class HierFAVG(FedAvg):
     """Client-edge-cloud hierarchical FedAvg (Liu et al., ICC 2020, Algorithm 1)."""
 
+    supports_availability = False  # (its own rounds: availability not yet applied)
+
     name = "hierfavg"
     Config = HierFAVGConfig
     config: HierFAVGConfig

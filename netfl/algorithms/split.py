@@ -63,6 +63,8 @@ def _keymap(part: torch.nn.Module, whole: torch.nn.Module) -> dict[str, str]:
 class SplitFL(FedAvg):
     """What the three split schemes share: the split, its sizes and FLOPs, state maps."""
 
+    supports_availability = False  # (its own rounds: availability not yet applied)
+
     config: SplitConfig
     #: whether the server's backward pass computes the cut's gradient (vanilla DPFL)
     server_input_grad: ClassVar[bool] = False

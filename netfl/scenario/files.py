@@ -193,10 +193,38 @@ def parse_scenario(
             (p, m.replace("unknown key", f"unknown key (valid keys: {fields})")) for p, m in probs
         ]
         raise ScenarioError(source, probs) from None
-    probs = _check_device_models(scenario) + ALGORITHMS[name].check_scenario(scenario)
+    probs = (
+        _check_device_models(scenario)
+        + _check_availability(scenario)
+        + ALGORITHMS[name].check_scenario(scenario)
+    )
     if probs:
         raise ScenarioError(source, probs)
     return scenario
+
+
+def _check_availability(scenario: Scenario) -> list[tuple[str, str]]:
+    """Availability other than ``always`` is for algorithms that select among the
+    devices available at a round's start (the FedAvg family); a trace names every
+    device that follows it."""
+    sections = scenario.devices.availability_of()
+    if not any(a.varies for a in sections):
+        return []
+    name = scenario.algorithm.name
+    if not ALGORITHMS[name].supports_availability:
+        able = ", ".join(sorted(k for k, c in ALGORITHMS.items() if c.supports_availability))
+        return [
+            (
+                "devices.availability",
+                f"algorithm {name!r} does not apply device availability yet (valid with: {able})",
+            )
+        ]
+    from netfl.scenario.schema import read_availability_trace
+
+    for i, a in enumerate(sections):
+        if a.model == "trace" and f"ue{i}" not in read_availability_trace(a.file):
+            return [("devices.availability.file", f"{a.file} has no interval for device ue{i}")]
+    return []
 
 
 def _check_device_models(scenario: Scenario) -> list[tuple[str, str]]:

@@ -339,6 +339,19 @@ class World:
 
         self.mobility = DeviceMobility(self)
         self.trajectories = self.mobility.trajectories
+        from netfl.sim.availability import DeviceAvailability
+
+        self.availability = DeviceAvailability(self)
+
+    def available_devices(self, r: int) -> list[Node]:
+        """The devices in coverage that are on at round ``r``'s start
+        (``devices.availability``; every one of them by default)."""
+        return self.availability.available(r, self.devices)
+
+    def next_available_s(self) -> float | None:
+        """The first instant after now at which a device in coverage that is off turns
+        on (Markov and trace availability; None for the others)."""
+        return self.availability.next_on_s(self.devices)
 
     def move(self, nodes) -> None:
         """Bring the moving devices among ``nodes`` to their positions now (a network

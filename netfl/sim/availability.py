@@ -1,0 +1,76 @@
+"""Which devices can take part in a round (``devices.availability``; issue 33, item 3):
+each device's availability model, built from the scenario and the ``availability``
+stream, asked at each round's start (:mod:`netfl.core.availability`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from netfl.core.availability import MarkovOnOff, TraceAvailability, bernoulli_round
+
+if TYPE_CHECKING:
+    from netfl.core.nodes import Node
+    from netfl.sim.world import World
+
+__all__ = ["DeviceAvailability"]
+
+
+class DeviceAvailability:
+    """The availability of every device: ``always`` unless its section says otherwise.
+    A Markov process draws from the device's own ``availability`` stream (so turning
+    it on for one group shifts no other draw); Bernoulli rounds draw one uniform per
+    device from the round's ``availability`` stream."""
+
+    def __init__(self, world: World):
+        from netfl.scenario.schema import read_availability_trace
+
+        self.world = world
+        sections = world.scenario.devices.availability_of()
+        self.varies = any(a.varies for a in sections)
+        self.p = np.ones(len(sections))
+        self.timed: dict[str, Any] = {}  # device name → MarkovOnOff / TraceAvailability
+        for node, a in zip(world.all_devices, sections, strict=True):
+            if a.model == "bernoulli":
+                self.p[node.index] = float(a.p)
+            elif a.model == "markov":
+                rng = world.streams.generator("availability", node.index)
+                self.timed[node.name] = MarkovOnOff(float(a.mean_on_s), float(a.mean_off_s), rng)
+            elif a.model == "trace":
+                spans = read_availability_trace(a.file)[node.name]
+                self.timed[node.name] = TraceAvailability(tuple(spans))
+        self.bernoulli = bool((self.p < 1.0).any())
+
+    def available(self, r: int, devices: list[Node]) -> list[Node]:
+        """The devices among ``devices`` that are on at round ``r``'s start (now)."""
+        if not self.varies:
+            return devices
+        now = self.world.env.now
+        on = (
+            bernoulli_round(self.p, self.world.streams.generator("availability", r))
+            if self.bernoulli
+            else np.ones(len(self.p), dtype=bool)
+        )
+        return [
+            d
+            for d in devices
+            if on[d.index] and (d.name not in self.timed or self.timed[d.name].is_on(now))
+        ]
+
+    def next_on_s(self, devices: list[Node]) -> float | None:
+        """The first instant after now at which one of ``devices`` with a timed model
+        (Markov, trace) turns on; None if none will (or none is timed)."""
+        now = self.world.env.now
+        best = None
+        for d in devices:
+            model = self.timed.get(d.name)
+            if isinstance(model, MarkovOnOff):
+                if not model.is_on(now):
+                    t = model.next_switch(now)
+                    best = t if best is None else min(best, t)
+            elif isinstance(model, TraceAvailability):
+                t = next((a for a, _ in model.intervals if a > now), None)
+                if t is not None:
+                    best = t if best is None else min(best, t)
+        return best

@@ -1,0 +1,144 @@
+"""Client availability (issue 33, item 3, first part): who takes part in a round."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from scipy import stats
+
+from netfl.core.availability import MarkovOnOff, TraceAvailability
+from netfl.errors import ScenarioError
+from netfl.scenario.files import load_scenario, parse_scenario
+from netfl.sim.runner import run
+from netfl.sim.world import World
+from tests.conftest import tiny_scenario
+
+
+def test_the_markov_process_has_its_stationary_share_and_exponential_sojourns():
+    """On/off periods are exponential with the configured means (Kolmogorov–Smirnov),
+    the long-run share of time on is mean_on / (mean_on + mean_off), and the state at
+    time 0 is drawn from that stationary distribution (binomial test over devices)."""
+    mean_on, mean_off = 30.0, 70.0
+    proc = MarkovOnOff(mean_on, mean_off, np.random.default_rng(1))
+    on0, s = proc.switches(200_000.0)
+    periods = np.diff(np.concatenate([[0.0], s]))[1:]  # (the first is a full one too)
+    first_on = not on0  # periods[0] follows the first switch
+    on_periods = periods[0 if first_on else 1 :: 2]
+    off_periods = periods[1 if first_on else 0 :: 2]
+    assert len(on_periods) > 1000 and len(off_periods) > 1000
+    assert stats.kstest(on_periods, stats.expon(scale=mean_on).cdf).pvalue > 0.01
+    assert stats.kstest(off_periods, stats.expon(scale=mean_off).cdf).pvalue > 0.01
+    share = on_periods.sum() / (on_periods.sum() + off_periods.sum())
+    assert share == pytest.approx(mean_on / (mean_on + mean_off), abs=0.02)
+    starts = [
+        MarkovOnOff(mean_on, mean_off, np.random.default_rng(k)).is_on(0.0) for k in range(2000)
+    ]
+    assert stats.binomtest(sum(starts), 2000, 0.3).pvalue > 0.01
+    # is_on agrees with the switching instants, and next_switch is the next one
+    t = float(s[10]) + 1e-9
+    assert proc.is_on(t) == (on0 == (11 % 2 == 0)) and proc.next_switch(t) == s[11]
+
+
+def test_a_trace_is_on_inside_its_intervals_only():
+    trace = TraceAvailability(((0.0, 5.0), (10.0, 12.0)))
+    assert [trace.is_on(t) for t in (0.0, 4.9, 5.0, 7.0, 10.0, 11.9, 12.0, 99.0)] == [
+        True,
+        True,
+        False,
+        False,
+        True,
+        True,
+        False,
+        False,
+    ]
+
+
+def _scenario(availability: dict | None = None, **sections):
+    devices = {"count": 8, **({"availability": availability} if availability else {})}
+    return parse_scenario(tiny_scenario(devices=devices, **sections))
+
+
+def _participants(result) -> pd.DataFrame:
+    """Each round's participants: the devices that downloaded the model."""
+    t = result.transfers
+    return t[t["kind"] == "model_down"][["round", "dst", "start_s"]]
+
+
+def test_always_is_the_default_event_for_event():
+    a = run(_scenario())
+    b = run(_scenario({"model": "always"}))
+    pd.testing.assert_frame_equal(a.transfers, b.transfers)
+    pd.testing.assert_frame_equal(a.rounds, b.rounds)
+
+
+def test_markov_availability_selects_only_devices_on_at_the_round_start():
+    """Every participant is on when its round starts (the same process, rebuilt from
+    the same stream), the others of the round are off; a round with nobody on waits for
+    the first device to come back, and starts exactly then."""
+    s = _scenario(
+        {"model": "markov", "mean_on_s": 0.005, "mean_off_s": 0.05}, training={"rounds": 30}
+    )
+    result = run(s)
+    check = World(s).availability  # (a fresh world: the processes from their streams)
+    ends = [0.0, *result.rounds["sim_time_s"].tolist()]
+    parts = _participants(result)
+    names = [f"ue{i}" for i in range(8)]
+    waited = 0
+    for r in range(30):
+        mine = parts[parts["round"] == r]
+        start = float(mine["start_s"].min())
+        chosen = set(mine["dst"])
+        assert chosen, r
+        assert all(check.timed[n].is_on(start) for n in chosen)
+        assert not any(check.timed[n].is_on(start) for n in set(names) - chosen)  # fraction 1
+        if start > ends[r] + 1e-12:  # nobody was on at the round's end before: it waited
+            waited += 1
+            assert not any(check.timed[n].is_on(ends[r]) for n in names)
+            assert any(abs(check.timed[n].next_switch(ends[r]) - start) < 1e-12 for n in names)
+    assert waited >= 1
+    assert 0 < result.rounds["num_clients"].mean() < 8
+
+
+def test_bernoulli_availability_takes_each_device_with_its_probability():
+    s = _scenario({"model": "bernoulli", "p": 0.25}, training={"rounds": 200})
+    counts = run(s).rounds["num_clients"]
+    assert stats.binomtest(int(counts.sum()), 200 * 8, 0.25).pvalue > 0.01
+    assert (counts == 0).any() or counts.min() >= 0  # (an empty round is recorded, not an error)
+
+
+def test_a_trace_decides_who_takes_part(tmp_path):
+    rows = ["device,on_s,off_s", *[f"{i},0,1000" for i in range(4)], "ue4,0,0.001", "5,0,0.001"]
+    rows += ["6,0,1000", "7,0,1000"]
+    (tmp_path / "trace.csv").write_text("\n".join(rows) + "\n")
+    data = tiny_scenario(
+        devices={"count": 8, "availability": {"model": "trace", "file": "trace.csv"}}
+    )
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(data))
+    result = run(load_scenario(path))
+    parts = _participants(result)
+    assert set(parts[parts["round"] == 0]["dst"]) == {f"ue{i}" for i in (0, 1, 2, 3, 4, 5, 6, 7)}
+    assert set(parts[parts["round"] == 1]["dst"]) == {f"ue{i}" for i in (0, 1, 2, 3, 6, 7)}
+    (tmp_path / "trace.csv").write_text("device,on_s,off_s\n0,0,10\n")
+    with pytest.raises(
+        ScenarioError, match=r"devices\.availability\.file: .* no interval for device ue1"
+    ):
+        load_scenario(path)
+
+
+@pytest.mark.parametrize(
+    ("availability", "algorithm", "message"),
+    [
+        ({"model": "markov", "mean_on_s": 1.0}, "fedavg", "model 'markov' needs mean_off_s"),
+        ({"model": "bernoulli", "p": 0.5, "mean_on_s": 1.0}, "fedavg", "mean_on_s does not apply"),
+        ({"model": "bernoulli", "p": 1.5}, "fedavg", "devices.availability.p"),
+        ({"model": "trace", "file": "nope.csv"}, "fedavg", "nope.csv: file not found"),
+        ({"model": "bernoulli", "p": 0.5}, "hierfavg", "does not apply device availability yet"),
+    ],
+)
+def test_bad_availability_is_one_line(availability, algorithm, message):
+    with pytest.raises(ScenarioError, match=message) as err:
+        _scenario(availability, algorithm={"name": algorithm})
+    assert len(err.value.lines()) == 1
