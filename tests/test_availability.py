@@ -142,3 +142,84 @@ def test_bad_availability_is_one_line(availability, algorithm, message):
     with pytest.raises(ScenarioError, match=message) as err:
         _scenario(availability, algorithm={"name": algorithm})
     assert len(err.value.lines()) == 1
+
+
+def _fedscale_trace(tmp_path, clients: dict) -> None:
+    import pickle
+
+    (tmp_path / "client_behave_trace").write_bytes(pickle.dumps(clients))
+
+
+def test_fedscale_traces_repeat_and_map_clients_as_fedscale_does(tmp_path):
+    """FedScale's availability format: a client is on during [active[k], inactive[k]]
+    (both ends), time taken modulo finish_time; device i follows client i + 1 modulo
+    the trace's clients (FedScale's client ids start at 1)."""
+    clients = {
+        "a": {"active": [0], "inactive": [1000], "finish_time": 1000, "duration": 1, "model": "x"},
+        "b": {"active": [0.0, 0.02], "inactive": [0.001, 0.03], "finish_time": 0.05},
+    }
+    _fedscale_trace(tmp_path, clients)
+    data = tiny_scenario(
+        devices={"count": 4, "availability": {"model": "fedscale", "file": "client_behave_trace"}},
+        training={"rounds": 12},
+    )
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(data))
+    s = load_scenario(path)
+    result = run(s)
+    check = World(s).availability.timed
+    # devices 0 and 2 follow client "b" (ids 1 and 3), devices 1 and 3 client "a"
+    assert check["ue1"].intervals == check["ue3"].intervals == ((0.0, 1000.0),)
+    b = check["ue0"]
+    assert b.intervals == ((0.0, 0.001), (0.02, 0.03)) and b.period_s == 0.05
+    assert [b.is_on(t) for t in (0.0, 0.001, 0.0011, 0.025, 0.05, 0.0705)] == [
+        True,
+        True,
+        False,
+        True,
+        True,
+        True,
+    ]
+    assert b.next_on(0.031) == pytest.approx(0.05) and b.next_on(0.01) == pytest.approx(0.02)
+    parts = _participants(result)
+    for r in range(12):
+        mine = parts[parts["round"] == r]
+        start = float(mine["start_s"].min())
+        assert set(mine["dst"]) == {n for n in check if check[n].is_on(start)}
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        (b"not a pickle", "not a FedScale availability trace"),
+        (None, "only plain data loads"),
+        ({"c": {"active": [5], "inactive": [1], "finish_time": 10}}, "needs 0 ≤ active[k]"),
+        ({"c": {"active": [1]}}, "needs active, inactive (lists) and finish_time"),
+    ],
+    ids=["garbage", "code", "backwards", "keys"],
+)
+def test_a_bad_fedscale_trace_is_one_line_and_runs_no_code(raw, message, tmp_path):
+    """A pickle that names any class or function (the way a pickle runs code) is
+    refused without running it."""
+    import os
+    import pickle
+
+    if raw is None:
+
+        class Evil:
+            def __reduce__(self):
+                return (os.system, ("touch " + str(tmp_path / "pwned"),))
+
+        raw = pickle.dumps({"c": Evil()})
+    if isinstance(raw, dict):
+        raw = pickle.dumps(raw)
+    (tmp_path / "trace.pkl").write_bytes(raw)
+    data = tiny_scenario(
+        devices={"count": 2, "availability": {"model": "fedscale", "file": "trace.pkl"}}
+    )
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(ScenarioError) as err:
+        load_scenario(path)
+    assert len(err.value.lines()) == 1 and message in str(err.value)
+    assert not (tmp_path / "pwned").exists()

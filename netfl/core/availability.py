@@ -8,7 +8,8 @@ function of time or of the round.
   exponential). Its switching instants are drawn lazily from the device's own
   generator, so the state at any time is a function of time (no event of its own,
   like a trajectory) and a resume replays it.
-- :class:`TraceAvailability` — the on-intervals a trace gives a device.
+- :class:`TraceAvailability` — the on-intervals a trace gives a device (a CSV, or
+  FedScale's client availability trace, :func:`read_fedscale_trace`, which repeats).
 - Bernoulli availability is per round (each device on with probability ``p`` in each
   round, independently): :func:`bernoulli_round`.
 
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["MarkovOnOff", "TraceAvailability", "bernoulli_round"]
+__all__ = ["MarkovOnOff", "TraceAvailability", "bernoulli_round", "read_fedscale_trace"]
 
 
 @dataclass
@@ -71,17 +72,90 @@ class MarkovOnOff:
 @dataclass(frozen=True)
 class TraceAvailability:
     """A device's on-intervals ``[(on_s, off_s), ...]`` (sorted, disjoint) from a trace;
-    off outside them."""
+    off outside them. With a ``period_s`` the trace repeats (FedScale's traces: time is
+    taken modulo their ``finish_time``, and an interval includes both its ends)."""
 
     intervals: tuple[tuple[float, float], ...]
+    period_s: float | None = None
 
     def is_on(self, t: float) -> bool:
+        u = t % self.period_s if self.period_s else t
         starts = [a for a, _ in self.intervals]
-        k = bisect.bisect_right(starts, t) - 1
-        return k >= 0 and t < self.intervals[k][1]
+        k = bisect.bisect_right(starts, u) - 1
+        if k < 0:
+            return False
+        end = self.intervals[k][1]
+        return u <= end if self.period_s else u < end
+
+    def next_on(self, t: float) -> float | None:
+        """The first interval start after ``t`` [s] (None if there is none)."""
+        if not self.intervals:
+            return None
+        if not self.period_s:
+            return next((a for a, _ in self.intervals if a > t), None)
+        base = t - t % self.period_s
+        u = t - base
+        later = [a for a, _ in self.intervals if a > u]
+        return base + (later[0] if later else self.period_s + self.intervals[0][0])
 
 
 def bernoulli_round(p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Which devices are on in one round: device ``i`` with probability ``p[i]``,
     independently (one uniform per device, in device order)."""
     return rng.random(len(p)) < np.asarray(p)
+
+
+#: a FedScale trace (a pickle of plain dicts and lists) larger than this is refused
+MAX_FEDSCALE_BYTES = 256 << 20
+
+
+class _PlainUnpickler:
+    """Unpickling restricted to plain containers and numbers: any class or function a
+    pickle names (the way a pickle runs code) is refused."""
+
+    def __init__(self, raw: bytes):
+        import io
+        import pickle
+
+        class Restricted(pickle.Unpickler):
+            def find_class(self, module: str, name: str):
+                raise pickle.UnpicklingError(f"it names {module}.{name}; only plain data loads")
+
+        self._unpickler = Restricted(io.BytesIO(raw))
+
+    def load(self):
+        return self._unpickler.load()
+
+
+def read_fedscale_trace(raw: bytes) -> list[tuple[tuple[tuple[float, float], ...], float]]:
+    """FedScale's client availability trace (``client_behave_trace``: a pickled dict of
+    client id → ``{'active': [s], 'inactive': [s], 'finish_time': s, ...}``) as one
+    ``(on-intervals, period)`` per client, in the dict's order; loaded without running
+    code (:class:`_PlainUnpickler`). ``ValueError`` says what is wrong."""
+    import pickle
+
+    try:
+        data = _PlainUnpickler(raw).load()
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError) as err:
+        raise ValueError(f"not a FedScale availability trace ({err})") from None
+    if not isinstance(data, dict) or not data:
+        raise ValueError("not a FedScale availability trace (expected a dict of clients)")
+    out = []
+    for key, trace in data.items():
+        try:
+            active = [float(v) for v in trace["active"]]
+            inactive = [float(v) for v in trace["inactive"]]
+            period = float(trace["finish_time"])
+        except (KeyError, TypeError, ValueError):
+            raise ValueError(
+                f"client {str(key)[:20]}: needs active, inactive (lists) and finish_time"
+            ) from None
+        spans = list(zip(active, inactive, strict=False))
+        ok = all(0 <= a <= b <= period for a, b in spans) and len(active) == len(inactive)
+        if not (ok and np.isfinite(period) and period > 0 and spans):
+            raise ValueError(
+                f"client {str(key)[:20]}: needs 0 ≤ active[k] ≤ inactive[k] ≤ finish_time "
+                "and as many of each"
+            )
+        out.append((tuple(sorted(spans)), period))
+    return out

@@ -13,6 +13,7 @@ the algorithm's options against the registry and the resolved form live in
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -117,6 +118,29 @@ def read_availability_trace(path: str) -> dict[str, list[tuple[float, float]]]:
     return out
 
 
+def read_fedscale_file(path: str) -> list[tuple[tuple[tuple[float, float], ...], float]]:
+    """FedScale's client availability trace at ``path`` (a regular file of at most 256
+    MiB; cached per file and modification time); ``ValueError`` says what is wrong."""
+    import os
+
+    try:
+        stamp = os.stat(path).st_mtime_ns
+    except OSError as err:
+        raise ValueError(f"{path}: cannot read ({err.strerror or err})") from None
+    return _fedscale(path, stamp)
+
+
+@functools.lru_cache(maxsize=4)
+def _fedscale(path: str, _stamp: int) -> list[tuple[tuple[tuple[float, float], ...], float]]:
+    from netfl.core.availability import MAX_FEDSCALE_BYTES, read_fedscale_trace
+    from netfl.scenario.reading import read_bytes_bounded
+
+    try:
+        return read_fedscale_trace(read_bytes_bounded(path, MAX_FEDSCALE_BYTES, "FedScale trace"))
+    except ValueError as err:
+        raise ValueError(f"{path}: {err}") from None
+
+
 class AvailabilitySection(_Strict):
     """When a device can take part (``netfl.core.availability``): ``always``; in each
     round with probability ``p`` (``bernoulli``); a two-state Markov on/off process in
@@ -126,7 +150,7 @@ class AvailabilitySection(_Strict):
     relative to the scenario file). Checked at each round's start; a device that is off
     is not selected and rejoins at the first round it is on."""
 
-    model: Literal["always", "bernoulli", "markov", "trace"] = "always"
+    model: Literal["always", "bernoulli", "markov", "trace", "fedscale"] = "always"
     p: float | None = Field(None, ge=0.0, le=1.0, description="bernoulli: P(on) per round")
     mean_on_s: float | None = Field(None, ge=1e-3, le=1e9, description="markov: mean on-period [s]")
     mean_off_s: float | None = Field(
@@ -139,7 +163,7 @@ class AvailabilitySection(_Strict):
     @model_validator(mode="after")
     def _keys_of_model(self, info: ValidationInfo) -> AvailabilitySection:
         keys = {"always": set(), "bernoulli": {"p"}, "markov": {"mean_on_s", "mean_off_s"}}
-        keys["trace"] = {"file"}
+        keys["trace"] = keys["fedscale"] = {"file"}
         given = {
             k for k in ("p", "mean_on_s", "mean_off_s", "file") if getattr(self, k) is not None
         }
@@ -154,7 +178,10 @@ class AvailabilitySection(_Strict):
             if not path.is_absolute() and base_dir is not None:
                 path = Path(base_dir) / path
             self.__dict__["file"] = str(path.resolve())  # (the resolved scenario names it)
-            read_availability_trace(self.file)  # (one line if the file is bad)
+            if self.model == "trace":  # (one line if the file is bad)
+                read_availability_trace(self.file)
+            else:
+                read_fedscale_file(self.file)
         return self
 
     @property

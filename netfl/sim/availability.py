@@ -24,7 +24,7 @@ class DeviceAvailability:
     device from the round's ``availability`` stream."""
 
     def __init__(self, world: World):
-        from netfl.scenario.schema import read_availability_trace
+        from netfl.scenario.schema import read_availability_trace, read_fedscale_file
 
         self.world = world
         sections = world.scenario.devices.availability_of()
@@ -40,6 +40,10 @@ class DeviceAvailability:
             elif a.model == "trace":
                 spans = read_availability_trace(a.file)[node.name]
                 self.timed[node.name] = TraceAvailability(tuple(spans))
+            elif a.model == "fedscale":  # (FedScale: client id i + 1, modulo the clients)
+                clients = read_fedscale_file(a.file)
+                spans, period = clients[(node.index + 1) % len(clients)]
+                self.timed[node.name] = TraceAvailability(spans, period)
         self.bernoulli = bool((self.p < 1.0).any())
 
     def available(self, r: int, devices: list[Node]) -> list[Node]:
@@ -70,7 +74,7 @@ class DeviceAvailability:
                     t = model.next_switch(now)
                     best = t if best is None else min(best, t)
             elif isinstance(model, TraceAvailability):
-                t = next((a for a, _ in model.intervals if a > now), None)
+                t = None if model.is_on(now) else model.next_on(now)
                 if t is not None:
                     best = t if best is None else min(best, t)
         return best
