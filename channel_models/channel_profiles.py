@@ -33,6 +33,14 @@ from channel_models.overheads import overhead_share, validate_overheads
 from channel_models.pathloss import PATHLOSS_MODELS, PathLoss
 from channel_models.registry import lookup
 from channel_models.units import db_to_linear, dbm_to_w
+from channel_models.value_ranges import (
+    FADING_BOUNDS,
+    LTE_NUM_RBS,
+    PROFILE_BOUNDS,
+    UPLINK_GRANT_BOUNDS,
+    check_pathloss_values,
+    check_range,
+)
 
 __all__ = [
     "ChannelProfile",
@@ -45,10 +53,6 @@ __all__ = [
     "build_fading",
 ]
 
-
-#: LTE transmission bandwidth configuration N_RB per channel bandwidth (TS 36.101
-#: Table 5.6-1)
-LTE_NUM_RBS = {1.4e6: 6, 3e6: 15, 5e6: 25, 10e6: 50, 15e6: 75, 20e6: 100}
 
 #: spectral-efficiency models of a profile: Shannon (gap, cap), the TS 38.214 CQI
 #: table, and the two LTE link abstractions (channel_models.lte)
@@ -72,40 +76,6 @@ def pathloss_parameters(name: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-#: the physical range of each numeric path-loss parameter (inclusive; a parameter's
-#: value must be a finite real number, not a boolean): β0 a gain at d0, κ an exponent
-#: (free space 2, dense urban up to ~6), heights above ground (TR 38.901's BSs ≤ 150 m,
-#: aerial UEs ≤ 300 m), d0 a reference distance, σ_SF a log-normal spread, RMa's
-#: building height and street width (TR 38.901 Table 7.4.1-1: 5–50 m each)
-PATHLOSS_BOUNDS: dict[str, tuple[float, float]] = {
-    "beta0_db": (-250.0, 50.0),
-    "kappa": (1.0, 8.0),
-    "d0_m": (0.01, 1000.0),
-    "height_tx_m": (0.0, 1000.0),
-    "height_rx_m": (0.0, 1000.0),
-    "shadowing_std_db": (0.0, 30.0),
-    "building_height_m": (5.0, 50.0),
-    "street_width_m": (5.0, 50.0),
-}
-
-
-def _check_pathloss_values(params: dict[str, Any]) -> None:
-    """``ValueError`` naming the first parameter outside :data:`PATHLOSS_BOUNDS` (or not
-    a finite real number)."""
-    for key, (lo, hi) in PATHLOSS_BOUNDS.items():
-        if key not in params or params[key] is None:
-            continue
-        v = params[key]
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise ValueError(f"{key}: expected a number, got {str(v)[:40]!r}")
-        if not (math.isfinite(v) and lo <= v <= hi):
-            raise ValueError(f"{key}: {v:g} is outside {lo:g} … {hi:g}")
-    for key in ("los", "shadowing"):
-        v = params.get(key)
-        if v is not None and not isinstance(v, bool):
-            raise ValueError(f"{key}: expected true or false, got {str(v)[:40]!r}")
-
-
 def build_pathloss(spec: dict[str, Any], carrier_hz: float) -> PathLoss:
     """A :class:`PathLoss` from ``{model: NAME, ...parameters}``; ``ValueError`` names an
     unknown law or parameter, or a parameter outside its physical range
@@ -119,15 +89,10 @@ def build_pathloss(spec: dict[str, Any], carrier_hz: float) -> PathLoss:
             f"unknown parameter {', '.join(unknown)} of path loss model {name!r} "
             f"(valid: {', '.join(pathloss_parameters(name))})"
         )
-    _check_pathloss_values(params)
+    check_pathloss_values(params)
     if name in ("free_space", "uma", "umi", "rma"):
         params["carrier_hz"] = carrier_hz
     return cls(**params)
-
-
-#: fading parameters' physical ranges: a block of at least 0.1 ms (shorter blocks cost
-#: an event each; 500 km/h at 6 GHz gives 0.15 ms), a Rician K of at most 40 dB
-FADING_BOUNDS = {"coherence_time_s": (1e-4, 1e3), "k_factor": (0.0, 1e4)}
 
 
 def build_fading(spec: dict[str, Any]) -> BlockFading:
@@ -145,31 +110,6 @@ def build_fading(spec: dict[str, Any]) -> BlockFading:
         if not (math.isfinite(v) and lo <= v <= hi):
             raise ValueError(f"fading.{key}: {v:g} is outside {lo:g} … {hi:g}")
     return cls(**params)
-
-
-#: a profile's scalar values and their physical ranges (inclusive)
-PROFILE_BOUNDS = {
-    "carrier_hz": (1e8, 1e11),
-    "noise_dbm_per_hz": (-210.0, -100.0),
-    "noise_figure_ue_db": (0.0, 50.0),
-    "noise_figure_bs_db": (0.0, 50.0),
-    "ue_tx_power_dbm": (-50.0, 60.0),
-    "bs_tx_power_dbm": (-50.0, 60.0),
-}
-#: a buffer-status grant cycle's ranges: startup and gap of at most 1 s, a grant of at
-#: least one byte (TS 36.321's largest BSR level is 150,000 bytes; 5G's 81 MB)
-UPLINK_GRANT_BOUNDS = {
-    "startup_delay_s": (0.0, 1.0),
-    "cycle_gap_s": (0.0, 1.0),
-    "bsr_max_bytes": (1.0, 1e8),
-}
-
-
-def _check_range(where: str, v: Any, lo: float, hi: float) -> None:
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise ValueError(f"{where}: expected a number, got {str(v)[:40]!r}")
-    if not (math.isfinite(v) and lo <= v <= hi):
-        raise ValueError(f"{where}: {v:g} is outside {lo:g} … {hi:g}")
 
 
 @dataclass(frozen=True)
@@ -238,14 +178,14 @@ class ChannelProfile:
     def validate(self) -> None:
         """``ValueError`` naming the inconsistent value (grid, duplexing, power control)."""
         for key, (lo, hi) in PROFILE_BOUNDS.items():
-            _check_range(key, getattr(self, key), lo, hi)
+            check_range(key, getattr(self, key), lo, hi)
         if isinstance(self.num_rbs, bool) or not isinstance(self.num_rbs, int):
             raise ValueError(f"num_rbs: expected an integer, got {str(self.num_rbs)[:40]!r}")
         if self.numerology not in range(0, 5):
             raise ValueError(f"numerology: {self.numerology} outside 0..4")
         if self.num_rbs < 1:
             raise ValueError(f"num_rbs: {self.num_rbs} must be at least 1")
-        _check_range("bandwidth_hz", self.bandwidth_hz, 1e5, 1e9)
+        check_range("bandwidth_hz", self.bandwidth_hz, 1e5, 1e9)
         occupied_hz = self.num_rbs * self.rb_bandwidth_hz
         if occupied_hz > self.bandwidth_hz:
             raise ValueError(
@@ -272,7 +212,7 @@ class ChannelProfile:
             if set(self.uplink_grant) != keys:
                 raise ValueError(f"uplink_grant: needs exactly {', '.join(sorted(keys))}")
             for k, v in self.uplink_grant.items():
-                _check_range(f"uplink_grant.{k}", v, *UPLINK_GRANT_BOUNDS[k])
+                check_range(f"uplink_grant.{k}", v, *UPLINK_GRANT_BOUNDS[k])
         if self.cqi_sinr not in ("wideband", "allocation"):
             raise ValueError(f"cqi_sinr: {self.cqi_sinr!r} (valid: wideband, allocation)")
         if self.power_spread not in ("carrier", "rbs"):
@@ -284,7 +224,7 @@ class ChannelProfile:
             self.link_adaptation("uplink")  # (reference_prbs within the TBS table)
         if set(self.harq) != {"rtt_s", "max_transmissions"}:
             raise ValueError("harq: needs exactly max_transmissions, rtt_s")
-        _check_range("harq.rtt_s", self.harq["rtt_s"], 0.0, 1.0)
+        check_range("harq.rtt_s", self.harq["rtt_s"], 0.0, 1.0)
         if int(self.harq["max_transmissions"]) != self.harq["max_transmissions"] or not (
             1 <= self.harq["max_transmissions"] <= 8
         ):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -28,6 +27,7 @@ from channel_models.numerology import num_resource_blocks
 from channel_models.pathloss import PATHLOSS_MODELS
 from channel_models.registry import lookup
 from netfl.scenario.base import _check_name, _Strict
+from netfl.scenario.reading import cached_per_file
 
 __all__ = ["CellSection", "LinkSection", "LINK_MODE_KEYS", "MAX_CUES", "MAX_SESSION_RATE_PER_S"]
 
@@ -78,22 +78,11 @@ class PowerControlSection(_Strict):
     alpha: float = Field(0.8, ge=0.0, le=1.0, description="fractional path-loss compensation")
 
 
-def user_channel_profiles(path: str) -> dict[str, ChannelProfile]:
+def _read_user_profiles(path: str) -> dict[str, ChannelProfile]:
     """The profiles of a ``channel_profile_file`` (the format of
     ``channel_models/data/channel_profiles.yaml``), read as strictly as a scenario:
-    a regular file of at most 1 MiB, no duplicate keys, bounded aliases (cached per
-    file and modification time); ``ValueError`` names the profile and key at fault."""
-    import os
-
-    try:
-        stamp = os.stat(path).st_mtime_ns
-    except OSError as err:
-        raise ValueError(f"cannot read {path} ({err.strerror or err})") from None
-    return _user_profiles(path, stamp)
-
-
-@functools.lru_cache(maxsize=16)
-def _user_profiles(path: str, _stamp: int) -> dict[str, ChannelProfile]:
+    a regular file of at most 1 MiB, no duplicate keys, bounded aliases;
+    ``ValueError`` names the profile and key at fault."""
     from netfl.errors import ScenarioError
     from netfl.scenario.reading import read_yaml
 
@@ -104,6 +93,9 @@ def _user_profiles(path: str, _stamp: int) -> dict[str, ChannelProfile]:
         raise ValueError(f"{path}: {where + ': ' if where else ''}{msg}") from None
     return parse_channel_profiles(raw, f"{path}: profiles")
 
+
+#: :func:`_read_user_profiles`, cached per file and modification time
+user_channel_profiles = cached_per_file(_read_user_profiles)
 
 #: OFDM symbols of a slot's part (of 14)
 _Symbols = Annotated[int, Field(ge=0, le=14)]

@@ -11,8 +11,10 @@ expands to billions; a long literal list is no bomb). Every problem becomes a on
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,7 @@ __all__ = [
     "read_text_bounded",
     "parse_yaml_text",
     "read_yaml",
+    "cached_per_file",
 ]
 
 #: scenario, sweep and channel-profile files larger than this are refused (they are a
@@ -184,3 +187,22 @@ def read_yaml(path: str | Path, what: str = "scenario file") -> Any:
     if not text.strip():
         raise ScenarioError(str(path), [("", "file is empty")])
     return parse_yaml_text(text, str(path))
+
+
+def cached_per_file(loader: Callable[[str], Any], maxsize: int = 16) -> Callable[[str], Any]:
+    """``loader(path)`` cached per file and modification time (a file edited between two
+    runs in one process is read again); a file that cannot be stat'ed is a
+    ``ValueError``."""
+    cached = functools.lru_cache(maxsize=maxsize)(lambda path, _stamp: loader(path))
+
+    @functools.wraps(loader)
+    def read(path: str) -> Any:
+        try:
+            stamp = os.stat(path).st_mtime_ns
+        except FileNotFoundError:
+            raise ValueError(f"{path}: file not found") from None
+        except OSError as err:
+            raise ValueError(f"{path}: cannot read ({err.strerror or err})") from None
+        return cached(path, stamp)
+
+    return read

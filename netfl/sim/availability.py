@@ -24,7 +24,7 @@ class DeviceAvailability:
     device from the round's ``availability`` stream."""
 
     def __init__(self, world: World):
-        from netfl.scenario.schema import read_availability_trace, read_fedscale_file
+        from netfl.scenario.availability import read_availability_trace, read_fedscale_file
 
         self.world = world
         sections = world.scenario.devices.availability_of()
