@@ -63,3 +63,20 @@ class WorkerLost(RuntimeError):
     """A parallel executor's worker process or Ray actor died while it held jobs (killed,
     e.g. by the out-of-memory killer, or crashed): neither the user's input nor a bug in
     the run. The CLI writes the finished rounds marked incomplete and prints one line."""
+
+
+class AppError(UserError):
+    """A researcher's own code that netfl runs (a Flower ServerApp or ClientApp) raised:
+    ``str(err)`` is one line naming the app, the round and the device; ``trace`` holds
+    the traceback's text (the CLI shows it with ``--debug``). The finished rounds are
+    kept, marked incomplete."""
+
+    def __init__(self, message: str, trace: str = ""):
+        super().__init__(message)
+        self._trace = trace
+
+    @property
+    def trace(self) -> str:
+        # (SimPy re-raises a failed process's exception as a copy made of its args,
+        # the original as its __cause__)
+        return self._trace or getattr(self.__cause__, "trace", "")

@@ -23,6 +23,7 @@ from netfl.algorithms.feddif import FedDif, FedDifConfig
 from netfl.algorithms.fedmd import FedMD, FedMDConfig
 from netfl.algorithms.fedswap import FedSwap
 from netfl.algorithms.fedzkt import FedZKT, FedZKTConfig
+from netfl.algorithms.flower import Flower, FlowerConfig
 from netfl.algorithms.hierfavg import HierFAVG, HierFAVGConfig
 from netfl.algorithms.split import LocalLossDPFL, SplitConfig, VanillaDPFL
 from netfl.algorithms.transfer_test import TransferTest, TransferTestConfig
@@ -52,6 +53,8 @@ __all__ = [
     "FedMD",
     "FedMDConfig",
     "FedZKTConfig",
+    "Flower",
+    "FlowerConfig",
     "EcoFed",
     "EcoFedConfig",
     "LocalLossDPFL",

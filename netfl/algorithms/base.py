@@ -77,6 +77,21 @@ class Algorithm(ABC):
         self.world = world
         self.config = config
 
+    @property
+    def finished(self) -> bool:
+        """True once the algorithm has no further round to run (a Flower ServerApp that
+        returned); the runner then stops before ``training.rounds``."""
+        return False
+
+    def close(self) -> None:  # noqa: B027 (a hook: most algorithms hold nothing)
+        """Release what the algorithm holds beyond the run (a Flower ServerApp's thread)."""
+
+    @classmethod
+    def resolve_options(cls, options: dict[str, Any], base_dir: Any) -> dict[str, Any]:
+        """The scenario's ``algorithm`` options with file names made absolute against
+        ``base_dir`` (the scenario file's folder), before its Config validates them."""
+        return options
+
     @classmethod
     def check_scenario(cls, scenario: Any) -> list[tuple[str, str]]:
         """Problems ``(key path, message)`` of a scenario this algorithm cannot run

@@ -220,6 +220,8 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USER_ERROR
     except (UserError, FileExistsError) as err:
         if args.debug:
+            if getattr(err, "trace", ""):  # (an app's own traceback: AppError)
+                print(err.trace, file=sys.stderr)
             raise
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USER_ERROR

@@ -150,9 +150,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             f"{len(result.rounds)} finished rounds written to {run_dir}, marked "
             f"incomplete in manifest.json{hint}"
         )
-        if not signal_seen:  # a parallel executor's worker died
+        if not signal_seen:  # a parallel executor's worker died, or an app raised
+            if getattr(args, "debug", False) and result.info.get("error_trace"):
+                print(result.info["error_trace"], file=sys.stderr)
             print(f"error: {result.info['error']}; {written}", file=sys.stderr)
-            return 1
+            return 2 if result.stop_reason == "app_error" else 1
         what = "terminated" if isinstance(signal_seen[0], Terminated) else "interrupted"
         print(f"{what}: {written}", file=sys.stderr)
         return 143 if isinstance(signal_seen[0], Terminated) else 130

@@ -20,6 +20,7 @@ from torch import nn
 
 from netfl.learning.consensus import class_scores, digest_and_revisit
 from netfl.learning.distill import DistillResult, train_distill
+from netfl.learning.flower_client import run_flower_client
 from netfl.learning.models import ModelSpec
 from netfl.learning.split import Split, split_model
 from netfl.learning.split_train import (
@@ -32,6 +33,7 @@ from netfl.learning.tasks import (
     DistillTask,
     EvalTask,
     FedMDTask,
+    FlowerClientTask,
     SplitTask,
     Task,
     TrainTask,
@@ -243,6 +245,9 @@ runs(DistillTask, LearningContext._run_distill)
 runs(ZKTServerTask, LearningContext._run_zkt)
 runs(FedMDTask, LearningContext._run_fedmd)
 runs(EvalTask, LearningContext._run_eval)
+
+
+runs(FlowerClientTask, run_flower_client)  # (imports flwr when a Flower run uses it)
 
 
 class _DeferredFuture(Future):

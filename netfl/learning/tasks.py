@@ -28,6 +28,7 @@ __all__ = [
     "ZKTServerTask",
     "FedMDTask",
     "EvalTask",
+    "FlowerClientTask",
     "Task",
     "Executor",
 ]
@@ -150,7 +151,26 @@ class EvalTask:
     batch_size: int
 
 
-Task = TrainTask | SplitTask | DistillTask | ZKTServerTask | FedMDTask | EvalTask
+@dataclass
+class FlowerClientTask:
+    """A Flower ``ClientApp`` answering one message on one device (picklable; result:
+    :class:`~netfl.learning.flower_client.FlowerClientResult`). ``client_app`` is the
+    app's ``module:attribute`` reference, imported with ``app_dir`` on ``sys.path``;
+    ``message`` and ``context`` are Flower's ``Message`` and the node's ``Context``;
+    ``indices`` the device's partition and ``test_rows`` its ``[start, stop)`` share of
+    the test set (what :func:`netfl.flower.node_data` hands the app); the handler runs
+    with torch's, NumPy's and Python's global generators seeded from ``seed``."""
+
+    client_app: str
+    app_dir: str
+    message: Any
+    context: Any
+    indices: np.ndarray
+    test_rows: tuple[int, int]
+    seed: int
+
+
+Task = TrainTask | SplitTask | DistillTask | ZKTServerTask | FedMDTask | EvalTask | FlowerClientTask
 
 
 class Executor(Protocol):

@@ -47,8 +47,9 @@ __all__ = [
 ]
 
 #: stop reasons of a run that did not finish: written marked ``"complete": false``,
-#: checkpoint kept, run again by sweeps (Ctrl-C/SIGTERM; a parallel executor's worker died)
-INCOMPLETE = ("interrupted", "worker_lost")
+#: checkpoint kept, run again by sweeps (Ctrl-C/SIGTERM; a parallel executor's worker died;
+#: a researcher's own code raised: a Flower app)
+INCOMPLETE = ("interrupted", "worker_lost", "app_error")
 
 
 def _git_commit() -> str | None:

@@ -184,6 +184,10 @@ def parse_scenario(
                 )
             ],
         )
+    options = scenario.algorithm.options()
+    resolved_options = ALGORITHMS[name].resolve_options(options, folder)
+    if resolved_options != options:  # (file names made absolute: a run directory re-reads them)
+        scenario.algorithm = type(scenario.algorithm)(name=name, **resolved_options)
     try:
         algorithm_config(scenario)
     except ValidationError as err:

@@ -19,7 +19,7 @@ import pandas as pd
 from netfl.algorithms import Algorithm, get_algorithm
 from netfl.core.invariants import check_records, check_round
 from netfl.core.threads import wait_policy
-from netfl.errors import UserError, WorkerLost
+from netfl.errors import AppError, UserError, WorkerLost
 from netfl.scenario.files import algorithm_config
 from netfl.scenario.schema import Scenario
 from netfl.sim.accounting import devices_frame, round_row, snapshot
@@ -54,18 +54,24 @@ def run(
     ``stop_reason`` ``"interrupted"`` (the CLI writes them marked incomplete)
     instead of raising ``KeyboardInterrupt``; likewise ``"worker_lost"`` (and
     ``info["error"]``) when a parallel executor's worker dies
-    (:class:`~netfl.errors.WorkerLost`).
+    (:class:`~netfl.errors.WorkerLost`), and ``"app_error"`` when a researcher's own code
+    raises (:class:`~netfl.errors.AppError`: a Flower ServerApp or ClientApp).
     """
     wall0 = time.perf_counter()
     world = World(scenario, source=source)
+    algorithm: Algorithm | None = None
     try:
-        return _run_world(world, wall0, on_round, run_dir, resume, partial_on_interrupt)
+        algorithm = get_algorithm(scenario.algorithm.name)(world, algorithm_config(scenario))
+        return _run_world(world, algorithm, wall0, on_round, run_dir, resume, partial_on_interrupt)
     finally:
+        if algorithm is not None:
+            algorithm.close()  # (a Flower ServerApp's thread)
         world.close()  # a parallel executor's workers stop here, whatever happened
 
 
 def _run_world(
     world: World,
+    algorithm: Algorithm,
     wall0: float,
     on_round: Callable[[dict[str, Any]], None] | None,
     run_dir: str | Path | None,
@@ -74,7 +80,6 @@ def _run_world(
 ) -> RunResult:
     scenario = world.scenario
     setup_wall_s = time.perf_counter() - wall0
-    algorithm: Algorithm = get_algorithm(scenario.algorithm.name)(world, algorithm_config(scenario))
     tr = scenario.training
     env, rec = world.env, world.recorder
     nodes = {n.name: n for n in [*world.infrastructure, *world.all_devices]}
@@ -97,7 +102,7 @@ def _run_world(
         log.info("resumed %s at round %d", run_dir, start)
     every = scenario.outputs.checkpoint_every
     n_tr, n_co = len(rec.transfers), len(rec.computes)
-    error = None
+    error, trace = None, ""
     try:
         for r in range(start, tr.rounds):
             rec.round = r
@@ -123,7 +128,7 @@ def _run_world(
             row["nonfinite_updates"] = len(world.round_faults)
             row["starved_devices"] = len(world.all_devices) - len(world.devices)
             over_budget = tr.time_budget_s is not None and env.now >= tr.time_budget_s
-            last = r == tr.rounds - 1 or over_budget
+            last = r == tr.rounds - 1 or over_budget or algorithm.finished
             acc = loss = float("nan")
             if world.learn and ((r + 1) % tr.eval_every == 0 or last):
                 acc, loss = algorithm.evaluate()
@@ -150,12 +155,18 @@ def _run_world(
             if over_budget:
                 stop_reason = "time_budget"
                 break
-    except (KeyboardInterrupt, WorkerLost) as err:
+            if algorithm.finished:
+                stop_reason = "algorithm_finished"
+                break
+    except (KeyboardInterrupt, WorkerLost, AppError) as err:
         if not partial_on_interrupt or not rows:
             raise
         del rec.transfers[n_tr:], rec.computes[n_co:]  # the round in progress is dropped
-        stop_reason = "interrupted" if isinstance(err, KeyboardInterrupt) else "worker_lost"
-        error = str(err) if isinstance(err, WorkerLost) else None
+        stop_reason = {KeyboardInterrupt: "interrupted", WorkerLost: "worker_lost"}.get(
+            type(err), "app_error"
+        )
+        error = None if isinstance(err, KeyboardInterrupt) else str(err)
+        trace = getattr(err, "trace", "")
     rounds = pd.DataFrame(rows)
     for column in ("nonfinite_updates", "starved_devices"):
         if column in rounds:
@@ -193,6 +204,7 @@ def _run_world(
             "num_test_samples": len(world.dataset.test_y_np),
             **algorithm.info(),
             **({"error": error} if error else {}),
+            **({"error_trace": trace} if error and trace else {}),
         },
     )
 

@@ -31,6 +31,9 @@ OPTIONS = {
 STATELESS = {"transfer_test"}
 #: heterogeneous-model algorithms get two architectures
 HETERO = {"fedzkt", "fedmd"}
+#: a Flower ServerApp's state lives in its own code: such a run is never checkpointed
+#: (refused by check_scenario); the part netfl holds round-trips in test_flower.py
+NOT_RESUMABLE = {"flower"}
 
 
 def _scenario(name: str):
@@ -64,7 +67,7 @@ def _rounds(world, algorithm, rounds) -> None:
         world.env.run(until=proc)
 
 
-@pytest.mark.parametrize("name", sorted(ALGORITHMS))
+@pytest.mark.parametrize("name", sorted(set(ALGORITHMS) - NOT_RESUMABLE))
 def test_state_dict_round_trip_resumes_identically(name):
     world_a, alg_a = _build(name)
     _rounds(world_a, alg_a, [0, 1])

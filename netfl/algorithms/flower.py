@@ -1,0 +1,173 @@
+"""Unmodified Flower apps on the simulated network (``algorithm: {name: flower}``).
+
+A researcher's Flower 1.38 ``ServerApp`` (any strategy of ``flwr.serverapp.strategy``,
+or a ``main`` of their own) and ``ClientApp`` run on the scenario's cell: netfl
+implements Flower's ``Grid``, so each message to a node is a downlink transfer of its
+serialised size, the node's ``ClientApp`` handler is the device's compute step (the
+FLOPs it performed, on the device's compute profile) and the reply is an uplink
+transfer of its serialised size; ``send_and_receive`` returns when the replies arrive in
+simulated time. The strategy's sampling, aggregation and evaluation run unchanged.
+How: :mod:`netfl.algorithms.flower_grid`; the ClientApp's side:
+:mod:`netfl.learning.flower_client`; the data a ClientApp may ask netfl for:
+:mod:`netfl.flower`. Needs ``pip install 'netfl[flower]'`` (``flwr==1.38.0`` without
+Flower's simulation extra: netfl is the runtime).
+
+``rounds.csv``: a row per Flower round (the messages of one ``group_id``), with the
+replies' metrics aggregated as Flower's strategies aggregate them
+(``flower_train_<key>``, ``flower_evaluate_<key>``, weighted by ``weight_key``), the
+counts of messages, error replies and replies that came after the strategy's timeout
+(``flower_messages``, ``flower_errors``, ``flower_late``), and netfl's time, bits and
+energy. ``accuracy``/``loss`` are the evaluation replies' ``accuracy_key``/``loss_key``
+(with every node evaluating and :func:`netfl.flower.node_data`'s test shares: the
+global model's accuracy on the whole test set). The run ends when the ServerApp returns
+(or after ``training.rounds`` rounds).
+
+Not available: ``learning.mode: timing`` (a ClientApp's replies are its real work),
+checkpoints and ``--resume`` (the ServerApp's state lives in its own code).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
+
+import simpy
+from pydantic import Field, StrictBool, StrictStr
+
+from netfl.algorithms.base import Algorithm, AlgorithmConfig, RoundSummary, register
+
+if TYPE_CHECKING:
+    from netfl.algorithms.context import RoundContext
+    from netfl.algorithms.flower_grid import FlowerBridge
+
+__all__ = ["Flower", "FlowerConfig"]
+
+#: ``package.module:attribute`` (Flower's own app reference)
+APP_REFERENCE = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_.]*$"
+_Int = Annotated[int, Field(strict=True, ge=-(2**53), le=2**53)]
+_Float = Annotated[float, Field(strict=True, ge=-1e300, le=1e300)]
+_Str = Annotated[StrictStr, Field(max_length=1000)]
+_Key = Annotated[str, Field(min_length=1, max_length=100)]
+
+
+class FlowerConfig(AlgorithmConfig):
+    server_app: str = Field(
+        ...,
+        pattern=APP_REFERENCE,
+        max_length=300,
+        description="the flwr ServerApp, as 'package.module:attribute'",
+    )
+    client_app: str = Field(
+        ...,
+        pattern=APP_REFERENCE,
+        max_length=300,
+        description="the flwr ClientApp, as 'package.module:attribute'",
+    )
+    app_dir: str | None = Field(
+        None,
+        max_length=4096,
+        description="folder put first on sys.path to import the apps (relative to the "
+        "scenario file; default: the scenario file's folder)",
+    )
+    run_config: dict[_Key, StrictBool | _Int | _Float | _Str] = Field(
+        default_factory=dict,
+        max_length=200,
+        description="Flower's run config (context.run_config of the ServerApp and of every "
+        "ClientApp), e.g. num-server-rounds",
+    )
+    accuracy_key: _Key = Field(
+        "eval_acc", description="evaluation-reply metric written as rounds.csv's accuracy"
+    )
+    loss_key: _Key = Field("eval_loss", description="evaluation-reply metric written as loss")
+    weight_key: _Key = Field(
+        "num-examples", description="reply metric that weights the aggregation of metrics"
+    )
+
+
+@register
+class Flower(Algorithm):
+    """An unmodified Flower ServerApp and ClientApp on the simulated network."""
+
+    name = "flower"
+    Config = FlowerConfig
+    config: FlowerConfig
+    #: get_node_ids lists the devices available now (``devices.availability``)
+    supports_availability: ClassVar[bool] = True
+
+    def __init__(self, world: RoundContext, config: FlowerConfig):
+        super().__init__(world, config)
+        from netfl.algorithms.flower_grid import FlowerBridge
+
+        self.bridge: FlowerBridge = FlowerBridge(world, config, world.source)
+
+    @classmethod
+    def resolve_options(cls, options: dict[str, Any], base_dir: Path) -> dict[str, Any]:
+        """``app_dir`` as an absolute folder (relative to the scenario file's folder), so a
+        run directory's resolved scenario imports the same apps from anywhere."""
+        app_dir = options.get("app_dir")
+        if app_dir is None:
+            return {**options, "app_dir": str(base_dir.resolve())}
+        if isinstance(app_dir, str):
+            path = Path(app_dir).expanduser()
+            return {**options, "app_dir": str((base_dir / path).resolve())}
+        return options
+
+    @classmethod
+    def check_scenario(cls, scenario: Any) -> list[tuple[str, str]]:
+        problems = []
+        try:
+            import flwr  # noqa: F401
+        except ImportError:
+            return [
+                ("algorithm.name", "flower needs flwr: pip install 'netfl[flower]' (flwr==1.38.0)")
+            ]
+        from netfl.learning.flower_client import load_flower_app
+
+        config = FlowerConfig(**scenario.algorithm.options())
+        for kind in ("server_app", "client_app"):  # (imported now: validate says so)
+            try:
+                load_flower_app(getattr(config, kind), str(config.app_dir), kind)
+            except ValueError as err:
+                problems.append((f"algorithm.{kind}", str(err)))
+        if scenario.learning.mode != "learn":
+            problems.append(
+                ("learning.mode", "flower runs the ClientApp's real work: mode must be 'learn'")
+            )
+        if scenario.outputs.checkpoint_every:
+            problems.append(
+                (
+                    "outputs.checkpoint_every",
+                    "flower: a ServerApp's state lives in its own code, so a run cannot be "
+                    "checkpointed or resumed; set 0",
+                )
+            )
+        return problems
+
+    @property
+    def finished(self) -> bool:
+        return self.bridge.finished
+
+    def round(self, r: int) -> Generator[simpy.Event, Any, RoundSummary]:
+        return (yield from self.bridge.round(r))
+
+    def evaluate(self) -> tuple[float, float]:
+        return self.bridge.accuracy_loss()
+
+    def info(self) -> dict[str, Any]:
+        import flwr
+
+        return {
+            "flwr_version": flwr.__version__ if hasattr(flwr, "__version__") else "",
+            "server_app": self.config.server_app,
+            "client_app": self.config.client_app,
+        }
+
+    def close(self) -> None:
+        self.bridge.close()
+
+    def state_dict(self) -> dict[str, Any]:
+        return self.bridge.state_dict()
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.bridge.load_state_dict(state)

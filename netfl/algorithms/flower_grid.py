@@ -1,0 +1,538 @@
+"""netfl's implementation of Flower's ``Grid``: a ServerApp's messages on the simulated
+network (the engine of :mod:`netfl.algorithms.flower`; imports ``flwr``).
+
+**Two threads, one at a time.** A Flower ``ServerApp`` is ordinary blocking code: its
+strategy calls ``grid.send_and_receive(...)`` and waits. It runs in a thread of its own
+(:class:`AppThread`) that hands every call which needs simulated time to the SimPy
+process of the round and blocks until the answer comes back, so exactly one side runs
+at any moment and the run is as deterministic as a single thread.
+
+**A message's life** (one SimPy process per message, :meth:`FlowerBridge._exchange`):
+the message is sent to its device as a downlink transfer of its serialised size
+(Flower's protobuf, ``message_to_proto(...).ByteSize()``), the device's ``ClientApp``
+answers it as a compute step of the FLOPs the handler performed (its torch work runs
+through the executor seam: :mod:`netfl.learning.flower_client`), and the reply goes
+back as an uplink transfer of its serialised size. A device handles its messages one
+at a time, as a Flower SuperNode does. ``send_and_receive`` returns when the replies
+have arrived in simulated time, or when its ``timeout`` (simulated seconds) has passed:
+a reply still on its way is then dropped when it arrives (the device still spent the
+time and energy). Replies are returned in the order the messages were sent, so results
+never depend on which device happened to answer first. ``pull_messages`` waits (in
+simulated time) until at least one awaited reply is there, so a polling loop advances.
+
+**Nodes.** Node ``1_000_000 + i`` is device ``i``; ``get_node_ids`` lists the devices
+in coverage that are available now (``devices.availability``). A message to a node
+that is not (a device off, out of coverage, or no device at all) is answered at once
+with Flower's ``NODE_UNAVAILABLE`` error. When a strategy polls ``get_node_ids`` for
+more nodes than are on, each repeated call advances the clock to the next device that
+turns on. Each node keeps its ``Context`` across rounds (``node_config``:
+``partition-id`` = the device's index, ``num-partitions``; ``run_config`` from the
+scenario), as Flower's simulation keeps it.
+
+**Rounds.** A row of ``rounds.csv`` is one Flower round: the exchanges whose messages
+belong to the same round (their ``group_id``, or the ``server-round`` that Flower's
+strategies put into every message's config record); the row ends when the ServerApp
+sends a message of another round, or returns.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+import queue
+import random
+import threading
+from collections.abc import Callable, Generator, Iterable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import simpy
+from flwr.app import Context, Error, Message, RecordDict
+from flwr.common.constant import SUPERLINK_NODE_ID, ErrorCode
+from flwr.common.serde import message_to_proto
+from flwr.serverapp import Grid
+from flwr.serverapp.strategy.strategy_utils import aggregate_metricrecords
+from flwr.supercore.run import Run
+from flwr.supercore.task_identity import TaskIdentity
+
+from netfl.algorithms.base import RoundSummary
+from netfl.errors import AppError, UserError
+from netfl.learning.flower_client import load_flower_app
+from netfl.learning.tasks import FlowerClientTask
+
+if TYPE_CHECKING:
+    from netfl.algorithms.context import RoundContext
+    from netfl.algorithms.flower import FlowerConfig
+    from netfl.core.nodes import Node
+
+__all__ = [
+    "FlowerBridge",
+    "AppThread",
+    "NODE_ID_BASE",
+    "message_bits",
+    "aggregate_metrics",
+]
+
+#: node id of device i: NODE_ID_BASE + i (Flower's own ids are random 64-bit integers)
+NODE_ID_BASE = 1_000_000
+RUN_ID = 1
+#: consecutive get_node_ids calls, no device able to turn on, after which a run stops
+#: (Flower's strategies sleep 1 s of real time between two)
+WAIT_POLLS = 6
+
+
+class _Stopped(BaseException):
+    """The simulation ended while the ServerApp waited for it: its thread unwinds (a
+    BaseException, so an app's ``except Exception`` does not swallow it)."""
+
+
+class AppThread:
+    """Runs ``target`` in a thread that hands each request to the simulation and waits
+    for its answer (:meth:`ask`, on the app's side); :meth:`resume` (the simulation's
+    side) answers the last request and waits for the next one, or for the end."""
+
+    def __init__(self, target: Callable[[], None], name: str):
+        self._to_app: queue.SimpleQueue = queue.SimpleQueue()
+        self._to_sim: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._main, args=(target,), name=name, daemon=True)
+        self.started = False
+        self.ended = False
+
+    def _main(self, target: Callable[[], None]) -> None:
+        if self._to_app.get()[0] == "stop":
+            return
+        try:
+            target()
+        except _Stopped:
+            return
+        except BaseException as err:  # handed to the simulation, raised there
+            self._to_sim.put(("error", err))
+            return
+        self._to_sim.put(("done", None))
+
+    def ask(self, request: tuple) -> Any:
+        """(App side.) Hand ``request`` to the simulation; return its answer."""
+        self._to_sim.put(("request", request))
+        command, value = self._to_app.get()
+        if command == "stop":
+            raise _Stopped()
+        return value
+
+    def resume(self, answer: Any = None) -> tuple[str, Any]:
+        """(Simulation side.) Give the app ``answer``; return its next ``("request",
+        request)``, ``("done", None)`` or ``("error", exception)``."""
+        if not self.started:
+            self.started = True
+            self._thread.start()
+        self._to_app.put(("go", answer))
+        kind, payload = self._to_sim.get()
+        if kind != "request":
+            self.ended = True
+        return kind, payload
+
+    def stop(self) -> None:
+        """End the app's thread if it still waits for the simulation."""
+        if self.started and not self.ended:
+            self.ended = True
+            self._to_app.put(("stop", None))
+            self._thread.join(timeout=30)
+
+
+def message_bits(message: Message) -> float:
+    """A message's size on air: its Flower protobuf serialisation [bit]."""
+    return 8.0 * message_to_proto(message).ByteSize()
+
+
+def _num_arrays(message: Message) -> int:
+    return len(message.content.array_records) if message.has_content() else 0
+
+
+def _category(message: Message) -> str:
+    """``train``, ``evaluate``, ``query`` (a message type ``category.action``)."""
+    return message.metadata.message_type.split(".")[0]
+
+
+def aggregate_metrics(replies: list[Message], weight_key: str) -> dict[str, float]:
+    """The replies' scalar metrics aggregated as Flower's strategies do: weighted by
+    ``weight_key`` (``aggregate_metricrecords``) where every reply has it, else their
+    plain mean."""
+    records = [m.content for m in replies if m.has_content() and m.content.metric_records]
+    if not records:
+        return {}
+    firsts = [next(iter(rd.metric_records.values())) for rd in records]
+    if all(weight_key in mr for mr in firsts) and sum(float(mr[weight_key]) for mr in firsts) > 0:
+        merged = aggregate_metricrecords(records, weight_key)
+        return {k: float(v) for k, v in merged.items() if isinstance(v, int | float)}
+    sums: dict[str, list[float]] = {}
+    for mr in firsts:
+        for k, v in mr.items():
+            if isinstance(v, int | float):
+                sums.setdefault(k, []).append(float(v))
+    return {k: float(np.mean(v)) for k, v in sums.items()}
+
+
+class _Grid(Grid):
+    """Flower's ``Grid`` whose calls go to the simulation (see the module docstring)."""
+
+    def __init__(self, bridge: FlowerBridge):
+        self._bridge = bridge
+        self._run = Run.create_empty(RUN_ID)
+        self._polls = 0
+
+    def set_run(self, run: Run) -> None:
+        self._run = run
+
+    @property
+    def run(self) -> Run:
+        return self._run
+
+    def create_message(
+        self,
+        content: RecordDict,
+        message_type: str,
+        dst_node_id: int,
+        group_id: str,
+        ttl: float | None = None,
+    ) -> Message:
+        return Message(content, dst_node_id, message_type, ttl=ttl, group_id=group_id)
+
+    def get_node_ids(self) -> Iterable[int]:
+        self._polls += 1
+        if self._polls >= 3:  # (a strategy asks twice per round: a third time, it waits)
+            self._bridge.thread.ask(("wait_nodes", self._polls))
+        return self._bridge.node_ids()
+
+    def push_messages(self, messages: Iterable[Message]) -> Iterable[str]:
+        self._polls = 0
+        return self._bridge.thread.ask(("push", list(messages)))
+
+    def pull_messages(self, message_ids: Iterable[str]) -> Iterable[Message]:
+        self._polls = 0
+        return self._bridge.thread.ask(("pull", list(message_ids)))
+
+    def send_and_receive(
+        self, messages: Iterable[Message], *, timeout: float | None = None
+    ) -> Iterable[Message]:
+        self._polls = 0
+        return self._bridge.thread.ask(("send", list(messages), timeout))
+
+
+class FlowerBridge:
+    """Runs a ServerApp on the simulated network, round by round (see the module
+    docstring). ``round(r)`` is the SimPy process of netfl's round ``r``."""
+
+    def __init__(self, world: RoundContext, config: FlowerConfig, source: str):
+        self.world = world
+        self.config = config
+        self.source = source
+        assert config.app_dir is not None  # (resolved against the scenario's folder)
+        self.server_app = self._load(config.server_app, "server_app")
+        self._load(config.client_app, "client_app")  # (fails now, not in round 0)
+        run_config = dict(config.run_config)
+        n = len(world.all_devices)
+        self.nodes: dict[int, Node] = {NODE_ID_BASE + d.index: d for d in world.all_devices}
+        self.contexts = {
+            nid: Context(
+                RUN_ID,
+                nid,
+                {"partition-id": d.index, "num-partitions": n},
+                RecordDict(),
+                dict(run_config),
+            )
+            for nid, d in self.nodes.items()
+        }
+        n_test = len(world.dataset.test_y_np)
+        edges = np.linspace(0, n_test, n + 1).round().astype(int)
+        self.test_rows = {
+            d.index: (int(edges[d.index]), int(edges[d.index + 1])) for d in self.nodes.values()
+        }
+        self.server_context = Context(RUN_ID, SUPERLINK_NODE_ID, {}, RecordDict(), run_config)
+        self.grid = _Grid(self)
+        self._quiet_flower_logs()
+        self.thread = AppThread(self._main, "netfl-flower-serverapp")
+        self.finished = False
+        self._pending: tuple | None = None
+        self._answer: Any = None
+        self._ids = itertools.count(1)
+        self._events: dict[str, simpy.Event] = {}
+        self._replies: dict[str, Message] = {}
+        self._abandoned: set[str] = set()
+        self._prepared: dict[str, Any] = {}  # message id → the handler job submitted at push
+        self._locks: dict[int, simpy.Resource] = {}
+        self._queued: dict[int, int] = {}  # node id → messages pushed and not yet answered
+        self._handled = itertools.count()
+        self.r = 0
+        self._train_exchanges = 0
+        self.metrics: dict[str, dict[str, float]] = {}
+
+    def _quiet_flower_logs(self) -> None:
+        """Flower's strategies log every round at INFO on their own console handler:
+        shown with ``--debug`` (netfl's root logger at DEBUG), else only warnings; not
+        passed on to netfl's handler as well. Put back by :meth:`close`."""
+        from flwr.common.logger import FLOWER_LOGGER, console_handler
+
+        self._log_state = (console_handler.level, FLOWER_LOGGER.propagate)
+        debug = logging.getLogger().isEnabledFor(logging.DEBUG)
+        console_handler.setLevel(logging.INFO if debug else logging.WARNING)
+        FLOWER_LOGGER.propagate = False
+
+    def _load(self, reference: str, kind: str) -> Any:
+        try:
+            return load_flower_app(reference, str(self.config.app_dir), kind)
+        except ValueError as err:
+            raise UserError(f"{self.source}: algorithm.{kind}: {err}") from None
+
+    # -- the app's thread ---------------------------------------------------------
+    def _main(self) -> None:
+        TaskIdentity.task_id = 1
+        TaskIdentity.run_id = RUN_ID
+        TaskIdentity.node_id = SUPERLINK_NODE_ID
+        seed = self.world.streams.torch_seed("flower_server")
+        random.seed(seed)  # (Flower's strategies sample nodes with random.sample)
+        np.random.seed(seed % (1 << 32))
+        import torch
+
+        torch.manual_seed(seed)  # (the ServerApp's own model initialisation)
+        self.server_app(grid=self.grid, context=self.server_context)
+
+    def node_ids(self) -> list[int]:
+        """The nodes a ServerApp sees connected: available devices in coverage."""
+        return [NODE_ID_BASE + d.index for d in self.world.available_devices(self.r)]
+
+    # -- the simulation's side ----------------------------------------------------
+    def round(self, r: int) -> Generator[simpy.Event, Any, RoundSummary]:
+        self.r = r
+        group: str | None = None
+        seen: dict[str, list[Message]] = {}
+        devices: set[int] = set()
+        counts = {"errors": 0, "late": 0, "messages": 0}
+        while not self.finished:
+            if self._pending is None:
+                kind, payload = self.thread.resume(self._answer)
+                self._answer = None
+                if kind == "done":
+                    self.finished = True
+                    break
+                if kind == "error":
+                    self.finished = True
+                    raise self._app_error(payload)
+                self._pending = payload
+            request = self._pending
+            if request[0] in ("send", "push") and request[1]:
+                key = self._round_key(request[1][0])
+                if group is None:
+                    group = key
+                elif key != group:
+                    break  # the next round's first exchange: it waits for round r + 1
+            self._pending = None
+            self._answer = yield from self._serve(request, counts)
+            if request[0] in ("send", "pull"):
+                for reply in self._answer:
+                    devices.add(reply.metadata.src_node_id)
+                    if reply.has_error():
+                        counts["errors"] += 1
+                    else:
+                        seen.setdefault(_category(reply), []).append(reply)
+        self.metrics = {
+            cat: aggregate_metrics(replies, self.config.weight_key) for cat, replies in seen.items()
+        }
+        extra = {
+            f"flower_{cat}_{key}": value
+            for cat, values in self.metrics.items()
+            for key, value in values.items()
+        }
+        extra.update({f"flower_{k}": float(v) for k, v in counts.items()})
+        return RoundSummary(
+            num_clients=len(devices),
+            train_loss=self.metrics.get("train", {}).get("train_loss", math.nan),
+            extra=extra,
+        )
+
+    def _round_key(self, msg: Message) -> str:
+        """Which Flower round a message belongs to: its ``group_id`` if set, else the
+        ``server-round`` Flower's strategies put into its config record, else the count
+        of training exchanges so far (an app of its own that says neither)."""
+        if msg.metadata.group_id:
+            return f"group {msg.metadata.group_id}"
+        if msg.has_content():
+            for record in msg.content.config_records.values():
+                if "server-round" in record:
+                    return f"server-round {record['server-round']}"
+        if _category(msg) == "train":
+            self._train_exchanges += 1
+        return f"exchange {self._train_exchanges}"
+
+    def accuracy_loss(self) -> tuple[float, float]:
+        """The last round's evaluation replies, aggregated (``accuracy_key``, ``loss_key``)."""
+        values = self.metrics.get("evaluate", {})
+        return (
+            values.get(self.config.accuracy_key, math.nan),
+            values.get(self.config.loss_key, math.nan),
+        )
+
+    def _app_error(self, err: BaseException) -> AppError:
+        import traceback
+
+        first = (str(err).strip().splitlines() or [""])[0]
+        return AppError(
+            f"{self.source}: algorithm.server_app {self.config.server_app} raised in round "
+            f"{self.r} ({type(err).__name__}: {first})",
+            "".join(traceback.format_exception(err)),
+        )
+
+    def _serve(self, request: tuple, counts: dict[str, int]) -> Generator[simpy.Event, Any, Any]:
+        env = self.world.env
+        op = request[0]
+        if op == "push":
+            ids = self._push(request[1])
+            counts["messages"] += len(ids)
+            return ids
+        if op == "send":
+            _, messages, timeout = request
+            ids = self._push(messages)
+            counts["messages"] += len(ids)
+            waiting = [self._events[i] for i in ids if not self._events[i].triggered]
+            if waiting:
+                done = simpy.AllOf(env, waiting)
+                yield done if timeout is None else simpy.AnyOf(env, [done, env.timeout(timeout)])
+            late = [i for i in ids if i not in self._replies]
+            counts["late"] += len(late)
+            self._abandoned.update(late)
+            return [self._replies.pop(i) for i in ids if i in self._replies]
+        if op == "pull":
+            ids = [i for i in request[1] if i in self._events]
+            if not any(i in self._replies for i in ids):
+                waiting = [self._events[i] for i in ids if not self._events[i].triggered]
+                if waiting:
+                    yield simpy.AnyOf(env, waiting)
+            return [self._replies.pop(i) for i in ids if i in self._replies]
+        if op == "wait_nodes":  # the app polls get_node_ids: time passes until one turns on
+            t = self.world.next_available_s()
+            if t is not None:
+                yield env.timeout(t - env.now)
+            elif request[1] >= WAIT_POLLS:
+                raise UserError(
+                    f"{self.source}: the ServerApp asked for the nodes {request[1]} times "
+                    f"without sending a message, and no device will turn on: does its "
+                    f"strategy wait for more nodes (min_available_nodes) than the "
+                    f"{len(self.node_ids())} available?"
+                )
+            return None
+        raise AssertionError(op)
+
+    def _push(self, messages: list[Message]) -> list[str]:
+        env = self.world.env
+        on = set(self.node_ids())
+        ids = []
+        for msg in messages:
+            if not isinstance(msg, Message) or msg.metadata.reply_to_message_id:
+                raise AppError(
+                    f"{self.source}: the ServerApp pushed {type(msg).__name__} that is no new "
+                    "Flower Message"
+                )
+            mid = f"{next(self._ids):016x}"
+            meta = msg.metadata
+            meta.__dict__["_message_id"] = mid
+            meta.__dict__["_run_id"] = RUN_ID
+            meta.__dict__["_src_node_id"] = SUPERLINK_NODE_ID
+            event = env.event()
+            self._events[mid] = event
+            ids.append(mid)
+            nid = meta.dst_node_id
+            if nid not in on:
+                reason = (
+                    "the device is off or out of coverage" if nid in self.nodes else "no such node"
+                )
+                self._replies[mid] = Message(
+                    Error(code=ErrorCode.NODE_UNAVAILABLE, reason=reason), reply_to=msg
+                )
+                event.succeed()
+                continue
+            if not self._queued.get(nid):  # the device is idle: its job may start now
+                self._prepared[mid] = self._submit(msg, nid)
+            self._queued[nid] = self._queued.get(nid, 0) + 1
+            env.process(self._exchange(msg, nid, mid, event))
+        return ids
+
+    def _submit(self, msg: Message, nid: int) -> Any:
+        device = self.nodes[nid]
+        world = self.world
+        assert world.executor is not None
+        return world.executor.submit(
+            FlowerClientTask(
+                client_app=self.config.client_app,
+                app_dir=str(self.config.app_dir),
+                message=msg,
+                context=self.contexts[nid],
+                indices=world.partitions[device.index],
+                test_rows=self.test_rows[device.index],
+                seed=world.streams.torch_seed("torch", self.r, device.index, next(self._handled)),
+            )
+        )
+
+    def _exchange(
+        self, msg: Message, nid: int, mid: str, event: simpy.Event
+    ) -> Generator[simpy.Event, Any, None]:
+        world = self.world
+        device = self.nodes[nid]
+        kind = _category(msg)
+        yield world.radio.transfer(
+            world.bs, device, message_bits(msg), f"{kind}_down", num_models=_num_arrays(msg)
+        )
+        lock = self._locks.setdefault(nid, simpy.Resource(world.env, capacity=1))
+        with lock.request() as turn:
+            yield turn
+            job = self._prepared.pop(mid, None) or self._submit(msg, nid)
+            result = job.result()
+            if result.error is not None:
+                raise AppError(
+                    f"{self.source}: algorithm.client_app {self.config.client_app} raised on "
+                    f"{device.name} in round {self.r} ({result.error})",
+                    result.trace,
+                )
+            reply = result.reply
+            if not isinstance(reply, Message):
+                raise AppError(
+                    f"{self.source}: algorithm.client_app {self.config.client_app} returned "
+                    f"{type(reply).__name__} on {device.name} in round {self.r}, not a Message"
+                )
+            self.contexts[nid] = result.context
+            yield world.compute.run(device, result.flops, kind)
+        self._queued[nid] -= 1
+        reply.metadata.__dict__["_message_id"] = f"{next(self._ids):016x}"
+        yield world.radio.transfer(
+            device, world.bs, message_bits(reply), f"{kind}_up", num_models=_num_arrays(reply)
+        )
+        if mid in self._abandoned:
+            self._abandoned.discard(mid)
+        else:
+            self._replies[mid] = reply
+        event.succeed()
+
+    def close(self) -> None:
+        self.thread.stop()
+        from flwr.common.logger import FLOWER_LOGGER, console_handler
+
+        console_handler.setLevel(self._log_state[0])
+        FLOWER_LOGGER.propagate = self._log_state[1]
+
+    def state_dict(self) -> dict[str, Any]:
+        """What netfl holds of the run: each node's Context state (serialised)."""
+        from flwr.common.serde import recorddict_to_proto
+
+        return {
+            "node_state": {
+                nid: recorddict_to_proto(ctx.state).SerializeToString()
+                for nid, ctx in self.contexts.items()
+            }
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        from flwr.common.serde import recorddict_from_proto
+        from flwr.proto.recorddict_pb2 import RecordDict as ProtoRecordDict
+
+        for nid, blob in state["node_state"].items():
+            proto = ProtoRecordDict()
+            proto.ParseFromString(blob)
+            self.contexts[nid].state = recorddict_from_proto(proto)

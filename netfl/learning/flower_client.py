@@ -1,0 +1,134 @@
+"""A Flower ``ClientApp``'s handler as a device's job (the executor seam).
+
+The bridge (:mod:`netfl.algorithms.flower`) hands each message that reaches a device to
+the executor as a :class:`~netfl.learning.tasks.FlowerClientTask`; this runner imports
+the app (Flower's own ``load_app``, with the app's folder on ``sys.path``), calls it with
+the message and the node's ``Context``, and returns the reply, the context as the
+handler left it and the FLOPs the call performed, counted by
+``torch.utils.flop_counter.FlopCounterMode`` (matrix products and convolutions,
+forward and backward: the same counter netfl uses for its own models). The device's
+compute step is charged those FLOPs on its compute profile.
+
+Seeds: the handler runs with torch's, NumPy's and Python's global generators seeded
+from the job's seed, and the generators are put back afterwards, so a ServerApp's own
+draws (Flower's strategies sample nodes with ``random.sample``) never depend on what
+the clients drew. While the handler runs, :func:`netfl.flower.node_data` hands it the
+device's partition of the scenario's data set.
+"""
+
+from __future__ import annotations
+
+import random
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+if TYPE_CHECKING:
+    from netfl.learning.executor import LearningContext
+    from netfl.learning.tasks import FlowerClientTask
+
+__all__ = ["FlowerClientResult", "run_flower_client", "active_node", "load_flower_app"]
+
+
+@dataclass
+class FlowerClientResult:
+    """What a ``ClientApp`` call gave: its reply and the node's context afterwards,
+    the FLOPs it performed, or (``error``) the first line of what it raised and
+    (``trace``) the traceback's text."""
+
+    reply: Any
+    context: Any
+    flops: float
+    error: str | None = None
+    trace: str = ""
+
+
+@dataclass(frozen=True)
+class ActiveNode:
+    """The device whose handler is running: its training rows and its test rows."""
+
+    context: LearningContext
+    indices: np.ndarray
+    test_rows: tuple[int, int]
+
+
+_ACTIVE: list[ActiveNode] = []
+_APPS: dict[tuple[str, str], Any] = {}
+
+
+def active_node() -> ActiveNode | None:
+    """The device whose ``ClientApp`` handler runs now in this process (or None)."""
+    return _ACTIVE[-1] if _ACTIVE else None
+
+
+def load_flower_app(reference: str, app_dir: str, kind: str) -> Any:
+    """The ``ServerApp``/``ClientApp`` (``kind``) that ``module:attribute`` names, imported
+    with ``app_dir`` first on ``sys.path`` (as ``flwr run`` does with an app's folder);
+    ``ValueError`` says what is wrong in one line."""
+    from flwr.clientapp import ClientApp
+    from flwr.serverapp import ServerApp
+    from flwr.supercore.object_ref import load_app
+
+    expected = {"server_app": ServerApp, "client_app": ClientApp}[kind]
+    key = (reference, app_dir)
+    try:
+        app = _APPS[key] if key in _APPS else load_app(reference, ValueError, app_dir)
+    except ModuleNotFoundError as err:
+        raise ValueError(
+            f"{reference!r}: no module {err.name!r} (looked in {app_dir} too)"
+        ) from None
+    except ValueError as err:
+        raise ValueError(f"{reference!r}: {str(err).strip().splitlines()[0]}") from None
+    except Exception as err:  # raised while importing the app's module
+        first = (str(err).strip().splitlines() or [""])[0]
+        raise ValueError(
+            f"{reference!r}: importing it raised {type(err).__name__}: {first}"
+        ) from None
+    if not isinstance(app, expected):
+        raise ValueError(f"{reference!r} is a {type(app).__name__}, not a flwr {expected.__name__}")
+    _APPS[key] = app
+    return app
+
+
+@contextmanager
+def seeded(seed: int) -> Iterator[None]:
+    """Run a block with torch's, NumPy's and Python's global generators seeded from
+    ``seed``; put them back as they were afterwards."""
+    saved = (torch.get_rng_state(), np.random.get_state(), random.getstate())
+    torch.manual_seed(seed)
+    np.random.seed(seed % (1 << 32))
+    random.seed(seed)
+    try:
+        yield
+    finally:
+        torch.set_rng_state(saved[0])
+        np.random.set_state(saved[1])
+        random.setstate(saved[2])
+
+
+def run_flower_client(context: LearningContext, task: FlowerClientTask) -> FlowerClientResult:
+    """Call the ``ClientApp`` with the task's message and context (see the module
+    docstring); an exception inside it comes back as ``error``, not raised, so the
+    simulation can name the device and round."""
+    try:
+        app = load_flower_app(task.client_app, task.app_dir, "client_app")
+    except ValueError as err:
+        return FlowerClientResult(None, task.context, 0.0, f"client_app {err}")
+    _ACTIVE.append(ActiveNode(context, np.asarray(task.indices), task.test_rows))
+    try:
+        with seeded(task.seed), FlopCounterMode(display=False) as counter:
+            reply = app(task.message, task.context)
+    except Exception as err:
+        first = (str(err).strip().splitlines() or [""])[0]
+        return FlowerClientResult(
+            None, task.context, 0.0, f"{type(err).__name__}: {first}", traceback.format_exc()
+        )
+    finally:
+        _ACTIVE.pop()
+    return FlowerClientResult(reply, task.context, float(counter.get_total_flops()))
