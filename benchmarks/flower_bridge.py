@@ -8,8 +8,12 @@ the Flower side is ``benchmarks/flower_apps/netfl_bench_flower.py``: Flower's ow
 node's partition and evaluates on its share of the test set (so both sides do the same
 torch work, and the ratio is what the bridge costs: serialisation, the ServerApp's
 thread, FLOP counting). Target: the bridge's median wall time at most 1.10× fedavg's.
+``--compute model`` (the default) charges the model's known FLOPs per sample, as
+netfl's fedavg does; ``--compute counted`` counts each handler's FLOPs (torch dispatch
+per operation: measured 1.15× a CNN's training, 2.2× a 2NN's; its target is 1.25×).
 
     .venv/bin/python benchmarks/flower_bridge.py [--model cnn] [--rounds 5] [--repeats 3]
+        [--compute model|counted]
 """
 
 from __future__ import annotations
@@ -26,9 +30,11 @@ from netfl.sim.runner import run
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = 1.10
+#: counting every handler's FLOPs dispatches each torch operation through Python
+TARGET_COUNTED = 1.25
 
 
-def scenarios(model: str, rounds: int):
+def scenarios(model: str, rounds: int, compute: str):
     base = [f"model.name={model}", f"training.rounds={rounds}", "outputs.figures=false"]
     quickstart = ROOT / "scenarios" / "quickstart.yaml"
     own = load_scenario(quickstart, base)
@@ -48,6 +54,7 @@ def scenarios(model: str, rounds: int):
             "momentum": tr.momentum,
             "batch-size": tr.batch_size,
         },
+        "compute": compute,
     }
     from netfl.scenario.files import parse_scenario, resolved
 
@@ -62,8 +69,11 @@ def main() -> None:
     ap.add_argument("--model", default="cnn")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument(
+        "--compute", default="model", choices=["model", "counted"], help="algorithm.compute"
+    )
     args = ap.parse_args()
-    own, flower = scenarios(args.model, args.rounds)
+    own, flower = scenarios(args.model, args.rounds, args.compute)
     walls: dict[str, list[float]] = {"fedavg": [], "flower": []}
     for _ in range(args.repeats):
         for name, scenario in (("fedavg", own), ("flower", flower)):
@@ -79,9 +89,10 @@ def main() -> None:
     ratio = statistics.median(walls["flower"]) / statistics.median(walls["fedavg"])
     print(
         f"median wall: fedavg {statistics.median(walls['fedavg']):.2f} s, flower bridge "
-        f"{statistics.median(walls['flower']):.2f} s: {ratio:.3f}x (target <= {TARGET})"
+        f"{statistics.median(walls['flower']):.2f} s: {ratio:.3f}x"
     )
-    report(f"flower_bridge_{args.model}_wall_ratio", ratio, TARGET, "x")
+    target = TARGET if args.compute == "model" else TARGET_COUNTED
+    report(f"flower_bridge_{args.model}_{args.compute}_wall_ratio", ratio, target, "x")
 
 
 if __name__ == "__main__":

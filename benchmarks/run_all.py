@@ -29,12 +29,14 @@ BENCHMARKS = [
     "link_models",
     "multicell_scale",
     "threads",
+    "flower_bridge",
 ]
 
 #: benchmarks run more than once, with these arguments
 VARIANTS = {
     "memory_1000": [[], ["--executor", "process"]],
     "threads": [["--model", "2nn"], ["--model", "cnn"]],
+    "flower_bridge": [["--compute", "model"], ["--compute", "counted"]],
 }
 
 

@@ -24,7 +24,8 @@ server = ServerApp()
 
 @cache
 def _model(name: str, shape: tuple[int, ...], classes: int) -> torch.nn.Module:
-    return get_model_spec(name).build(shape, classes)
+    with torch.random.fork_rng():  # (built once per process: draws from no handler's stream)
+        return get_model_spec(name).build(shape, classes)
 
 
 def _net(context: Context, x: torch.Tensor) -> torch.nn.Module:
@@ -80,7 +81,7 @@ def evaluate(msg: Message, context: Context) -> Message:
 def main(grid: Grid, context: Context) -> None:
     cfg = context.run_config
     shape = tuple(int(v) for v in str(cfg["input-shape"]).split("x"))
-    net = _model(str(cfg["model"]), shape, int(cfg["num-classes"]))
+    net = get_model_spec(str(cfg["model"])).build(shape, int(cfg["num-classes"]))  # (fresh)
     FedAvg(fraction_train=1.0, fraction_evaluate=1.0).start(
         grid=grid,
         initial_arrays=ArrayRecord(net.state_dict()),

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 import simpy
 from pydantic import Field, StrictBool, StrictStr
@@ -82,6 +82,15 @@ class FlowerConfig(AlgorithmConfig):
     loss_key: _Key = Field("eval_loss", description="evaluation-reply metric written as loss")
     weight_key: _Key = Field(
         "num-examples", description="reply metric that weights the aggregation of metrics"
+    )
+    compute: Literal["counted", "model"] = Field(
+        "counted",
+        description="a handler's cost on the device: the FLOPs it performed (counted), or the "
+        "scenario model's FLOPs per sample x the reply's weight_key (x run_config[epochs_key] "
+        "when training; no counting overhead)",
+    )
+    epochs_key: _Key = Field(
+        "local-epochs", description="run_config key of the local epochs (compute: model)"
     )
 
 

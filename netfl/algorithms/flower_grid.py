@@ -468,6 +468,7 @@ class FlowerBridge:
                 indices=world.partitions[device.index],
                 test_rows=self.test_rows[device.index],
                 seed=world.streams.torch_seed("torch", self.r, device.index, next(self._handled)),
+                count_flops=self.config.compute == "counted",
             )
         )
 
@@ -498,7 +499,7 @@ class FlowerBridge:
                     f"{type(reply).__name__} on {device.name} in round {self.r}, not a Message"
                 )
             self.contexts[nid] = result.context
-            yield world.compute.run(device, result.flops, kind)
+            yield world.compute.run(device, self._flops(result, kind, device), kind)
         self._queued[nid] -= 1
         reply.metadata.__dict__["_message_id"] = f"{next(self._ids):016x}"
         yield world.radio.transfer(
@@ -509,6 +510,28 @@ class FlowerBridge:
         else:
             self._replies[mid] = reply
         event.succeed()
+
+    def _flops(self, result: Any, kind: str, device: Node) -> float:
+        """The handler call's cost: its counted FLOPs, or (``compute: model``) the
+        scenario model's FLOPs per sample × the reply's ``weight_key`` (× the run
+        config's ``epochs_key`` when training)."""
+        if self.config.compute == "counted":
+            return result.flops
+        flops = self.world.model.flops
+        reply = result.reply
+        records = reply.content.metric_records if reply.has_content() else {}
+        first = next(iter(records.values()), {})
+        key = self.config.weight_key
+        if key not in first:
+            raise AppError(
+                f"{self.source}: algorithm.compute: model needs the reply's {key!r} metric "
+                f"(the ClientApp's {kind} reply on {device.name} in round {self.r} has none)"
+            )
+        n = float(first[key])
+        if kind == "train":
+            epochs = self.config.run_config.get(self.config.epochs_key, 1)
+            return flops.train_per_sample * n * float(epochs)
+        return flops.inference_per_sample * n
 
     def close(self) -> None:
         self.thread.stop()

@@ -159,7 +159,8 @@ class FlowerClientTask:
     ``message`` and ``context`` are Flower's ``Message`` and the node's ``Context``;
     ``indices`` the device's partition and ``test_rows`` its ``[start, stop)`` share of
     the test set (what :func:`netfl.flower.node_data` hands the app); the handler runs
-    with torch's, NumPy's and Python's global generators seeded from ``seed``."""
+    with torch's, NumPy's and Python's global generators seeded from ``seed``, its FLOPs
+    counted unless ``count_flops`` is False."""
 
     client_app: str
     app_dir: str
@@ -168,6 +169,7 @@ class FlowerClientTask:
     indices: np.ndarray
     test_rows: tuple[int, int]
     seed: int
+    count_flops: bool = True
 
 
 Task = TrainTask | SplitTask | DistillTask | ZKTServerTask | FedMDTask | EvalTask | FlowerClientTask

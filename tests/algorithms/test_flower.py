@@ -351,3 +351,20 @@ def test_cli_keeps_the_finished_rounds_of_a_failed_app(tmp_path, capsys):
         assert ("Traceback" in err) == debug
         assert json.loads((out / "manifest.json").read_text())["complete"] is False
         assert len((out / "rounds.csv").read_text().strip().splitlines()) == 2  # header + round 0
+
+
+def test_compute_model_charges_the_models_flops_per_example():
+    """``compute: model``: a handler costs the scenario model's FLOPs per sample × the
+    reply's num-examples (× local epochs when training), without counting."""
+    cfg = {"num-server-rounds": 1, "local-epochs": 2}
+    res = run(
+        _scenario(cfg, algorithm={"name": "flower", **APPS, "run_config": cfg, "compute": "model"})
+    )
+    flops = res.info["train_flops_per_sample"], res.info["inference_flops_per_sample"]
+    samples = res.devices.set_index("node")["num_samples"]
+    n = len(samples[res.devices.set_index("node")["kind"] == "pue"])
+    shares = np.diff(np.linspace(0, res.info["num_test_samples"], n + 1).round())
+    for c in res.computes.itertuples():
+        i = int(c.node[2:])
+        expect = flops[0] * samples[c.node] * 2 if c.kind == "train" else flops[1] * shares[i]
+        assert c.flops == pytest.approx(expect, rel=1e-12), c
