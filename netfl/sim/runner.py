@@ -162,8 +162,12 @@ def _run_world(
         if not partial_on_interrupt or not rows:
             raise
         del rec.transfers[n_tr:], rec.computes[n_co:]  # the round in progress is dropped
-        stop_reason = {KeyboardInterrupt: "interrupted", WorkerLost: "worker_lost"}.get(
-            type(err), "app_error"
+        stop_reason = (
+            "interrupted"  # (Ctrl-C, or SIGTERM: a KeyboardInterrupt subclass)
+            if isinstance(err, KeyboardInterrupt)
+            else "worker_lost"
+            if isinstance(err, WorkerLost)
+            else "app_error"
         )
         error = None if isinstance(err, KeyboardInterrupt) else str(err)
         trace = getattr(err, "trace", "")
