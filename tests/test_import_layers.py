@@ -107,6 +107,7 @@ LAYERS: list[list[str]] = [
         "netfl.algorithms.fedmd",
         "netfl.algorithms.fedswap",
         "netfl.algorithms.fedzkt",
+        "netfl.algorithms.app_thread",
         "netfl.algorithms.flower",
         "netfl.algorithms.flower_grid",
         "netfl.algorithms.hetero",

@@ -3,7 +3,7 @@ network (the engine of :mod:`netfl.algorithms.flower`; imports ``flwr``).
 
 **Two threads, one at a time.** A Flower ``ServerApp`` is ordinary blocking code: its
 strategy calls ``grid.send_and_receive(...)`` and waits. It runs in a thread of its own
-(:class:`AppThread`) that hands every call which needs simulated time to the SimPy
+(:class:`~netfl.algorithms.app_thread.AppThread`) that hands every call which needs simulated time to the SimPy
 process of the round and blocks until the answer comes back, so exactly one side runs
 at any moment and the run is as deterministic as a single thread.
 
@@ -40,10 +40,8 @@ from __future__ import annotations
 import itertools
 import logging
 import math
-import queue
 import random
-import threading
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Generator, Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -56,6 +54,7 @@ from flwr.serverapp.strategy.strategy_utils import aggregate_metricrecords
 from flwr.supercore.run import Run
 from flwr.supercore.task_identity import TaskIdentity
 
+from netfl.algorithms.app_thread import AppThread
 from netfl.algorithms.base import RoundSummary
 from netfl.errors import AppError, UserError
 from netfl.learning.flower_client import load_flower_app
@@ -68,7 +67,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FlowerBridge",
-    "AppThread",
     "NODE_ID_BASE",
     "message_bits",
     "aggregate_metrics",
@@ -80,63 +78,6 @@ RUN_ID = 1
 #: consecutive get_node_ids calls, no device able to turn on, after which a run stops
 #: (Flower's strategies sleep 1 s of real time between two)
 WAIT_POLLS = 6
-
-
-class _Stopped(BaseException):
-    """The simulation ended while the ServerApp waited for it: its thread unwinds (a
-    BaseException, so an app's ``except Exception`` does not swallow it)."""
-
-
-class AppThread:
-    """Runs ``target`` in a thread that hands each request to the simulation and waits
-    for its answer (:meth:`ask`, on the app's side); :meth:`resume` (the simulation's
-    side) answers the last request and waits for the next one, or for the end."""
-
-    def __init__(self, target: Callable[[], None], name: str):
-        self._to_app: queue.SimpleQueue = queue.SimpleQueue()
-        self._to_sim: queue.SimpleQueue = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._main, args=(target,), name=name, daemon=True)
-        self.started = False
-        self.ended = False
-
-    def _main(self, target: Callable[[], None]) -> None:
-        if self._to_app.get()[0] == "stop":
-            return
-        try:
-            target()
-        except _Stopped:
-            return
-        except BaseException as err:  # handed to the simulation, raised there
-            self._to_sim.put(("error", err))
-            return
-        self._to_sim.put(("done", None))
-
-    def ask(self, request: tuple) -> Any:
-        """(App side.) Hand ``request`` to the simulation; return its answer."""
-        self._to_sim.put(("request", request))
-        command, value = self._to_app.get()
-        if command == "stop":
-            raise _Stopped()
-        return value
-
-    def resume(self, answer: Any = None) -> tuple[str, Any]:
-        """(Simulation side.) Give the app ``answer``; return its next ``("request",
-        request)``, ``("done", None)`` or ``("error", exception)``."""
-        if not self.started:
-            self.started = True
-            self._thread.start()
-        self._to_app.put(("go", answer))
-        kind, payload = self._to_sim.get()
-        if kind != "request":
-            self.ended = True
-        return kind, payload
-
-    def stop(self) -> None:
-        """End the app's thread if it still waits for the simulation."""
-        if self.started and not self.ended:
-            self.ended = True
-            self._to_app.put(("stop", None))
-            self._thread.join(timeout=30)
 
 
 def message_bits(message: Message) -> float:
