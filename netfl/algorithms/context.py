@@ -24,7 +24,9 @@ nodes      ``bs``, ``devices`` (those in coverage: a starved device — no rate 
            lowest CQI — takes no part), ``all_devices``, ``edge_of`` (the BS node
            of a device's serving cell: an edge server; ``bs`` in a single cell),
            ``available_devices`` (those on at a round's start, ``devices.availability``)
-           and ``next_available_s`` (when the next one off turns on)
+           and ``next_available_s`` (when the next one off turns on),
+           ``activities`` (``cut(device, reason)``: stop a device's transfer or
+           compute step now — a deadline — and ``is_cut``; departures cut by themselves)
 rng        ``streams`` (named child streams: ``generator``, ``torch_seed``)
 records    ``keep_finite`` (drops and records NaN/Inf updates)
 scenario   ``scenario`` (read-only) and ``source`` (the file, for error messages)
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
     import torch
 
     from netfl.compute.engine import ComputeEngine
+    from netfl.core.activity import Activities
     from netfl.compute.flops import ModelFlops
     from netfl.core.nodes import Node
     from netfl.core.rng import Streams
@@ -85,6 +88,7 @@ class RoundContext(Protocol):
 
     # clock, nodes, radio, compute
     env: simpy.Environment
+    activities: Activities
     bs: Node
     devices: list[Node]  # those in coverage (World.update_coverage)
     all_devices: list[Node]  # every device, starved ones included

@@ -8,6 +8,13 @@ Per round: sample ``max(min_clients, round(fraction · N))`` devices; in
 parallel each downloads the global model, trains locally (compute time from
 FLOPs), and uploads; the server aggregates ``w ← Σ_k n_k w_k / Σ_k n_k``.
 
+Devices that leave mid-round (``devices.availability``) and, with
+``deadline_s``, those whose upload has not arrived by the deadline are cut there
+(:mod:`netfl.core.activity`: their transfer or compute step stops, recorded with
+what it did until then): the server aggregates the updates that arrived — the
+classic wireless baseline (e.g. FedCS, Nishio & Yonetani, ICC 2019, aggregates the
+clients that finish by a round deadline).
+
 Variants subclass this and override one step: :meth:`FedAvg.select_clients`,
 :meth:`FedAvg.client_round`, :meth:`FedAvg.local_update`,
 :meth:`FedAvg.server_update`, or the payload sizes.
@@ -24,6 +31,7 @@ import simpy
 from pydantic import Field
 
 from netfl.algorithms.base import Algorithm, AlgorithmConfig, RoundSummary, register
+from netfl.core.activity import DeviceCut
 from netfl.core.nodes import Node
 from netfl.learning.tasks import TrainTask
 
@@ -35,6 +43,11 @@ if TYPE_CHECKING:
 __all__ = ["FedAvg", "FedAvgConfig"]
 
 
+def is_cut(outcome: object) -> bool:
+    """Whether a client's outcome is the cut that stopped it (it left, or was late)."""
+    return isinstance(outcome, DeviceCut)
+
+
 class FedAvgConfig(AlgorithmConfig):
     fraction: float = Field(1.0, gt=0.0, le=1.0, description="share of devices sampled per round")
     min_clients: int = Field(
@@ -44,6 +57,14 @@ class FedAvgConfig(AlgorithmConfig):
         "unicast",
         description="send the global model to each client (unicast) or once to all "
         "(multicast, at the weakest client's rate)",
+    )
+    deadline_s: float | None = Field(
+        None,
+        gt=0.0,
+        le=1e7,
+        description="the server aggregates the updates that arrived within this many "
+        "seconds of the round's start; the others are cut there and recorded late "
+        "(none: wait for every client)",
     )
 
 
@@ -95,18 +116,30 @@ class FedAvg(Algorithm):
                 world.bs, device, self.model_bits(device), "model_down", num_models=1
             )
         result = yield from self.local_update(r, device, self.global_state)
+        yield world.radio.transfer(
+            device, world.bs, self.model_bits(device), "model_up", num_models=1
+        )
         if self._stream is not None and result is not None:
-            # fold the new state into the running average now; keep only the statistics
-            index = self._stream_index[device.index]
+            # arrived: fold the new state into the running average; keep the statistics
+            index = self._stream_index.pop(device.index)
             if world.keep_finite([result], [device.name]):
                 self._stream.add(index, result.state)
             else:
                 self._stream.drop(index)
             result = replace(result, state=None)
-        yield world.radio.transfer(
-            device, world.bs, self.model_bits(device), "model_up", num_models=1
-        )
         return result
+
+    def _take_part(
+        self, r: int, device: Node, download: bool
+    ) -> Generator[simpy.Event, Any, TrainResult | DeviceCut | None]:
+        """:meth:`client_round`, or the :class:`~netfl.core.activity.DeviceCut` that
+        stopped it (the device left, or the deadline passed): its update is lost."""
+        try:
+            return (yield from self.client_round(r, device, download))
+        except DeviceCut as cut:
+            if self._stream is not None and device.index in self._stream_index:
+                self._stream.drop(self._stream_index.pop(device.index))
+            return cut
 
     def local_update(
         self,
@@ -180,6 +213,9 @@ class FedAvg(Algorithm):
                 return RoundSummary(num_clients=0, train_loss=float("nan"))
             yield env.timeout(t - env.now)
             clients = self.select_clients(r)
+        deadline = (
+            env.timeout(self.config.deadline_s) if self.config.deadline_s is not None else None
+        )
         self._stream = None
         own = type(self)
         if (
@@ -193,17 +229,32 @@ class FedAvg(Algorithm):
             self._stream_index = {d.index: i for i, d in enumerate(clients)}
         multicast = self.config.downlink == "multicast"
         if multicast:
-            yield self.world.radio.broadcast(
+            sent = self.world.radio.broadcast(
                 self.world.bs, clients, self.model_bits(), "model_down", num_models=1
             )
-        jobs = [env.process(self.client_round(r, dev, not multicast)) for dev in clients]
-        yield simpy.AllOf(env, jobs)
-        results = [job.value for job in jobs]
-        yield from self.server_update(r, clients, results)
-        losses = [res.mean_loss for res in results if res is not None]
+            yield sent if deadline is None else sent | deadline
+        jobs = [env.process(self._take_part(r, dev, not multicast)) for dev in clients]
+        everyone = simpy.AllOf(env, jobs)
+        yield everyone if deadline is None else everyone | deadline
+        if not everyone.triggered:  # the deadline: the others are late
+            for dev, job in zip(clients, jobs, strict=True):
+                if job.is_alive:
+                    self.world.activities.cut(dev, "late")
+            yield everyone
+        outcomes = [job.value for job in jobs]
+        arrived = [(d, o) for d, o in zip(clients, outcomes, strict=True) if not is_cut(o)]
+        yield from self.server_update(r, [d for d, _ in arrived], [o for _, o in arrived])
+        self._stream = None
+        losses = [res.mean_loss for _, res in arrived if res is not None]
+        reasons = [o.reason for o in outcomes if is_cut(o)]
         return RoundSummary(
             num_clients=len(clients),
             train_loss=float(np.mean(losses)) if losses else float("nan"),
+            extra={
+                "clients_arrived": float(len(arrived)),
+                "clients_left": float(reasons.count("left")),
+                "clients_late": float(reasons.count("late")),
+            },
         )
 
     def evaluate(self) -> tuple[float, float]:

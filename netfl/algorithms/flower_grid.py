@@ -23,7 +23,9 @@ simulated time) until at least one awaited reply is there, so a polling loop adv
 **Nodes.** Node ``1_000_000 + i`` is device ``i``; ``get_node_ids`` lists the devices
 in coverage that are available now (``devices.availability``). A message to a node
 that is not (a device off, out of coverage, or no device at all) is answered at once
-with Flower's ``NODE_UNAVAILABLE`` error. When a strategy polls ``get_node_ids`` for
+with Flower's ``NODE_UNAVAILABLE`` error; so is one to a device that leaves while
+its message, handler or reply is under way (the transfer or compute step stops there,
+recorded with what it did: :mod:`netfl.core.activity`). When a strategy polls ``get_node_ids`` for
 more nodes than are on, each repeated call advances the clock to the next device that
 turns on. Each node keeps its ``Context`` across rounds (``node_config``:
 ``partition-id`` = the device's index, ``num-partitions``; ``run_config`` from the
@@ -56,6 +58,7 @@ from flwr.supercore.task_identity import TaskIdentity
 
 from netfl.algorithms.app_thread import AppThread
 from netfl.algorithms.base import RoundSummary
+from netfl.core.activity import DeviceCut
 from netfl.errors import AppError, UserError
 from netfl.learning.flower_client import load_flower_app
 from netfl.learning.tasks import FlowerClientTask
@@ -390,6 +393,7 @@ class FlowerBridge:
                 )
                 event.succeed()
                 continue
+            self.world.activities.restore([self.nodes[nid]])  # (on now: back if it had left)
             if not self._queued.get(nid):  # the device is idle: its job may start now
                 self._prepared[mid] = self._submit(msg, nid)
             self._queued[nid] = self._queued.get(nid, 0) + 1
@@ -416,8 +420,36 @@ class FlowerBridge:
     def _exchange(
         self, msg: Message, nid: int, mid: str, event: simpy.Event
     ) -> Generator[simpy.Event, Any, None]:
+        """One message's life: down, handled (the device's compute step), the reply up.
+        A device that leaves meanwhile (its transfer or step cut there) answers with
+        Flower's ``NODE_UNAVAILABLE`` error, as Flower does for a node that is lost; the
+        handler's changes to its context are lost with it."""
         world = self.world
         device = self.nodes[nid]
+        handled = [False]  # (its compute step is over: the device takes the next message)
+        try:
+            reply = yield from self._handle(msg, nid, mid, device, handled)
+        except DeviceCut as cut:
+            if not handled[0]:
+                self._queued[nid] -= 1
+            self._prepared.pop(mid, None)
+            reply = Message(
+                Error(
+                    code=ErrorCode.NODE_UNAVAILABLE,
+                    reason=f"the device {cut.reason} at {cut.at_s:.6g} s",
+                ),
+                reply_to=msg,
+            )
+        if mid in self._abandoned:
+            self._abandoned.discard(mid)
+        else:
+            self._replies[mid] = reply
+        event.succeed()
+
+    def _handle(
+        self, msg: Message, nid: int, mid: str, device: Node, handled: list[bool]
+    ) -> Generator[simpy.Event, Any, Message]:
+        world = self.world
         kind = _category(msg)
         yield world.radio.transfer(
             world.bs, device, message_bits(msg), f"{kind}_down", num_models=_num_arrays(msg)
@@ -439,18 +471,15 @@ class FlowerBridge:
                     f"{self.source}: algorithm.client_app {self.config.client_app} returned "
                     f"{type(reply).__name__} on {device.name} in round {self.r}, not a Message"
                 )
-            self.contexts[nid] = result.context
             yield world.compute.run(device, self._flops(result, kind, device), kind)
+            self.contexts[nid] = result.context
         self._queued[nid] -= 1
+        handled[0] = True
         reply.metadata.__dict__["_message_id"] = f"{next(self._ids):016x}"
         yield world.radio.transfer(
             device, world.bs, message_bits(reply), f"{kind}_up", num_models=_num_arrays(reply)
         )
-        if mid in self._abandoned:
-            self._abandoned.discard(mid)
-        else:
-            self._replies[mid] = reply
-        event.succeed()
+        return reply
 
     def _flops(self, result: Any, kind: str, device: Node) -> float:
         """The handler call's cost: its counted FLOPs, or (``compute: model``) the

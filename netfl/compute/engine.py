@@ -10,6 +10,7 @@ import simpy
 from netfl.core.records import ComputeRecord, Recorder
 
 if TYPE_CHECKING:
+    from netfl.core.activity import Activities
     from netfl.core.nodes import Node
 
 __all__ = ["ComputeEngine"]
@@ -27,6 +28,9 @@ class ComputeEngine:
         self.env = env
         self.recorder = recorder
         self._slots: dict[str, simpy.Resource] = {}
+        #: the devices' running activities (a departure or a deadline cuts a compute
+        #: step there: :mod:`netfl.core.activity`); None: steps are never cut
+        self.activities: Activities | None = None
 
     def _slot(self, node: Node) -> simpy.Resource:
         slot = self._slots.get(node.name)
@@ -44,22 +48,40 @@ class ComputeEngine:
     def _run(
         self, node: Node, flops: float, kind: str
     ) -> Generator[simpy.Event, Any, ComputeRecord]:
+        key = self.env.active_process
+        if self.activities is not None:
+            self.activities.enter((node,), key)
         with self._slot(node).request() as req:
-            yield req
-            start = self.env.now
-            yield self.env.timeout(flops / node.compute.effective_flops_per_s)
-            duration = self.env.now - start
-            energy = node.compute.busy_power_w * duration
-            node.energy.compute_s += duration
-            node.energy.compute_j += energy
-            record = ComputeRecord(
-                round=self.recorder.round,
-                node=node.name,
-                kind=kind,
-                flops=flops,
-                start_s=start,
-                end_s=self.env.now,
-                energy_j=energy,
-            )
-            self.recorder.computes.append(record)
-            return record
+            start = None
+            try:
+                yield req
+                start = self.env.now
+                yield self.env.timeout(flops / node.compute.effective_flops_per_s)
+            except simpy.Interrupt as stop:  # (the device left, or the deadline passed)
+                if start is not None:
+                    done = (self.env.now - start) * node.compute.effective_flops_per_s
+                    self._record(node, kind, min(done, flops), start, stop.cause.reason)
+                raise stop.cause from None
+            if self.activities is not None:
+                self.activities.leave((node,), key)
+            return self._record(node, kind, flops, start, "done")
+
+    def _record(
+        self, node: Node, kind: str, flops: float, start: float, outcome: str
+    ) -> ComputeRecord:
+        duration = self.env.now - start
+        energy = node.compute.busy_power_w * duration
+        node.energy.compute_s += duration
+        node.energy.compute_j += energy
+        record = ComputeRecord(
+            round=self.recorder.round,
+            node=node.name,
+            kind=kind,
+            flops=flops,
+            start_s=start,
+            end_s=self.env.now,
+            energy_j=energy,
+            outcome=outcome,
+        )
+        self.recorder.computes.append(record)
+        return record

@@ -87,6 +87,15 @@ class TraceAvailability:
         end = self.intervals[k][1]
         return u <= end if self.period_s else u < end
 
+    def next_off(self, t: float) -> float | None:
+        """The end of the on-interval holding ``t`` [s] (None: off at ``t``)."""
+        if not self.is_on(t):
+            return None
+        u = t % self.period_s if self.period_s else t
+        starts = [a for a, _ in self.intervals]
+        end = self.intervals[bisect.bisect_right(starts, u) - 1][1]
+        return t - u + end
+
     def next_on(self, t: float) -> float | None:
         """The first interval start after ``t`` [s] (None if there is none)."""
         if not self.intervals:

@@ -31,7 +31,11 @@ class TransferRecord:
     (time-average SNR) exist on OFDMA links only (NaN otherwise);
     ``harq_retransmissions`` counts the HARQ retransmissions of the transfer's last
     transport block (the ``lte_bler`` link abstraction; 0 otherwise), whose round
-    trips are in its duration.
+    trips are in its duration. ``outcome`` is ``"delivered"``, or ``"left"`` / ``"late"``
+    when its device left mid-transfer or the round's deadline cut it
+    (:mod:`netfl.core.activity`): then ``delivered_bits`` (otherwise ``size_bits``) are
+    the bits that arrived, the record ends at the cut and its energies are those spent
+    until then.
     """
 
     round: int
@@ -50,6 +54,12 @@ class TransferRecord:
     rb_subframes: float = float("nan")
     mean_snr_db: float = float("nan")
     harq_retransmissions: int = 0
+    delivered_bits: float = float("nan")
+    outcome: str = "delivered"
+
+    def __post_init__(self) -> None:
+        if self.delivered_bits != self.delivered_bits:  # (NaN: all of them)
+            self.delivered_bits = self.size_bits
 
     @property
     def duration_s(self) -> float:
@@ -57,12 +67,14 @@ class TransferRecord:
 
     @property
     def mean_rate_bps(self) -> float:
-        return self.size_bits / self.duration_s if self.duration_s > 0 else float("inf")
+        return self.delivered_bits / self.duration_s if self.duration_s > 0 else float("inf")
 
 
 @dataclass
 class ComputeRecord:
-    """One compute step on a node: ``flops`` at the node's rate, ``energy_j`` at busy power."""
+    """One compute step on a node: ``flops`` at the node's rate, ``energy_j`` at busy power.
+    ``outcome`` is ``"done"``, or ``"left"`` / ``"late"`` for a step cut short
+    (:mod:`netfl.core.activity`): then ``flops`` are those computed until the cut."""
 
     round: int
     node: str
@@ -71,6 +83,7 @@ class ComputeRecord:
     start_s: float
     end_s: float
     energy_j: float
+    outcome: str = "done"
 
     @property
     def duration_s(self) -> float:
@@ -83,8 +96,8 @@ def _frame(records: list, cls: type) -> pd.DataFrame:
     columns = [f.name for f in fields(cls)]
     df = pd.DataFrame([vars(r) for r in records], columns=columns)
     df["duration_s"] = df["end_s"] - df["start_s"]
-    if "size_bits" in df:
-        df["mean_rate_bps"] = df["size_bits"] / df["duration_s"]
+    if "delivered_bits" in df:
+        df["mean_rate_bps"] = df["delivered_bits"] / df["duration_s"]
     return df
 
 

@@ -22,7 +22,8 @@ from netfl.core.nodes import Node
 from netfl.core.records import TransferRecord
 from netfl.errors import UserError
 from netfl.radio.ofdma_radio import OfdmaRadio
-from netfl.radio.uplink_mac import flows_accounting, harq_tail
+from netfl.radio.ofdma import OfdmaFlow
+from netfl.radio.uplink_mac import cut_flows, flows_accounting, harq_tail
 
 __all__ = ["COVERAGE_WAIT_LIMIT_S", "HandoverMixin"]
 
@@ -302,54 +303,71 @@ class HandoverMixin:
         chunk = 8.0 * grant["bsr_max_bytes"] if grant is not None else math.inf
         step = self.handover["sample_s"]
         start = env.now
+        key = self._enter([device])
         self.cells[c]._begin(link_of(c), direction)
-        if grant is not None and grant["startup_delay_s"] > 0:
-            yield env.timeout(grant["startup_delay_s"])
-        flows, left = [], float(size_bits)
-        while True:
-            self.mover([device])  # (a no-op when its position is up to date)
-            if self.serving[device.name] != c:  # handed over: the rest goes via the new cell
+        begun = True  # (between cells in a handover: False)
+        flows: list[OfdmaFlow] = []
+        left, on_air = float(size_bits), None
+        try:
+            if grant is not None and grant["startup_delay_s"] > 0:
+                yield env.timeout(grant["startup_delay_s"])
+            while True:
+                self.mover([device])  # (a no-op when its position is up to date)
+                if self.serving[device.name] != c:  # handed over: the rest via the new cell
+                    self.cells[c]._end(link_of(c), direction)
+                    begun = False
+                    yield from self._wait_handover([device])
+                    c = self.serving[device.name]
+                    if not uplink:
+                        yield from self._relay(c, edge, "downlink", left, kind, 0)
+                    self.cells[c]._begin(link_of(c), direction)
+                    begun = True
+                    continue  # (the interruption took time: move again first)
+                waited = env.now
+                yield from self._wait_coverage(device, direction)  # (it drove into a hole)
+                if env.now > waited:
+                    continue
+                cell, link = self.cells[c], link_of(c)
+                carrier = cell.carriers[direction]
+                flow = on_air = cell._send(carrier, min(left, chunk), 0.0, 0.0, link=link)
+                while not flow.done.triggered:
+                    wake = (math.floor(env.now / step + 1e-9) + 1) * step
+                    yield flow.done | env.timeout(max(wake - env.now, 0.0))
+                    if flow.done.triggered:
+                        break
+                    self.mover([device])
+                    if self.serving[device.name] != c:
+                        left -= flow.size_bits - carrier.withdraw(flow)
+                        break
+                    _, psd, total = OfdmaRadio._link(cell, *link)
+                    scale = self.snr_scale(c, link)
+                    if not carrier.reachable(psd * scale, total * scale):  # out of coverage
+                        left -= flow.size_bits - carrier.withdraw(flow)
+                        break
+                    if psd * scale != flow.mean_snr or total * scale != flow.snr_total:
+                        carrier.relink([flow], [psd * scale], [total * scale], [scale])
+                flows.append(flow)
+                on_air = None
+                if not flow.done.triggered:
+                    continue  # (withdrawn)
+                left -= flow.size_bits
+                if left <= 0:
+                    break
+                if grant is not None and grant["cycle_gap_s"] > 0:
+                    yield env.timeout(grant["cycle_gap_s"])
+            extra = flows_accounting(flows)
+            cell = self.cells[c]
+            yield from harq_tail(env, self.profile.harq, carrier.efficiency, extra, flows[-1].rng)
+        except simpy.Interrupt as stop:  # (the device left, or the deadline passed)
+            carrier = self.cells[c].carriers[direction]
+            cut = cut_flows(carrier, flows + ([on_air] if on_air else []), stop.cause)
+            if begun:
                 self.cells[c]._end(link_of(c), direction)
-                yield from self._wait_handover([device])
-                c = self.serving[device.name]
-                if not uplink:
-                    yield from self._relay(c, edge, "downlink", left, kind, 0)
-                self.cells[c]._begin(link_of(c), direction)
-                continue  # (the interruption took time: move again first)
-            waited = env.now
-            yield from self._wait_coverage(device, direction)  # (it drove into a hole)
-            if env.now > waited:
-                continue
-            cell, link = self.cells[c], link_of(c)
-            carrier = cell.carriers[direction]
-            flow = cell._send(carrier, min(left, chunk), 0.0, 0.0, link=link)
-            while not flow.done.triggered:
-                wake = (math.floor(env.now / step + 1e-9) + 1) * step
-                yield flow.done | env.timeout(max(wake - env.now, 0.0))
-                if flow.done.triggered:
-                    break
-                self.mover([device])
-                if self.serving[device.name] != c:
-                    left -= flow.size_bits - carrier.withdraw(flow)
-                    break
-                _, psd, total = OfdmaRadio._link(cell, *link)
-                scale = self.snr_scale(c, link)
-                if not carrier.reachable(psd * scale, total * scale):  # out of coverage
-                    left -= flow.size_bits - carrier.withdraw(flow)
-                    break
-                if psd * scale != flow.mean_snr or total * scale != flow.snr_total:
-                    carrier.relink([flow], [psd * scale], [total * scale], [scale])
-            flows.append(flow)
-            if not flow.done.triggered:
-                continue  # (withdrawn)
-            left -= flow.size_bits
-            if left <= 0:
-                break
-            if grant is not None and grant["cycle_gap_s"] > 0:
-                yield env.timeout(grant["cycle_gap_s"])
-        extra = flows_accounting(flows)
-        cell = self.cells[c]
-        yield from harq_tail(env, self.profile.harq, carrier.efficiency, extra, flows[-1].rng)
+            self.cells[c]._record(
+                *link_of(c), kind, direction, size_bits, start, num_models, cut.extra, cut=cut
+            )
+            raise cut.cause from None
+        self._leave([device], key)
         cell._end(link_of(c), direction)
         if size_bits <= 0:
             extra["airtime_s"] = env.now - start

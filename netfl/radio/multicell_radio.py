@@ -303,9 +303,17 @@ class MultiCellRadio(LinkGainsMixin, HandoverMixin, InterferenceMixin, Radio):
             return None
         start = self.env.now
         site = int(self.cell_site[cell])
-        yield self.backhaul[site, direction].send(size_bits)
-        if self.backhaul_latency_s > 0:
-            yield self.env.timeout(self.backhaul_latency_s)
+        medium = self.backhaul[site, direction]
+        flow = medium.add(size_bits)
+        cut = None
+        try:
+            yield flow.done
+            if self.backhaul_latency_s > 0:
+                yield self.env.timeout(self.backhaul_latency_s)
+        except simpy.Interrupt as stop:  # (a moving device's transfer cut mid-hop)
+            cut = stop
+            if any(f is flow for f in medium.flows):
+                medium.withdraw(flow)
         a, b = self.cell_nodes[cell], self.server
         src, dst = (a, b) if direction == "uplink" else (b, a)
         record = TransferRecord(
@@ -321,9 +329,19 @@ class MultiCellRadio(LinkGainsMixin, HandoverMixin, InterferenceMixin, Radio):
             tx_energy_j=0.0,
             rx_energy_j=0.0,
             airtime_s=self.env.now - start,
+            delivered_bits=flow.size_bits - flow.remaining_bits,
+            outcome="delivered" if cut is None else cut.cause.reason,
         )
         self.recorder.transfers.append(record)
+        if cut is not None:
+            raise cut
         return record
+
+    def watch(self, activities) -> None:
+        """(The cells' radios carry the bits: they register the devices too.)"""
+        super().watch(activities)
+        for cell in self.cells:
+            cell.watch(activities)
 
     def cell_index(self, node: Node) -> int | None:
         """The cell whose BS node ``node`` is (None: not a cell's)."""
@@ -407,10 +425,10 @@ class MultiCellRadio(LinkGainsMixin, HandoverMixin, InterferenceMixin, Radio):
         device = src if src.is_device else dst
         return (yield from self.cell_of(device)._deliver(src, dst, size_bits, direction))
 
-    def _deliver_multicast(self, src, receivers, size_bits):
+    def _deliver_multicast(self, src, receivers, size_bits, progress):
         """(Unused: :meth:`_broadcast` multicasts per cell.) One cell's multicast."""
         cell = self.cell_of(receivers[0])
-        return (yield from cell._deliver_multicast(cell.node, receivers, size_bits))
+        return (yield from cell._deliver_multicast(cell.node, receivers, size_bits, progress))
 
     # -- records -------------------------------------------------------------------
     def settle(self) -> None:

@@ -17,10 +17,14 @@ from typing import Any
 import pandas as pd
 import simpy
 
+from netfl.core.activity import Activities, DeviceCut, TransferCut
 from netfl.core.nodes import Node
 from netfl.core.records import Recorder, TransferRecord
 from netfl.radio.energy import BsPowerModel, BsRadioMeter, UeRadioStates
-from netfl.radio.sharing import ProcessorSharing
+from netfl.radio.sharing import Flow, ProcessorSharing, SharedMedium
+
+#: a multicast's progress now: ``(bits delivered, airtime so far [s])``
+Progress = Callable[[], tuple[float, float]]
 
 __all__ = ["Radio", "FixedRateRadio", "direction_of"]
 
@@ -66,6 +70,9 @@ class Radio(ABC):
         #: called with a transfer's nodes when it starts (moving devices: the world
         #: brings their positions up to now), or None
         self.mover: Callable[[Sequence[Node]], None] | None = None
+        #: the devices' running activities (a departure or a deadline cuts a transfer
+        #: there: :mod:`netfl.core.activity`); None: transfers are never cut
+        self.activities: Activities | None = None
         self.bs_meter = (
             BsRadioMeter(env, bs, bs_power or BsPowerModel(), self.downlink_load)
             if bs is not None
@@ -112,6 +119,11 @@ class Radio(ABC):
             if direction_of(src, r) != "downlink":
                 raise ValueError(f"broadcast goes from the BS to UEs, not {src.name} → {r.name}")
         return self.env.process(self._broadcast(src, receivers, float(size_bits), kind, num_models))
+
+    def watch(self, activities: Activities) -> None:
+        """Register every transfer's devices in ``activities`` while their bits are on
+        air, so that a departure or a deadline cuts the transfer there."""
+        self.activities = activities
 
     def downlink_load(self) -> float:
         """Share of downlink resources FL transfers hold now (fixed rate: 1 while any)."""
@@ -184,7 +196,12 @@ class Radio(ABC):
         num_models: int,
         extra: dict[str, float],
         group: int = -1,
+        cut: TransferCut | None = None,
     ) -> TransferRecord:
+        """Append the record of a transfer that ends now (``cut``: cut short, with the
+        bits it delivered) and charge its UEs' radio energy."""
+        if cut is not None:
+            extra = {**extra, "delivered_bits": cut.delivered_bits, "outcome": cut.cause.reason}
         duration = self.env.now - start_s
         airtime = float(extra.pop("airtime_s", duration))
         record = TransferRecord(
@@ -213,35 +230,82 @@ class Radio(ABC):
             self.mover((src, dst))
         direction = direction_of(src, dst)
         start = self.env.now
+        key = self._enter((src, dst))
         self._begin((src, dst), direction)
-        extra = yield from self._deliver(src, dst, size_bits, direction)
+        try:
+            extra = yield from self._deliver(src, dst, size_bits, direction)
+        except TransferCut as cut:  # (a device left, or the deadline passed)
+            self._end((src, dst), direction)
+            self._record(
+                src, dst, kind, direction, size_bits, start, num_models, cut.extra, cut=cut
+            )
+            raise cut.cause from None
+        self._leave((src, dst), key)
         self._end((src, dst), direction)
         return self._record(src, dst, kind, direction, size_bits, start, num_models, extra or {})
+
+    def _enter(self, nodes: Sequence[Node]) -> object:
+        """Register the running process as the devices' activity (fails with the
+        :class:`~netfl.core.activity.DeviceCut` of one that is cut); returns its key."""
+        key = self.env.active_process
+        if self.activities is not None:
+            self.activities.enter(nodes, key)
+        return key
+
+    def _leave(self, nodes: Sequence[Node], key: object) -> None:
+        if self.activities is not None:
+            self.activities.leave(nodes, key)
 
     def _broadcast(
         self, src: Node, receivers: list[Node], size_bits: float, kind: str, num_models: int
     ) -> Generator[simpy.Event, Any, list[TransferRecord]]:
+        """One transmission to every receiver; a receiver cut meanwhile (it left, or
+        the deadline passed) gets its record at the cut with the bits it had then, the
+        others theirs at the end. Cut before it starts: no receiver left, no transfer."""
+        if self.activities is not None:
+            receivers = [r for r in receivers if self.activities.is_cut(r) is None]
+            if not receivers:
+                return []
         if self.mover is not None:
             self.mover(receivers)
         start = self.env.now
-        self._begin((src, *receivers), "downlink")
-        extra = yield from self._deliver_multicast(src, receivers, size_bits)
-        self._end((src, *receivers), "downlink")
         group = next(self.group_ids)
-        return [
-            self._record(
-                src,
-                r,
-                kind,
-                "downlink",
-                size_bits,
-                start,
-                num_models,
-                dict(extra or {}),
-                group=group,
+        progress: list[Progress] = []
+        records: dict[str, TransferRecord] = {}
+
+        def cut_receiver(r: Node) -> Callable[[DeviceCut], None]:
+            def on_cut(cause: DeviceCut) -> None:
+                delivered, airtime = progress[0]() if progress else (0.0, 0.0)
+                self._end((r,), "downlink")
+                records[r.name] = self._record(
+                    src,
+                    r,
+                    kind,
+                    "downlink",
+                    size_bits,
+                    start,
+                    num_models,
+                    {"airtime_s": airtime},
+                    group=group,
+                    cut=TransferCut(cause, delivered),
+                )
+
+            return on_cut
+
+        for r in receivers:
+            if self.activities is not None:
+                self.activities.enter((r,), (group, r.name), cut_receiver(r))
+        self._begin((src, *receivers), "downlink")
+        extra = yield from self._deliver_multicast(src, receivers, size_bits, progress)
+        stayed = [r for r in receivers if r.name not in records]
+        for r in stayed:
+            self._leave((r,), (group, r.name))
+        self._end((src, *stayed), "downlink")
+        for r in stayed:
+            records[r.name] = self._record(
+                src, r, kind, "downlink", size_bits, start, num_models, dict(extra or {}), group
             )
-            for r in receivers
-        ]
+        return [records[r.name] for r in receivers]
 
     @abstractmethod
     def _deliver(
@@ -250,14 +314,19 @@ class Radio(ABC):
         """Yield until ``size_bits`` have been delivered from ``src`` to ``dst``.
 
         May return extra accounting fields of the transfer record (``airtime_s``:
-        the time it held resources, when less than its duration).
+        the time it held resources, when less than its duration). Interrupted
+        (``simpy.Interrupt`` with a :class:`~netfl.core.activity.DeviceCut`), it takes
+        its bits off the medium and raises :class:`~netfl.core.activity.TransferCut`
+        with the bits delivered until now.
         """
 
     @abstractmethod
     def _deliver_multicast(
-        self, src: Node, receivers: list[Node], size_bits: float
+        self, src: Node, receivers: list[Node], size_bits: float, progress: list[Progress]
     ) -> Generator[simpy.Event, Any, dict[str, float] | None]:
-        """Yield until every receiver has ``size_bits`` (one transmission)."""
+        """Yield until every receiver has ``size_bits`` (one transmission); append to
+        ``progress`` a callable giving the bits delivered and airtime so far, for a
+        receiver that leaves meanwhile."""
 
 
 def _own_rate_bps(src: Node, dst: Node, direction: str) -> float:
@@ -308,23 +377,43 @@ class FixedRateRadio(Radio):
                 "downlink": ProcessorSharing(env, downlink_capacity_bps),
             }
 
-    def _send(self, size_bits: float, rate_bps: float, direction: str) -> simpy.Event:
+    def _send(
+        self, size_bits: float, rate_bps: float, direction: str
+    ) -> tuple[simpy.Event, Progress, Callable[[], float]]:
+        """Start sending: the event of the last bit, the progress ``(bits, airtime)`` so
+        far, and a withdrawal (takes the bits off the medium; returns those delivered)."""
         medium = self._media.get(direction)
+        start = self.env.now
         if medium is None:
-            return self.env.timeout(size_bits / rate_bps)
-        return medium.send(size_bits, cap_bps=rate_bps)
+
+            def sent() -> tuple[float, float]:
+                return min(rate_bps * (self.env.now - start), size_bits), self.env.now - start
+
+            return self.env.timeout(size_bits / rate_bps), sent, lambda: sent()[0]
+        flow = medium.add(size_bits, cap_bps=rate_bps)
+        return (
+            flow.done,
+            lambda: medium.progress(flow),
+            lambda: flow.size_bits - medium.withdraw(flow),
+        )
 
     def _deliver(
         self, src: Node, dst: Node, size_bits: float, direction: str
     ) -> Generator[simpy.Event, Any, dict[str, float] | None]:
-        yield self._send(size_bits, _own_rate_bps(src, dst, direction), direction)
+        done, _, withdraw = self._send(size_bits, _own_rate_bps(src, dst, direction), direction)
+        try:
+            yield done
+        except simpy.Interrupt as stop:
+            raise TransferCut(stop.cause, withdraw()) from None
         return None
 
     def _deliver_multicast(
-        self, src: Node, receivers: list[Node], size_bits: float
+        self, src: Node, receivers: list[Node], size_bits: float, progress: list[Progress]
     ) -> Generator[simpy.Event, Any, dict[str, float] | None]:
         rate = min((r.link.downlink_bps for r in receivers), default=math.inf)
-        yield self._send(size_bits, rate, "downlink")
+        done, sent, _ = self._send(size_bits, rate, "downlink")
+        progress.append(sent)
+        yield done
         return None
 
     def __repr__(self) -> str:

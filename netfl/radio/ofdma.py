@@ -370,6 +370,15 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
         self._defer_reschedule()
         return flow.remaining_bits
 
+    def progress(self, flow: Flow) -> tuple[float, float]:
+        """An active flow's bits delivered and airtime (time holding RBs) until now."""
+        i = next((k for k, f in enumerate(self.flows) if f is flow), None)
+        if i is None:  # (finished or withdrawn: its banked accounting)
+            assert isinstance(flow, OfdmaFlow)
+            return flow.size_bits - flow.remaining_bits, flow.airtime_s
+        self._advance()
+        return flow.size_bits - max(float(self._rem[i]), 0.0), float(self._air[i])
+
     def _bank(self, i: int) -> None:
         """Write row ``i``'s accounting to its flow and remove the row (swap with the last)."""
         f = self.flows[i]

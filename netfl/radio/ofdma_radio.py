@@ -39,7 +39,7 @@ from netfl.core.records import Recorder
 from netfl.radio.energy import BsPowerModel
 from netfl.radio.network import Radio, direction_of
 from netfl.radio.ofdma import OfdmaCarrier, OfdmaFlow
-from netfl.radio.uplink_mac import deliver_in_grant_cycles, harq_tail
+from netfl.radio.uplink_mac import cut_flows, deliver_in_grant_cycles, harq_tail
 
 __all__ = ["OfdmaRadio"]
 
@@ -392,29 +392,36 @@ class OfdmaRadio(Radio):
         _, psd, total = self._link(src, dst)
         start = self.env.now
         grant = self.profile.uplink_grant
-        if direction != "uplink" or grant is None or size_bits <= 0:
-            flow = self._send(carrier, size_bits, psd, total, link=(src, dst))
-            yield flow.done
-            extra = self._finish(carrier, flow, start)
-        else:
-            rng = self._rng_for_transfer(self._count)  # (one per upload, its cycles share it)
-            self._count += 1
-            extra, flow = yield from deliver_in_grant_cycles(
-                self.env,
-                lambda bits: self._send(carrier, bits, psd, total, rng, link=(src, dst)),
-                size_bits,
-                grant,
-            )
-        yield from harq_tail(self.env, self.profile.harq, carrier.efficiency, extra, flow.rng)
+        sent: list[OfdmaFlow] = []  # (the flows started; a grant cycle's each)
+
+        def send(bits: float, rng: np.random.Generator | None = None) -> OfdmaFlow:
+            sent.append(self._send(carrier, bits, psd, total, rng, link=(src, dst)))
+            return sent[-1]
+
+        try:
+            if direction != "uplink" or grant is None or size_bits <= 0:
+                flow = send(size_bits)
+                yield flow.done
+                extra = self._finish(carrier, flow, start)
+            else:
+                rng = self._rng_for_transfer(self._count)  # (one per upload, its cycles share it)
+                self._count += 1
+                extra, flow = yield from deliver_in_grant_cycles(
+                    self.env, lambda bits: send(bits, rng), size_bits, grant
+                )
+            yield from harq_tail(self.env, self.profile.harq, carrier.efficiency, extra, flow.rng)
+        except simpy.Interrupt as stop:
+            raise cut_flows(carrier, sent, stop.cause) from None
         return extra
 
     def _deliver_multicast(
-        self, src: Node, receivers: list[Node], size_bits: float
+        self, src: Node, receivers: list[Node], size_bits: float, progress: list
     ) -> Generator[simpy.Event, Any, dict[str, float] | None]:
         carrier = self.carriers["downlink"]
         snrs = np.array([self._link(src, r)[1] for r in receivers])
         start = self.env.now
         flow = self._send(carrier, size_bits, float(snrs.min()), math.inf, multicast_snrs=snrs)
+        progress.append(lambda: carrier.progress(flow))
         yield flow.done
         extra = self._finish(carrier, flow, start)
         yield from harq_tail(self.env, self.profile.harq, carrier.efficiency, extra, flow.rng)

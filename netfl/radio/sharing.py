@@ -179,6 +179,22 @@ class SharedMedium(ABC):
         self._defer_reschedule()
         return flow.done
 
+    def withdraw(self, flow: Flow) -> float:
+        """Take an active flow off the medium now (its device left): the others are
+        re-allocated at this instant; returns its bits not yet delivered. Its ``done``
+        never fires."""
+        self._advance()
+        self.flows.remove(flow)
+        flow.remaining_bits = max(flow.remaining_bits, 0.0)
+        flow.share = 0.0
+        self._defer_reschedule()
+        return flow.remaining_bits
+
+    def progress(self, flow: Flow) -> tuple[float, float]:
+        """An active flow's bits delivered and airtime [s] until now."""
+        self._advance()
+        return flow.size_bits - flow.remaining_bits, self.env.now - flow.start_s
+
     def add_session(self, demand: float) -> int:
         """A background session starts holding up to ``demand``; returns its handle."""
         self._advance()
@@ -304,7 +320,13 @@ class ProcessorSharing(SharedMedium):
 
     def send(self, size_bits: float, cap_bps: float = math.inf) -> simpy.Event:
         """Start a flow of ``size_bits``; the returned event fires on delivery."""
-        return self.add_flow(Flow(float(size_bits), float(cap_bps), self.env.event()))
+        return self.add(size_bits, cap_bps).done
+
+    def add(self, size_bits: float, cap_bps: float = math.inf) -> Flow:
+        """Start a flow of ``size_bits`` and return it (``flow.done`` fires on delivery)."""
+        flow = Flow(float(size_bits), float(cap_bps), self.env.event())
+        self.add_flow(flow)
+        return flow
 
     def _allocate(self) -> float:
         shares, session_total = self._equal_share(np.array([f.cap for f in self.flows]))

@@ -15,9 +15,16 @@ import simpy
 
 from channel_models.numerology import SUBFRAME_S
 from channel_models.units import linear_to_db
-from netfl.radio.ofdma import OfdmaFlow
+from netfl.core.activity import DeviceCut, TransferCut
+from netfl.radio.ofdma import OfdmaCarrier, OfdmaFlow
 
-__all__ = ["flows_accounting", "deliver_in_grant_cycles", "harq_tail", "MAX_GRANT_CYCLES"]
+__all__ = [
+    "flows_accounting",
+    "deliver_in_grant_cycles",
+    "harq_tail",
+    "cut_flows",
+    "MAX_GRANT_CYCLES",
+]
 
 #: buffer-status grant cycles of one uplink at most (an LTE cycle carries 150 kB; 10,000
 #: of them are a 1.5 GB payload and take seconds of simulator time): scenarios whose
@@ -62,6 +69,19 @@ def flows_accounting(flows: list[OfdmaFlow]) -> dict[str, float]:
         "mean_snr_db": float(linear_to_db(snr)),
         "airtime_s": airtime,
     }
+
+
+def cut_flows(carrier: OfdmaCarrier, flows: list[OfdmaFlow], cause: DeviceCut) -> TransferCut:
+    """A transfer carried by ``flows`` (grant cycles; the last may be on air) is cut now:
+    the flow on air leaves the carrier (:meth:`OfdmaCarrier.withdraw`); the bits
+    delivered are those of every flow until now (a cut in the HARQ round trips of the
+    last block counts its bits: they were on air) and the accounting theirs."""
+    for f in flows:
+        if any(g is f for g in carrier.flows):
+            carrier.withdraw(f)
+    delivered = sum(f.size_bits - f.remaining_bits for f in flows)
+    extra = flows_accounting(flows) if flows else {"airtime_s": 0.0}
+    return TransferCut(cause, delivered, extra)
 
 
 def harq_tail(

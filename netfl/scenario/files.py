@@ -200,11 +200,32 @@ def parse_scenario(
     probs = (
         _check_device_models(scenario)
         + _check_availability(scenario)
+        + _check_deadline(scenario)
         + ALGORITHMS[name].check_scenario(scenario)
     )
     if probs:
         raise ScenarioError(source, probs)
     return scenario
+
+
+def _check_deadline(scenario: Scenario) -> list[tuple[str, str]]:
+    """``algorithm.deadline_s`` is kept by FedAvg's round: an algorithm that runs its
+    own rounds (FedDif, HierFAVG, the split and heterogeneous families) refuses it."""
+    if scenario.algorithm.options().get("deadline_s") is None:
+        return []
+    from netfl.algorithms.fedavg import FedAvg
+
+    name = scenario.algorithm.name
+    if ALGORITHMS[name].round is FedAvg.round:
+        return []
+    able = ", ".join(sorted(k for k, c in ALGORITHMS.items() if c.round is FedAvg.round))
+    return [
+        (
+            "algorithm.deadline_s",
+            f"algorithm {name!r} runs its own rounds; a deadline applies to FedAvg's "
+            f"round (valid with: {able})",
+        )
+    ]
 
 
 def _check_availability(scenario: Scenario) -> list[tuple[str, str]]:

@@ -45,6 +45,34 @@ class DeviceAvailability:
                 spans, period = clients[(node.index + 1) % len(clients)]
                 self.timed[node.name] = TraceAvailability(spans, period)
         self.bernoulli = bool((self.p < 1.0).any())
+        self._departures: dict[str, float] = {}  # device → the off instant it is watched for
+
+    def off_at(self, device: Node) -> float | None:
+        """When ``device``, on now, turns off (None: not before the next round's start,
+        as far as its model says — Bernoulli and ``always`` devices stay for the round)."""
+        model = self.timed.get(device.name)
+        now = self.world.env.now
+        if isinstance(model, MarkovOnOff):
+            return model.next_switch(now) if model.is_on(now) else None
+        if isinstance(model, TraceAvailability):
+            return model.next_off(now)
+        return None
+
+    def watch_departures(self, devices: list[Node]) -> None:
+        """Cut each of ``devices`` that is on now where its on-period ends: a transfer or
+        compute step it runs then stops there (``Activities.cut``, reason ``left``).
+        One watcher per off instant."""
+        env = self.world.env
+        for d in devices:
+            t = self.off_at(d)
+            if t is None or self._departures.get(d.name) == t:
+                continue
+            self._departures[d.name] = t
+            env.process(self._depart(d, t))
+
+    def _depart(self, device: Node, t: float):
+        yield self.world.env.timeout(max(t - self.world.env.now, 0.0))
+        self.world.activities.cut(device, "left")
 
     def available(self, r: int, devices: list[Node]) -> list[Node]:
         """The devices among ``devices`` that are on at round ``r``'s start (now)."""

@@ -18,6 +18,7 @@ from channel_models import get_link_profile
 from channel_models.channel_profiles import ChannelProfile
 from netfl.algorithms.context import ModelInfo
 from netfl.compute import ComputeEngine, get_compute_profile
+from netfl.core.activity import Activities
 from netfl.core.nodes import Node
 from netfl.core.records import Recorder
 from netfl.core.rng import Streams
@@ -69,6 +70,10 @@ class World:
         self.coverage_frames: list[pd.DataFrame] = []
         self.update_coverage()
         self.compute = ComputeEngine(self.env, self.recorder)
+        #: what each device is doing now: a departure or a deadline cuts it there
+        self.activities = Activities(self.env)
+        self.radio.watch(self.activities)
+        self.compute.activities = self.activities
         self._build_model()
         self.train_config = TrainConfig(
             lr=scenario.training.lr,
@@ -345,8 +350,12 @@ class World:
 
     def available_devices(self, r: int) -> list[Node]:
         """The devices in coverage that are on at round ``r``'s start
-        (``devices.availability``; every one of them by default)."""
-        return self.availability.available(r, self.devices)
+        (``devices.availability``; every one of them by default). Each of them is cut
+        where its on-period ends (a transfer or compute step it runs then stops there)."""
+        on = self.availability.available(r, self.devices)
+        if self.availability.timed:
+            self.availability.watch_departures(on)
+        return on
 
     def next_available_s(self) -> float | None:
         """The first instant after now at which a device in coverage that is off turns
@@ -365,6 +374,7 @@ class World:
             self.redrop(r)
         if self.trajectories:
             self.move(self.all_devices)
+        self.activities.restore(self.all_devices)  # (cut last round: they may take part)
 
     def redrop(self, *keys: int) -> None:
         """Re-drop every device uniformly over the cell from the ``placement`` stream of ``keys``.
