@@ -48,6 +48,7 @@ LAYERS: list[list[str]] = [
         "netfl.core.timeline",
         "netfl.core.invariants",
         "netfl.core.threads",
+        "netfl.core.activity",
         "netfl.core.availability",
     ],
     [  # mechanisms without a clock: compute profiles and meters, torch learning

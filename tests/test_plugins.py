@@ -97,6 +97,7 @@ def test_a_plugin_file_runs_validates_lists_and_is_recorded(tmp_path, capsys, mo
         "fraction": 1.0,
         "min_clients": 1,
         "downlink": "unicast",
+        "deadline_s": None,
         "factor": 2,
     }
     # the plugin's epochs are charged: twice FedAvg's compute per device and round

@@ -30,6 +30,7 @@ def test_defaults_fill_in():
         "fraction": 1.0,
         "min_clients": 1,
         "downlink": "unicast",
+        "deadline_s": None,
     }
 
 

@@ -45,8 +45,8 @@ if TYPE_CHECKING:
     import torch
 
     from netfl.compute.engine import ComputeEngine
-    from netfl.core.activity import Activities
     from netfl.compute.flops import ModelFlops
+    from netfl.core.activity import Activities
     from netfl.core.nodes import Node
     from netfl.core.rng import Streams
     from netfl.learning.datasets import Dataset

@@ -240,7 +240,8 @@ class FedAvg(Algorithm):
             for dev, job in zip(clients, jobs, strict=True):
                 if job.is_alive:
                     self.world.activities.cut(dev, "late")
-            yield everyone
+            # (a new condition: SimPy detaches the one nested in a triggered `|`)
+            yield simpy.AllOf(env, jobs)
         outcomes = [job.value for job in jobs]
         arrived = [(d, o) for d, o in zip(clients, outcomes, strict=True) if not is_cut(o)]
         yield from self.server_update(r, [d for d, _ in arrived], [o for _, o in arrived])

@@ -424,7 +424,6 @@ class FlowerBridge:
         A device that leaves meanwhile (its transfer or step cut there) answers with
         Flower's ``NODE_UNAVAILABLE`` error, as Flower does for a node that is lost; the
         handler's changes to its context are lost with it."""
-        world = self.world
         device = self.nodes[nid]
         handled = [False]  # (its compute step is over: the device takes the next message)
         try:

@@ -21,8 +21,8 @@ from channel_models.pathloss import los_distance_m
 from netfl.core.nodes import Node
 from netfl.core.records import TransferRecord
 from netfl.errors import UserError
-from netfl.radio.ofdma_radio import OfdmaRadio
 from netfl.radio.ofdma import OfdmaFlow
+from netfl.radio.ofdma_radio import OfdmaRadio
 from netfl.radio.uplink_mac import cut_flows, flows_accounting, harq_tail
 
 __all__ = ["COVERAGE_WAIT_LIMIT_S", "HandoverMixin"]

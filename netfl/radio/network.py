@@ -21,7 +21,7 @@ from netfl.core.activity import Activities, DeviceCut, TransferCut
 from netfl.core.nodes import Node
 from netfl.core.records import Recorder, TransferRecord
 from netfl.radio.energy import BsPowerModel, BsRadioMeter, UeRadioStates
-from netfl.radio.sharing import Flow, ProcessorSharing, SharedMedium
+from netfl.radio.sharing import ProcessorSharing
 
 #: a multicast's progress now: ``(bits delivered, airtime so far [s])``
 Progress = Callable[[], tuple[float, float]]

@@ -233,6 +233,26 @@ def test_devices_that_are_off_are_not_nodes(tmp_path):
     assert "ue3" not in set(res.transfers["dst"]) and (res.rounds["num_clients"] == 3).all()
 
 
+def test_a_device_that_leaves_mid_exchange_answers_node_unavailable(tmp_path):
+    """ue1 leaves 3 ms into round 0, during its reply's upload (1.2 ms down, 4.9 ms up):
+    the upload stops there with the bits it delivered, the strategy gets Flower's error
+    reply for it (and aggregates the three others); in round 1 ue1 is no node."""
+    trace = tmp_path / "on.csv"
+    trace.write_text("device,on_s,off_s\nue0,0,1e6\nue1,0,0.003\nue2,0,1e6\nue3,0,1e6\n")
+    res = run(
+        _scenario(
+            {"num-server-rounds": 2, "fraction-evaluate": 0.0},
+            devices={"count": 4, "availability": {"model": "trace", "file": str(trace)}},
+        )
+    )
+    assert res.rounds["flower_errors"].tolist() == [1.0, 0.0]
+    assert res.rounds["num_clients"].tolist() == [4, 3]
+    up = res.transfers[(res.transfers["kind"] == "train_up") & (res.transfers["src"] == "ue1")]
+    assert len(up) == 1 and up.iloc[0]["outcome"] == "left"
+    assert up.iloc[0]["end_s"] == pytest.approx(0.003, rel=1e-12)
+    assert 0 < up.iloc[0]["delivered_bits"] < up.iloc[0]["size_bits"]
+
+
 def test_a_client_app_that_raises_stops_the_run_naming_device_and_round():
     cfg = {"num-server-rounds": 3, "fail-node": 1, "fail-round": 2}
     res = run(_scenario(cfg), partial_on_interrupt=True)

@@ -4,6 +4,7 @@ RSRP association, the backhaul hop, and bad input."""
 from __future__ import annotations
 
 import math
+from contextlib import nullcontext
 
 import numpy as np
 import pandas as pd
@@ -837,3 +838,43 @@ def test_fast_devices_stay_inside_a_wrap_around_network_for_40_rounds(model):
     dep = HexLayout(isd_m=200.0, rings=1, sectors=1)
     assert dep.contains(xy).all()
     assert (result.rounds["starved_devices"] == 0).all()
+
+
+def test_a_moving_transfer_cut_mid_way_leaves_no_flow_and_keeps_its_bits():
+    """A moving UE's upload (re-rated at every measurement, across handovers) cut by
+    its departure: the record ends at the cut, marked ``left``, with the bits delivered
+    until then — more the later the cut, fewer than the whole — and no flow of it stays
+    on any cell's carrier."""
+    from netfl.core.activity import DeviceCut
+
+    s = _scenario(
+        cell={"link": {"mode": "ofdma", "channel_profile": "nr_fr1_uma"}},
+        network={"sites": 7, "sectors": 3, "handover": {"sample_ms": 40}},
+        devices={"count": 1, "mobility": {"model": "constant_velocity", "speed_kmh": 60}},
+        seed=3,
+    )
+
+    def upload(cut_after_s: float | None):
+        world = World(s)
+        env = world.env
+        (ue,) = world.all_devices
+        env.run(until=30.0)
+        proc = world.radio.transfer(ue, world.bs, 2e8, "probe")
+        if cut_after_s is not None:
+            env.run(until=30.0 + cut_after_s)
+            world.activities.cut(ue, "left")
+        with pytest.raises(DeviceCut) if cut_after_s is not None else nullcontext():
+            env.run(until=proc)
+        rec = next(r for r in reversed(world.recorder.transfers) if r.direction == "uplink")
+        for cell in world.radio.cells:
+            assert not any(f.link for f in cell.carriers["uplink"].flows)
+        return rec
+
+    full = upload(None)
+    assert full.outcome == "delivered" and full.delivered_bits == 2e8
+    span = full.end_s - full.start_s
+    early, late = upload(0.3 * span), upload(0.7 * span)
+    assert early.outcome == late.outcome == "left"
+    assert early.end_s == pytest.approx(30.0 + 0.3 * span)
+    assert 0 < early.delivered_bits < late.delivered_bits < 2e8
+    assert early.tx_energy_j < late.tx_energy_j < full.tx_energy_j

@@ -1,0 +1,253 @@
+"""Devices that leave mid-round and round deadlines (issue 33, item 3): a transfer or
+compute step cut where it is, recorded with exactly what it delivered and spent; the
+FedAvg family aggregates the updates that arrived."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from netfl.algorithms import FedAvg
+from netfl.learning.tasks import TrainTask
+from netfl.scenario.files import algorithm_config, parse_scenario
+from netfl.sim.runner import run
+from netfl.sim.world import World
+from tests.conftest import tiny_scenario
+
+
+def _trace(tmp_path, spans: dict[int, tuple[float, float]], count: int) -> str:
+    """A trace file: device i on during spans[i] (default: always, for the run)."""
+    rows = ["device,on_s,off_s"]
+    for i in range(count):
+        on, off = spans.get(i, (0.0, 1e6))
+        rows.append(f"{i},{float(on)!r},{float(off)!r}")
+    path = tmp_path / "trace.csv"
+    path.write_text("\n".join(rows) + "\n")
+    return str(path)
+
+
+def _scenario(tmp_path=None, spans=None, count=1, mode="timing", rounds=1, **sections):
+    devices = {"count": count, **sections.pop("devices", {})}
+    if spans is not None:
+        devices["availability"] = {"model": "trace", "file": _trace(tmp_path, spans, count)}
+    return parse_scenario(
+        tiny_scenario(
+            devices=devices,
+            training={"rounds": rounds, "batch_size": 16, "lr": 0.05},
+            learning={"mode": mode},
+            **sections,
+        )
+    )
+
+
+def _clock(s) -> dict[str, float]:
+    """A one-device FedAvg round's phases by hand on dedicated fixed-rate links."""
+    world = World(s)
+    d = world.devices[0]
+    size = world.model.size_bits
+    flops = world.model.flops.train_per_sample * world.num_samples(d) * s.training.local_epochs
+    down = size / d.link.downlink_bps
+    comp = flops / d.compute.effective_flops_per_s
+    out = {
+        "size": size,
+        "down": down,
+        "comp": comp,
+        "up": size / d.link.uplink_bps,
+        "ul_bps": d.link.uplink_bps,
+        "flops_per_s": d.compute.effective_flops_per_s,
+        "tx_w": d.compute.tx_power_w,
+        "busy_w": d.compute.busy_power_w,
+    }
+    world.close()
+    return out
+
+
+def test_a_device_leaving_mid_upload_records_exactly_the_bits_delivered(tmp_path):
+    """Dedicated fixed-rate link: the upload starts after download + compute and the
+    device leaves 40 % into it: the record ends at the departure with R_up·(t_off − t_up)
+    bits and tx energy P_tx·(t_off − t_up); the round aggregates nothing."""
+    c = _clock(_scenario())
+    t_up = c["down"] + c["comp"]
+    t_off = t_up + 0.4 * c["up"]
+    result = run(_scenario(tmp_path, {0: (0.0, t_off)}))
+    t = result.transfers.set_index("kind")
+    up = t.loc["model_up"]
+    assert up["outcome"] == "left" and up["end_s"] == pytest.approx(t_off, rel=1e-12)
+    assert up["delivered_bits"] == pytest.approx(c["ul_bps"] * (t_off - t_up), rel=1e-9)
+    assert up["delivered_bits"] == pytest.approx(0.4 * c["size"], rel=1e-9)
+    assert up["size_bits"] == c["size"]
+    assert up["tx_energy_j"] == pytest.approx(c["tx_w"] * (t_off - t_up), rel=1e-9)
+    down = t.loc["model_down"]
+    assert down["outcome"] == "delivered" and down["delivered_bits"] == c["size"]
+    row = result.rounds.iloc[0]
+    assert (row["clients_arrived"], row["clients_left"], row["clients_late"]) == (0, 1, 0)
+
+
+def test_a_device_leaving_mid_compute_stops_there_and_never_uploads(tmp_path):
+    c = _clock(_scenario())
+    t_off = c["down"] + 0.25 * c["comp"]
+    result = run(_scenario(tmp_path, {0: (0.0, t_off)}))
+    step = result.computes[result.computes["node"] == "ue0"].iloc[0]
+    assert step["outcome"] == "left" and step["end_s"] == pytest.approx(t_off, rel=1e-12)
+    assert step["flops"] == pytest.approx(c["flops_per_s"] * 0.25 * c["comp"], rel=1e-9)
+    assert step["energy_j"] == pytest.approx(c["busy_w"] * 0.25 * c["comp"], rel=1e-9)
+    assert "model_up" not in set(result.transfers["kind"])
+
+
+def test_a_shared_medium_gives_the_leavers_share_to_the_others(tmp_path):
+    """Shared fixed-rate downlink of capacity D below each device's own rate: two
+    downloads share D/2 each; one device leaves at t_off with D/2·t_off bits, the other
+    then gets all of D and ends at t_off + (S − D/2·t_off)/D."""
+    probe = World(_scenario(count=2))
+    dl = probe.devices[0].link.downlink_bps
+    size = probe.model.size_bits
+    probe.close()
+    cap = 0.5 * dl
+    link = {"mode": "fixed_rate", "shared": True}
+    link |= {"uplink_capacity_mbps": 1000.0, "downlink_capacity_mbps": cap / 1e6}
+    t_off = 0.3 * size / (cap / 2)
+    s = _scenario(tmp_path, {0: (0.0, t_off)}, count=2, cell={"link": link})
+    t = run(s).transfers
+    down = t[t["kind"] == "model_down"].set_index("dst")
+    assert down.loc["ue0", "outcome"] == "left"
+    assert down.loc["ue0", "delivered_bits"] == pytest.approx(cap / 2 * t_off, rel=1e-9)
+    assert down.loc["ue1", "outcome"] == "delivered"
+    assert down.loc["ue1", "end_s"] == pytest.approx(
+        t_off + (size - cap / 2 * t_off) / cap, rel=1e-9
+    )
+
+
+def test_a_multicast_receiver_that_leaves_keeps_what_it_had(tmp_path):
+    c = _clock(_scenario())
+    t_off = 0.5 * c["down"]
+    s = _scenario(
+        tmp_path, {1: (0.0, t_off)}, count=3, algorithm={"name": "fedavg", "downlink": "multicast"}
+    )
+    result = run(s)
+    t = result.transfers
+    down = t[t["kind"] == "model_down"].set_index("dst")
+    assert down["multicast_group"].nunique() == 1
+    assert down.loc["ue1", "outcome"] == "left"
+    assert down.loc["ue1", "delivered_bits"] == pytest.approx(0.5 * c["size"], rel=1e-9)
+    assert down.loc["ue1", "end_s"] == pytest.approx(t_off, rel=1e-12)
+    for other in ("ue0", "ue2"):
+        assert down.loc[other, "end_s"] == pytest.approx(c["down"], rel=1e-12)
+    assert set(t[t["kind"] == "model_up"]["src"]) == {"ue0", "ue2"}
+    assert result.rounds.iloc[0]["clients_left"] == 1
+
+
+def _ofdma(profile: str, **link):
+    return {"link": {"mode": "ofdma", "channel_profile": profile, "fading": "none", **link}}
+
+
+@pytest.mark.parametrize("profile", ["nr_fr1_uma", "lte_20mhz"])
+def test_an_ofdma_upload_cut_delivers_its_bits_until_then(tmp_path, profile):
+    """Without fading a lone upload's bits grow linearly in its airtime: cut halfway
+    through its airtime it has half of them, and half the tx energy of the uncut run
+    (LTE: after the grant's start-up delay; cut within that delay, none). The uncut run
+    is the reference."""
+    full = run(_scenario(cell=_ofdma(profile)))
+    up = full.transfers[full.transfers["kind"] == "model_up"].iloc[0]
+    assert up["harq_retransmissions"] == 0
+    t_off = up["end_s"] - 0.5 * up["airtime_s"]
+    cut = run(_scenario(tmp_path, {0: (0.0, t_off)}, cell=_ofdma(profile)))
+    rec = cut.transfers[cut.transfers["kind"] == "model_up"].iloc[0]
+    assert rec["outcome"] == "left" and rec["end_s"] == pytest.approx(t_off, rel=1e-12)
+    assert rec["delivered_bits"] == pytest.approx(0.5 * rec["size_bits"], rel=1e-6)
+    assert rec["airtime_s"] == pytest.approx(0.5 * up["airtime_s"], rel=1e-6)
+    assert rec["tx_energy_j"] < up["tx_energy_j"]
+    if profile == "lte_20mhz":  # (within the start-up delay: nothing on air yet)
+        early = up["start_s"] + 0.5 * (up["end_s"] - up["airtime_s"] - up["start_s"])
+        cut = run(_scenario(tmp_path, {0: (0.0, early)}, cell=_ofdma(profile)))
+        rec = cut.transfers[cut.transfers["kind"] == "model_up"].iloc[0]
+        assert rec["outcome"] == "left" and rec["delivered_bits"] == 0.0
+        assert rec["airtime_s"] == 0.0
+
+
+def test_deadline_aggregates_exactly_the_clients_that_arrived_by_hand():
+    """Four clients of different speeds; the deadline falls between the second and the
+    third arrival: the two first are averaged (their local models trained here by hand,
+    Σ n_k w_k / Σ n_k), the two others are cut at the deadline and recorded late."""
+    groups = [{"count": 1, "link_profile": p} for p in ("5g", "wifi", "4g_lte", "3g")]
+
+    def world_and_alg(**algorithm):
+        s = parse_scenario(
+            tiny_scenario(
+                devices={"count": 4, "groups": groups},
+                training={"rounds": 1, "batch_size": 16, "lr": 0.05},
+                learning={"mode": "learn"},
+                algorithm={"name": "fedavg", **algorithm},
+            )
+        )
+        world = World(s)
+        return world, FedAvg(world, algorithm_config(s))
+
+    world, alg = world_and_alg()
+    proc = world.env.process(alg.round(0))
+    world.env.run(until=proc)
+    t = world.recorder.transfers_frame()
+    arrivals = t[t["kind"] == "model_up"].set_index("src")["end_s"].sort_values()
+    world.close()
+    assert list(arrivals.index[:2]) == ["ue0", "ue1"]
+    deadline = 0.5 * (arrivals.iloc[1] + arrivals.iloc[2])
+
+    world, alg = world_and_alg(deadline_s=float(deadline))
+    start = {k: v.clone() for k, v in alg.global_state.items()}
+    proc = world.env.process(alg.round(0))
+    world.env.run(until=proc)
+    summary = proc.value
+    assert summary.extra == {"clients_arrived": 2.0, "clients_left": 0.0, "clients_late": 2.0}
+    t = world.recorder.transfers_frame()
+    late = t[t["outcome"] == "late"]
+    devices = set(late["src"]) | set(late["dst"])
+    assert devices == {"bs", "ue2", "ue3"} and (late["end_s"] == deadline).all()
+    assert (late["delivered_bits"] < late["size_bits"]).all()
+    aggregate = alg.aggregation_flops(2) / world.bs.compute.effective_flops_per_s
+    assert world.env.now == pytest.approx(deadline + aggregate, rel=1e-12)
+    ctx = world.executor.context
+    arrived = [world.devices[0], world.devices[1]]
+    locals_ = [
+        ctx.run(
+            TrainTask(
+                model=world.model.spec.name,
+                state=start,
+                indices=world.partitions[d.index],
+                config=world.train_config,
+                seed=world.streams.torch_seed("torch", 0, d.index),
+            )
+        )
+        for d in arrived
+    ]
+    n = np.array([world.num_samples(d) for d in arrived], dtype=np.float64)
+    for key, value in alg.global_state.items():
+        by_hand = sum(
+            w * res.state[key].double() for w, res in zip(n / n.sum(), locals_, strict=True)
+        )
+        torch.testing.assert_close(value.double(), by_hand, rtol=1e-6, atol=1e-7)
+    world.close()
+
+
+def test_a_deadline_nobody_meets_keeps_the_model_and_devices_return_next_round():
+    s = _scenario(count=2, mode="learn", algorithm={"name": "fedavg", "deadline_s": 1e-4}, rounds=2)
+    result = run(s)
+    assert list(result.rounds["clients_late"]) == [2.0, 2.0]
+    assert list(result.rounds["clients_arrived"]) == [0.0, 0.0]
+    downs = result.transfers[result.transfers["kind"] == "model_down"]
+    assert len(downs) == 4 and (downs["outcome"] == "late").all()  # (both rounds: restored)
+    assert result.rounds["accuracy"].nunique() == 1  # (nothing aggregated: the model stays)
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "message"),
+    [
+        ({"name": "fedavg", "deadline_s": 0}, "algorithm.deadline_s"),
+        ({"name": "hierfavg", "deadline_s": 1.0}, "runs its own rounds; a deadline applies"),
+    ],
+)
+def test_bad_deadlines_are_one_line(algorithm, message):
+    from netfl.errors import ScenarioError
+
+    with pytest.raises(ScenarioError, match=message) as err:
+        parse_scenario(tiny_scenario(algorithm=algorithm))
+    assert len(err.value.lines()) == 1
