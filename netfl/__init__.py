@@ -27,6 +27,11 @@ _EXPORTS = {
     "RoundSummary": "netfl.algorithms",
     "RoundContext": "netfl.algorithms",
     "register": "netfl.algorithms",
+    "register_model": "netfl.scenario.registries",
+    "register_dataset": "netfl.scenario.registries",
+    "register_partition": "netfl.scenario.registries",
+    "register_compute_profile": "netfl.scenario.registries",
+    "register_link_profile": "netfl.scenario.registries",
     "ScenarioError": "netfl.errors",
     "UserError": "netfl.errors",
     "WorkerLost": "netfl.errors",
@@ -49,6 +54,13 @@ if TYPE_CHECKING:  # what type checkers and editors see
     from netfl.output.figures import cost_to_target
     from netfl.output.rundir import read_run, write_run
     from netfl.scenario.files import load_scenario, parse_scenario
+    from netfl.scenario.registries import (
+        register_compute_profile,
+        register_dataset,
+        register_link_profile,
+        register_model,
+        register_partition,
+    )
     from netfl.scenario.schema import Scenario
     from netfl.sim.result import RunResult
     from netfl.sim.runner import run

@@ -12,6 +12,11 @@ class UserError(Exception):
     """An error caused by user input; ``str(err)`` is one complete line."""
 
 
+class RegistrationError(ValueError):
+    """Something a plugin registers that cannot be (no algorithm, a bad name, a name
+    taken): :mod:`netfl.scenario.plugins` reports it as one line naming the plugin."""
+
+
 def _one_line(text: str, limit: int = 600) -> str:
     text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
     return text if len(text) <= limit else text[: limit - 1] + "…"

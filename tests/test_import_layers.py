@@ -122,6 +122,7 @@ LAYERS: list[list[str]] = [
         "netfl.scenario.files",
         "netfl.scenario.reading",
         "netfl.scenario.plugins",
+        "netfl.scenario.registries",
         "netfl.scenario.layout",
         "netfl.scenario.network",
         "netfl.scenario.schema",

@@ -52,10 +52,12 @@ def _plugin_text(name: str = "twice", doc: bool = True) -> str:
 
 @pytest.fixture(autouse=True)
 def clean_registry():
-    """Plugins registered by a test leave the registry (and sys.modules) as it was."""
+    """Plugins registered by a test leave the registries (and sys.modules) as they were."""
     algorithms, origins, loaded = dict(ALGORITHMS), dict(plugins._ORIGIN), dict(plugins._LOADED)
     modules, path = set(sys.modules), list(sys.path)
+    before = plugins._snapshot()
     yield
+    plugins._forget(before)
     sys.path[:] = path
     ALGORITHMS.clear()
     ALGORITHMS.update(algorithms)
@@ -199,6 +201,51 @@ def test_an_entry_point_algorithm_needs_no_plugins_key(tmp_path, monkeypatch, ca
     assert "[entry point ep_twice = epplug:EpTwice (epplug)]" in listing
 
 
+def test_an_entry_point_algorithm_in_a_two_worker_sweep_and_a_resume(tmp_path, monkeypatch):
+    """The sweep's worker processes find the installed entry point by the algorithm's
+    name alone, and a run interrupted after its checkpoint resumes with it."""
+    text = _plugin_text("ep_sweep").replace("@register\n", "")
+    _entry_point_package(tmp_path, "ep_sweep", text, "epplug:EpSweep")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.invalidate_caches()
+    base = _scenario_file(
+        tmp_path,
+        algorithm={"name": "ep_sweep"},
+        training={"rounds": 4, "batch_size": 16},
+        outputs={"figures": False, "progress": False, "checkpoint_every": 1},
+    )
+    sweep = tmp_path / "s.sweep.yaml"
+    sweep.write_text(
+        yaml.safe_dump({"name": "ep", "base": "s.yaml", "grid": {"algorithm.factor": [1, 3]}})
+    )
+    out = tmp_path / "sweep"
+    assert main(["sweep", str(sweep), "--workers", "2", "--out", str(out), "--no-progress"]) == 0
+    assert list(pd.read_csv(out / "sweep.csv")["status"]) == ["complete", "complete"]
+    import netfl.sim.runner as runner
+
+    real = runner.check_round
+
+    def interrupt(r, *args):
+        if r == 2:
+            raise KeyboardInterrupt
+        return real(r, *args)
+
+    run_dir = tmp_path / "killed"
+    runner.check_round = interrupt
+    try:
+        assert main(["run", str(base), "--out", str(run_dir), "--no-progress"]) == 130
+    finally:
+        runner.check_round = real
+    ALGORITHMS.pop("ep_sweep")  # (as in a new process: the resume finds the entry point)
+    plugins._ORIGIN.pop(("algorithm", "ep_sweep"), None)
+    for name in [m for m in sys.modules if m.startswith("epplug")]:
+        del sys.modules[name]
+    assert main(["run", "--resume", str(run_dir), "--no-progress"]) == 0
+    whole = tmp_path / "whole"
+    assert main(["run", str(base), "--out", str(whole), "--no-progress"]) == 0
+    assert (run_dir / "rounds.csv").read_bytes() == (whole / "rounds.csv").read_bytes()
+
+
 @pytest.mark.parametrize(
     ("files", "spec", "expected"),
     [
@@ -324,3 +371,128 @@ def test_a_plugin_imports_a_helper_beside_it(tmp_path):
     path = _scenario_file(tmp_path, plugins=["helped.py"], algorithm={"name": "helped"})
     assert load_scenario(path).algorithm.name == "helped"
     assert ALGORITHMS["helped"].Config().factor == 3
+
+
+#: a plugin adding one of everything else a scenario names
+LAB = """
+import numpy as np
+from torch import nn
+
+import netfl
+from channel_models import LinkProfile
+from netfl.compute.profiles import ComputeProfile
+from netfl.learning.datasets import Dataset
+
+
+def tiny_mlp(input_shape, num_classes):
+    return nn.Sequential(nn.Flatten(), nn.Linear(int(np.prod(input_shape)), 8), nn.ReLU(),
+                         nn.Linear(8, num_classes))
+
+
+def blobs(root, test_fraction, seed, **options):
+    rng = np.random.default_rng(seed)
+    y = np.repeat(np.arange(3), 40)
+    x = (rng.normal(size=(120, 1, 2, 2)) + y[:, None, None, None]).astype(np.float32)
+    n = int(120 * (1 - test_fraction))
+    order = rng.permutation(120)
+    tr, te = order[:n], order[n:]
+    return Dataset("blobs", x[tr], y[tr], x[te], y[te], 3)
+
+
+def contiguous(labels, num_devices, rng, skew=0.0):
+    sizes = 1.0 + skew * np.arange(num_devices)
+    cuts = np.round(np.cumsum(sizes) / sizes.sum() * len(labels)).astype(int)
+    return np.split(np.arange(len(labels)), cuts[:-1])
+
+
+netfl.register_model("tiny_mlp", tiny_mlp, description="8 hidden units")
+netfl.register_dataset("blobs", blobs, description="three Gaussian blobs")
+netfl.register_partition("contiguous", contiguous, params=("skew",))
+netfl.register_compute_profile(ComputeProfile("lab_board", 1e9, 2.0, 1.0, 1.5, 1.0))
+netfl.register_link_profile(LinkProfile("lab_link", 1e6, 4e6, "the lab's link"))
+"""
+
+
+def test_a_plugin_registers_a_model_data_set_partition_and_profiles(tmp_path, capsys):
+    """A run uses every entry the plugin registered: the partition's sizes by hand,
+    the download at the plugin link's rate, the training at the plugin board's FLOP/s;
+    ``netfl list`` names the plugin beside each of them."""
+    (tmp_path / "lab.py").write_text(LAB)
+    path = _scenario_file(
+        tmp_path,
+        plugins=["lab.py"],
+        devices={"count": 3, "compute_profile": "lab_board", "link_profile": "lab_link"},
+        data={"dataset": "blobs", "partition": {"scheme": "contiguous", "options": {"skew": 1}}},
+        model={"name": "tiny_mlp"},
+        learning={"mode": "learn"},
+        training={"rounds": 2, "batch_size": 8},
+    )
+    out = tmp_path / "run"
+    assert main(["run", str(path), "--out", str(out), "--no-progress"]) == 0
+    from netfl.scenario.files import load_scenario
+    from netfl.sim.world import World
+
+    world = World(load_scenario(path))
+    sizes = [world.num_samples(d) for d in world.devices]
+    assert sizes == [16, 32, 48]  # (96 training samples in shares 1:2:3)
+    transfers = pd.read_parquet(out / "transfers.parquet")
+    down = transfers[transfers["kind"] == "model_down"].iloc[0]
+    assert down["end_s"] - down["start_s"] == pytest.approx(down["size_bits"] / 4e6, rel=1e-9)
+    computes = pd.read_parquet(out / "computes.parquet")
+    train = computes[(computes["kind"] == "train") & (computes["node"] == "ue0")].iloc[0]
+    assert train["end_s"] - train["start_s"] == pytest.approx(train["flops"] / 1e9, rel=1e-9)
+    world.close()
+    capsys.readouterr()
+    assert main(["list", "--plugin", str(tmp_path / "lab.py")]) == 0
+    listing = capsys.readouterr().out
+    for name in ("tiny_mlp", "blobs", "contiguous", "lab_board", "lab_link"):
+        line = next(line for line in listing.splitlines() if line.strip().startswith(name))
+        assert "[plugin " in line and "lab.py]" in line, line
+
+
+@pytest.mark.parametrize(
+    ("text", "partition", "expected"),
+    [
+        (
+            LAB.replace('"tiny_mlp", tiny_mlp', '"logreg", tiny_mlp'),
+            {"scheme": "iid"},
+            "lab.py: model 'logreg' is already a built-in; give yours another name",
+        ),
+        (
+            LAB.replace("1e9, 2.0", "-1.0, 2.0"),
+            {"scheme": "iid"},
+            "effective_flops_per_s must be a positive number",
+        ),
+        (LAB, {"scheme": "iid", "options": {"skew": 1}}, "options are for a plugin's scheme"),
+        (LAB, {"scheme": "contiguous", "options": {"tilt": 1}}, "options tilt do not apply"),
+        (LAB, {"scheme": "contiguous", "alpha": 1.0}, "alpha does not apply to scheme"),
+    ],
+    ids=["clash", "bad_profile", "options_builtin", "unknown_option", "builtin_param"],
+)
+def test_bad_registrations_and_partition_options_are_one_line(
+    tmp_path, capsys, text, partition, expected
+):
+    (tmp_path / "lab.py").write_text(text)
+    path = _scenario_file(tmp_path, plugins=["lab.py"], data={"partition": partition})
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert expected in err and len(err.splitlines()) == 1, err
+    # a failed plugin takes back what it registered before failing
+    from netfl.learning.catalog import MODEL_CATALOG
+
+    if "clash" in expected or "positive" in expected:
+        assert "tiny_mlp" not in MODEL_CATALOG
+
+
+def test_a_plugin_partition_that_overlaps_is_refused_clearly(tmp_path, capsys):
+    text = LAB.replace(
+        "return np.split(np.arange(len(labels)), cuts[:-1])",
+        "return [np.arange(10)] * num_devices",
+    )
+    (tmp_path / "lab.py").write_text(text)
+    path = _scenario_file(
+        tmp_path, plugins=["lab.py"], data={"partition": {"scheme": "contiguous"}}
+    )
+    assert main(["run", str(path), "--out", str(tmp_path / "r"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "scheme 'contiguous' gave a sample to two devices" in err

@@ -21,6 +21,7 @@ import simpy
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
 from channel_models.registry import lookup
+from netfl.errors import RegistrationError
 
 if TYPE_CHECKING:
     from netfl.algorithms.context import RoundContext
@@ -133,10 +134,6 @@ ALGORITHMS: dict[str, type[Algorithm]] = {}
 
 #: an algorithm's name: what a scenario's ``algorithm.name`` says
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
-
-
-class RegistrationError(ValueError):
-    """An algorithm that cannot be registered (no Algorithm, no name, a name taken)."""
 
 
 def register(cls: type[Algorithm]) -> type[Algorithm]:

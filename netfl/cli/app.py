@@ -59,10 +59,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
     def summary(cls) -> str:
         lines = (cls.__doc__ or "").strip().splitlines()
-        where = origin(cls.name)
-        return (lines[0] if lines else "(no description)") + (
-            f"  [{where}]" if where != "built-in" else ""
-        )
+        return lines[0] if lines else "(no description)"
 
     tables = {
         "algorithms": {n: summary(c) for n, c in ALGORITHMS.items()},
@@ -85,9 +82,20 @@ def _cmd_list(args: argparse.Namespace) -> int:
             for n, p in compute_profiles().items()
         },
     }
+    kinds = {
+        "algorithms": "algorithm",
+        "datasets": "data set",
+        "models": "model",
+        "partitions": "partition",
+        "link-profiles": "link profile",
+        "compute-profiles": "compute profile",
+    }
     for what in [args.what] if args.what else list(tables):
         print(f"{what}:")
         for name, text in tables[what].items():
+            where = origin(name, kinds[what]) if what in kinds else "built-in"
+            text = str(text).strip().splitlines()[0] if str(text).strip() else ""
+            text += f"  [{where}]" if where != "built-in" else ""
             print(f"  {name:<20} {text}".rstrip())
     return 0
 

@@ -7,7 +7,7 @@ builder (a test checks that the two agree).
 
 from __future__ import annotations
 
-__all__ = ["MODEL_CATALOG"]
+__all__ = ["MODEL_CATALOG", "MODEL_BUILDERS"]
 
 #: model name → (loss: ``cross_entropy`` or ``multi_margin``, description)
 MODEL_CATALOG: dict[str, tuple[str, str]] = {
@@ -28,3 +28,7 @@ MODEL_CATALOG: dict[str, tuple[str, str]] = {
     "vgg11": ("cross_entropy", "VGG11, CIFAR variant (EcoFed)"),
     "resnet9": ("cross_entropy", "ResNet9, CIFAR variant (EcoFed)"),
 }
+
+#: builders of the models plugins registered (:func:`netfl.register_model`):
+#: name → ``builder(input_shape, num_classes)``
+MODEL_BUILDERS: dict[str, object] = {}

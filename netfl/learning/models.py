@@ -316,6 +316,12 @@ MODELS: dict[str, ModelSpec] = {
 
 
 def get_model_spec(name: str) -> ModelSpec:
+    """The spec of model ``name`` (a plugin's: its builder with its catalogue entry)."""
+    from netfl.learning.catalog import MODEL_BUILDERS
+
+    if name not in MODELS and name in MODEL_BUILDERS:
+        loss, description = MODEL_CATALOG[name]
+        MODELS[name] = ModelSpec(name, MODEL_BUILDERS[name], loss, description)  # type: ignore[arg-type]
     return lookup(MODELS, name, "model")
 
 

@@ -28,7 +28,7 @@ import numpy as np
 
 from channel_models.registry import lookup
 
-__all__ = ["PARTITIONERS", "partition", "PartitionError"]
+__all__ = ["PARTITIONERS", "PARTITION_PARAMS", "BUILTIN_SCHEMES", "partition", "PartitionError"]
 
 
 class PartitionError(ValueError):
@@ -149,6 +149,17 @@ PARTITIONERS: dict[str, Callable[..., list[np.ndarray]]] = {
 }
 
 
+#: the parameters each scheme takes (a plugin's: from ``data.partition.options``)
+PARTITION_PARAMS: dict[str, set[str]] = {
+    "iid": set(),
+    "dirichlet": {"alpha", "min_samples"},
+    "shards": {"shards_per_device"},
+    "dominant_label": {"fraction"},
+    "classes_per_device": {"classes"},
+}
+BUILTIN_SCHEMES = tuple(PARTITIONERS)
+
+
 def partition(
     scheme: str,
     labels: np.ndarray,
@@ -167,6 +178,26 @@ def partition(
             f"{len(labels)} training samples cannot give {num_devices} devices "
             f"{int(params.get('min_samples', 1) or 1)} each; use fewer devices"
         )
-    return lookup(PARTITIONERS, scheme, "partition scheme")(
-        np.asarray(labels), num_devices, rng, **params
-    )
+    labels = np.asarray(labels)
+    parts = lookup(PARTITIONERS, scheme, "partition scheme")(labels, num_devices, rng, **params)
+    if scheme not in BUILTIN_SCHEMES:
+        parts = _checked(scheme, parts, len(labels), num_devices)
+    return parts
+
+
+def _checked(scheme: str, parts: object, num_samples: int, num_devices: int) -> list[np.ndarray]:
+    """A plugin scheme's split: one integer index array per device, disjoint, within
+    the training set (else :class:`PartitionError` says what is wrong)."""
+    if not isinstance(parts, (list, tuple)) or len(parts) != num_devices:
+        raise PartitionError(f"scheme {scheme!r} must return {num_devices} index arrays")
+    out = [np.asarray(p) for p in parts]
+    if any(p.ndim != 1 or (p.size and p.dtype.kind not in "iu") for p in out):
+        raise PartitionError(f"scheme {scheme!r} must return 1-D integer index arrays")
+    flat = np.concatenate([p.astype(np.int64) for p in out]) if out else np.array([], int)
+    if flat.size and (flat.min() < 0 or flat.max() >= num_samples):
+        raise PartitionError(f"scheme {scheme!r} gave indices outside 0..{num_samples - 1}")
+    if np.unique(flat).size != flat.size:
+        raise PartitionError(f"scheme {scheme!r} gave a sample to two devices")
+    if any(p.size == 0 for p in out):
+        raise PartitionError(f"scheme {scheme!r} left a device without samples")
+    return [np.sort(p.astype(np.int64)) for p in out]

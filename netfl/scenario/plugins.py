@@ -13,10 +13,12 @@ Two ways in, both without editing netfl:
   nothing is imported unless named.
 
 A plugin module registers its algorithms with :func:`netfl.register` (an entry point's
-class is registered for it). Every problem is one line naming ``plugins[i]`` (or the
-entry point): a module that is not found, an exception raised inside the plugin (its
-first line), a name that clashes with a built-in or another plugin, a class that is no
-:class:`~netfl.algorithms.Algorithm`. :func:`origin` says where each algorithm came from.
+class is registered for it), and may register models, data sets, partition schemes and
+compute/link profiles (:mod:`netfl.scenario.registries`). Every problem is one line naming
+``plugins[i]`` (or the entry point): a module that is not found, an exception raised
+inside the plugin (its first line), a name that clashes with a built-in or another
+plugin, a class that is no :class:`~netfl.algorithms.Algorithm`; what a failed plugin
+registered is taken back out. :func:`origin` says where each entry came from.
 """
 
 from __future__ import annotations
@@ -29,8 +31,10 @@ from pathlib import Path
 from typing import Any
 
 from netfl.algorithms import ALGORITHMS
-from netfl.algorithms.base import RegistrationError, register
+from netfl.algorithms.base import register
+from netfl.errors import RegistrationError
 from netfl.scenario.base import resolve_plugin_spec
+from netfl.scenario.registries import forget, registries
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -45,8 +49,8 @@ __all__ = [
 ENTRY_POINT_GROUP = "netfl.algorithms"
 MAX_PLUGINS = 32
 
-#: where each algorithm that is no built-in came from: name → "plugin SPEC" / "entry point …"
-_ORIGIN: dict[str, str] = {}
+#: where each entry that is no built-in came from: (kind, name) → "plugin SPEC" / "entry point …"
+_ORIGIN: dict[tuple[str, str], str] = {}
 #: plugins loaded in this process: resolved spec → the algorithm names it registered
 _LOADED: dict[str, list[str]] = {}
 
@@ -59,9 +63,23 @@ class PluginError(ValueError):
         self.key = key
 
 
-def origin(name: str) -> str:
-    """``built-in``, ``plugin SPEC`` or ``entry point NAME = VALUE (DIST)``."""
-    return _ORIGIN.get(name, "built-in")
+def origin(name: str, kind: str = "algorithm") -> str:
+    """Where the ``kind`` entry ``name`` came from: ``built-in``, ``plugin SPEC`` or
+    ``entry point NAME = VALUE (DIST)``."""
+    return _ORIGIN.get((kind, name), "built-in")
+
+
+def _snapshot() -> dict[str, set[str]]:
+    return {kind: set(registry) for kind, registry in registries().items()}
+
+
+def _added(before: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """The entries registered since ``before``: ``(kind, name)``."""
+    return [
+        (kind, name)
+        for kind, registry in registries().items()
+        for name in sorted(set(registry) - before[kind])
+    ]
 
 
 def _first_line(err: BaseException) -> str:
@@ -94,23 +112,23 @@ def _import(spec: str) -> Any:
     return module
 
 
-def _forget(names: set[str]) -> None:
-    """Take what a failed plugin registered out of the registry (a fixed file loads
+def _forget(before: dict[str, set[str]]) -> None:
+    """Take what a failed plugin registered out of the registries (a fixed file loads
     again in the same process)."""
-    for name in names:
-        ALGORITHMS.pop(name, None)
-        _ORIGIN.pop(name, None)
+    for kind, name in _added(before):
+        forget(kind, name)
+        _ORIGIN.pop((kind, name), None)
 
 
 def _load_one(spec: str, key: str) -> list[str]:
     if spec in _LOADED:
         return _LOADED[spec]
-    before = set(ALGORITHMS)
+    before = _snapshot()
     try:
         try:
             _import(spec)
         except BaseException:
-            _forget(set(ALGORITHMS) - before)
+            _forget(before)
             raise
     except RegistrationError as err:
         raise PluginError(key, _clash(str(err), spec)) from None
@@ -126,20 +144,20 @@ def _load_one(spec: str, key: str) -> list[str]:
         raise PluginError(key, str(err)) from None
     except Exception as err:  # noqa: BLE001 - any error inside a user's plugin: one line
         raise PluginError(key, f"{spec} raised {_first_line(err)}") from None
-    added = sorted(set(ALGORITHMS) - before)
-    for name in added:
-        _ORIGIN[name] = f"plugin {spec}"
-    _LOADED[spec] = added
-    return added
+    added = _added(before)
+    for entry in added:
+        _ORIGIN[entry] = f"plugin {spec}"
+    _LOADED[spec] = [name for kind, name in added if kind == "algorithm"]
+    return _LOADED[spec]
 
 
 def _clash(message: str, where: str) -> str:
     if "registered twice" in message:
-        name = message.split("'")[1]
-        whose = origin(name)
+        kind, name = message.split(" '")[0], message.split("'")[1]
+        whose = origin(name, kind)
         return (
-            f"{where}: algorithm {name!r} is already {whose if whose != 'built-in' else 'a built-in'}; "
-            "give yours another name"
+            f"{where}: {kind} {name!r} is already "
+            f"{whose if whose != 'built-in' else 'a built-in'}; give yours another name"
         )
     return f"{where}: {message}"
 
@@ -179,14 +197,15 @@ def _load_entry(ep: Any) -> None:
     dist = _dist_name(ep)
     where = f"entry point {ep.name} = {ep.value}" + (f" ({dist})" if dist else "")
     key = "algorithm.name"
-    before = set(ALGORITHMS)
+    snapshot = _snapshot()
+    before = snapshot["algorithm"]
     try:
         cls = ep.load()
     except RegistrationError as err:
-        _forget(set(ALGORITHMS) - before)
+        _forget(snapshot)
         raise PluginError(key, _clash(str(err), where)) from None
     except Exception as err:  # noqa: BLE001 - any error inside a user's plugin: one line
-        _forget(set(ALGORITHMS) - before)
+        _forget(snapshot)
         raise PluginError(key, f"{where} raised {_first_line(err)}") from None
     if ALGORITHMS.get(ep.name) is cls and ep.name in before:
         return  # the same class, loaded before (as a plugin file or this entry point)
@@ -201,8 +220,8 @@ def _load_entry(ep: Any) -> None:
             register(cls)
         except RegistrationError as err:
             raise PluginError(key, _clash(str(err), where)) from None
-    for name in set(ALGORITHMS) - before | {ep.name}:
-        _ORIGIN.setdefault(name, where)
+    for entry in [*_added(snapshot), ("algorithm", ep.name)]:
+        _ORIGIN.setdefault(entry, where)
 
 
 def load_entry_point(name: str) -> bool:

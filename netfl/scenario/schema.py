@@ -32,6 +32,7 @@ from channel_models import link_profiles
 from netfl.compute.profiles import compute_profiles
 from netfl.learning.catalog import MODEL_CATALOG as MODELS
 from netfl.learning.datasets import DATASETS
+from netfl.learning.partition import BUILTIN_SCHEMES, PARTITION_PARAMS, PARTITIONERS
 from netfl.radio.uplink_mac import MAX_GRANT_CYCLES
 from netfl.scenario.availability import AvailabilitySection
 from netfl.scenario.base import (
@@ -175,43 +176,59 @@ class ServerSection(_Strict):
     )
 
 
-_PARTITION_PARAMS: dict[str, set[str]] = {
-    "iid": set(),
-    "dirichlet": {"alpha", "min_samples"},
-    "shards": {"shards_per_device"},
-    "dominant_label": {"fraction"},
-    "classes_per_device": {"classes"},
-}
+_BUILTIN_PARAMS = {"alpha", "min_samples", "shards_per_device", "fraction", "classes"}
+#: a plugin partition's parameter (``data.partition.options``)
+_OptionValue = Annotated[float, Field(ge=-1e12, le=1e12)]
 
 
 class PartitionSection(_Strict):
-    scheme: Literal["iid", "dirichlet", "shards", "dominant_label", "classes_per_device"] = "iid"
+    scheme: str = Field(
+        "iid",
+        description="iid, dirichlet, shards, dominant_label, classes_per_device, or a "
+        "plugin's scheme (netfl.register_partition)",
+        max_length=64,
+    )
     alpha: PositiveFloat | None = Field(None, le=1e6)
     min_samples: PositiveInt | None = Field(None, le=1_000_000)
     shards_per_device: PositiveInt | None = Field(None, le=10_000)
     fraction: float | None = Field(None, ge=0.0, le=1.0)
     classes: PositiveInt | None = Field(None, le=100_000)
+    options: dict[str, _OptionValue] = Field(
+        default_factory=dict,
+        description="the parameters of a plugin's scheme (numbers, by the names it declares)",
+        max_length=64,
+    )
+
+    _vs = field_validator("scheme")(lambda v: _check_name("partition scheme", v, PARTITIONERS))
 
     @model_validator(mode="after")
     def _params_match_scheme(self) -> PartitionSection:
-        given = {
-            k
-            for k in _PARTITION_PARAMS["dirichlet"] | {"shards_per_device", "fraction", "classes"}
-            if getattr(self, k) is not None
-        }
-        extra = given - _PARTITION_PARAMS[self.scheme]
+        own = PARTITION_PARAMS[self.scheme]
+        plugin = self.scheme not in BUILTIN_SCHEMES
+        given = {k for k in _BUILTIN_PARAMS if getattr(self, k) is not None}
+        extra = given - (set() if plugin else own)
         if extra:
-            allowed = ", ".join(sorted(_PARTITION_PARAMS[self.scheme])) or "none"
+            allowed = ", ".join(sorted(own)) or "none"
             raise ValueError(
                 f"{', '.join(sorted(extra))} does not apply to scheme {self.scheme!r} "
-                f"(its parameters: {allowed})"
+                f"(its parameters: {allowed}{' under options' if plugin else ''})"
+            )
+        if self.options and not plugin:
+            raise ValueError(f"options are for a plugin's scheme, not {self.scheme!r}")
+        unknown = set(self.options) - own
+        if unknown:
+            raise ValueError(
+                f"options {', '.join(sorted(unknown))} do not apply to scheme "
+                f"{self.scheme!r} (its parameters: {', '.join(sorted(own)) or 'none'})"
             )
         return self
 
     def params(self) -> dict[str, Any]:
+        if self.scheme not in BUILTIN_SCHEMES:
+            return dict(self.options)
         return {
             k: getattr(self, k)
-            for k in _PARTITION_PARAMS[self.scheme]
+            for k in PARTITION_PARAMS[self.scheme]
             if getattr(self, k) is not None
         }
 

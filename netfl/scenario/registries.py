@@ -1,0 +1,195 @@
+"""What a plugin may add besides algorithms: models, data sets, partitions and
+compute/link profiles (issue 33, item 1).
+
+A plugin module (a scenario's ``plugins:`` entry, or an installed package's module
+that an entry point loads) calls these at import, before the scenario is validated;
+the names then work everywhere a built-in's does — in scenario files, sweeps, resumes
+and ``netfl list`` (which says which plugin each came from). A name that is taken,
+or an entry of the wrong type, raises :class:`~netfl.errors.RegistrationError`, which
+the plugin loader turns into one line naming ``plugins[i]``.
+
+- :func:`register_model` — ``builder(input_shape, num_classes) -> torch.nn.Module``;
+- :func:`register_dataset` — ``loader(root, test_fraction, seed, **options) ->``
+  :class:`netfl.learning.datasets.Dataset` (``root`` is ``data.root`` or None);
+- :func:`register_partition` — ``split(labels, num_devices, rng, **params) ->`` one
+  index array per device (disjoint, within the training set: checked when it runs);
+  its parameters come from ``data.partition.options``;
+- :func:`register_compute_profile`, :func:`register_link_profile` — a
+  :class:`~netfl.compute.profiles.ComputeProfile` or
+  :class:`~channel_models.LinkProfile`.
+
+Registering imports no torch: the model's builder is paired with its loss when first
+built (:func:`netfl.learning.models.get_model_spec`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from typing import Any
+
+from netfl.errors import RegistrationError
+
+__all__ = [
+    "register_model",
+    "register_dataset",
+    "register_partition",
+    "register_compute_profile",
+    "register_link_profile",
+    "registries",
+]
+
+_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+#: losses a model may be trained with (:class:`netfl.learning.models.ModelSpec`)
+LOSSES = ("cross_entropy", "multi_margin")
+
+
+def registries() -> dict[str, dict[str, Any]]:
+    """Every registry a plugin may add to, by kind (the plugin loader snapshots them
+    to know what a plugin added, and takes it back out if the plugin fails)."""
+    from channel_models.link_profiles import link_profiles
+    from netfl.algorithms import ALGORITHMS
+    from netfl.compute.profiles import compute_profiles
+    from netfl.learning.catalog import MODEL_CATALOG
+    from netfl.learning.datasets import DATASETS
+    from netfl.learning.partition import PARTITIONERS
+
+    return {
+        "algorithm": ALGORITHMS,
+        "model": MODEL_CATALOG,
+        "data set": DATASETS,
+        "partition": PARTITIONERS,
+        "compute profile": compute_profiles(),
+        "link profile": link_profiles(),
+    }
+
+
+def forget(kind: str, name: str) -> None:
+    """Take ``name`` out of the registry of ``kind`` (a plugin that failed half-way)."""
+    from netfl.learning.catalog import MODEL_BUILDERS
+    from netfl.learning.datasets import DATASET_INFO
+    from netfl.learning.partition import PARTITION_PARAMS
+
+    registries()[kind].pop(name, None)
+    extra = {
+        "model": MODEL_BUILDERS,
+        "data set": DATASET_INFO,
+        "partition": PARTITION_PARAMS,
+    }.get(kind)
+    if extra is not None:
+        extra.pop(name, None)
+    if kind == "model":
+        import sys
+
+        models = sys.modules.get("netfl.learning.models")
+        if models is not None:
+            models.MODELS.pop(name, None)
+
+
+def _claim(kind: str, name: Any) -> str:
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise RegistrationError(
+            f"a {kind} name must be lower-case letters, digits and _ (got {name!r})"
+        )
+    if name in registries()[kind]:
+        raise RegistrationError(f"{kind} {name!r} registered twice")
+    return name
+
+
+def _callable(kind: str, name: str, value: Any, what: str) -> None:
+    if not callable(value):
+        raise RegistrationError(f"{kind} {name!r}: {what} must be callable")
+
+
+def register_model(
+    name: str,
+    builder: Callable[..., Any],
+    *,
+    loss: str = "cross_entropy",
+    description: str = "",
+) -> None:
+    """A model ``name`` built by ``builder(input_shape, num_classes)``, trained with
+    ``loss`` (``cross_entropy`` or ``multi_margin``)."""
+    from netfl.learning.catalog import MODEL_BUILDERS, MODEL_CATALOG
+
+    _claim("model", name)
+    _callable("model", name, builder, "its builder")
+    if loss not in LOSSES:
+        raise RegistrationError(f"model {name!r}: loss must be one of {', '.join(LOSSES)}")
+    MODEL_CATALOG[name] = (loss, description or "(plugin model)")
+    MODEL_BUILDERS[name] = builder
+
+
+def register_dataset(name: str, loader: Callable[..., Any], *, description: str = "") -> None:
+    """A data set ``name`` read by ``loader(root, test_fraction, seed, **options)``."""
+    from netfl.learning.datasets import DATASET_INFO, DATASETS
+
+    _claim("data set", name)
+    _callable("data set", name, loader, "its loader")
+    DATASETS[name] = loader
+    DATASET_INFO[name] = description or "(plugin data set)"
+
+
+def register_partition(
+    name: str, split: Callable[..., Any], *, params: tuple[str, ...] = ()
+) -> None:
+    """A partition scheme ``name``: ``split(labels, num_devices, rng, **params)``;
+    ``params`` names the numbers it takes from ``data.partition.options``."""
+    from netfl.learning.partition import PARTITION_PARAMS, PARTITIONERS
+
+    _claim("partition", name)
+    _callable("partition", name, split, "its split")
+    if not all(isinstance(p, str) and _NAME.match(p) for p in params):
+        raise RegistrationError(f"partition {name!r}: params must be names, got {params!r}")
+    PARTITIONERS[name] = split
+    PARTITION_PARAMS[name] = set(params)
+
+
+def register_compute_profile(profile: Any) -> None:
+    """A device or server compute profile (a :class:`~netfl.compute.profiles.ComputeProfile`)."""
+    from netfl.compute.profiles import ComputeProfile, compute_profiles
+
+    if not isinstance(profile, ComputeProfile):
+        raise RegistrationError(f"{profile!r} is no netfl.compute.profiles.ComputeProfile")
+    name = _claim("compute profile", profile.name)
+    _positive("compute profile", name, profile, ("effective_flops_per_s",))
+    _non_negative(
+        "compute profile",
+        name,
+        profile,
+        ("busy_power_w", "idle_power_w", "tx_power_w", "rx_power_w", "radio_wait_power_w")
+        + ("rrc_tail_power_w", "rrc_tail_s"),
+    )
+    if not (isinstance(profile.parallel_jobs, int) and profile.parallel_jobs >= 1):
+        raise RegistrationError(f"compute profile {name!r}: parallel_jobs must be an integer ≥ 1")
+    compute_profiles()[name] = profile
+
+
+def register_link_profile(profile: Any) -> None:
+    """A fixed-rate access link profile (a :class:`~channel_models.LinkProfile`)."""
+    from channel_models.link_profiles import LinkProfile, link_profiles
+
+    if not isinstance(profile, LinkProfile):
+        raise RegistrationError(f"{profile!r} is no channel_models.LinkProfile")
+    name = _claim("link profile", profile.name)
+    _positive("link profile", name, profile, ("uplink_bps", "downlink_bps"))
+    link_profiles()[name] = profile
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _positive(kind: str, name: str, profile: Any, keys: tuple[str, ...]) -> None:
+    for key in keys:
+        v = getattr(profile, key)
+        if not (_finite(v) and 0 < v <= 1e18):
+            raise RegistrationError(f"{kind} {name!r}: {key} must be a positive number (got {v!r})")
+
+
+def _non_negative(kind: str, name: str, profile: Any, keys: tuple[str, ...]) -> None:
+    for key in keys:
+        v = getattr(profile, key)
+        if not (_finite(v) and 0 <= v <= 1e9):
+            raise RegistrationError(f"{kind} {name!r}: {key} must be a number ≥ 0 (got {v!r})")
