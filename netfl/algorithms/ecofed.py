@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from netfl.algorithms.base import RoundSummary, register
 from netfl.algorithms.context import RoundContext
+from netfl.algorithms.fedavg import cut_counts, is_cut
 from netfl.algorithms.split import SplitConfig, SplitFL
 from netfl.core.nodes import Node
 from netfl.errors import UserError
@@ -261,12 +262,15 @@ class EcoFed(SplitFL):
 
         env = self.world.env
         clients = self.select_clients(r)
-        jobs = [env.process(self.client_round(r, dev)) for dev in clients]
+        jobs = [env.process(self.guarded(dev, self.client_round(r, dev))) for dev in clients]
         yield simpy.AllOf(env, jobs)
-        names = [d.name for d, job in zip(clients, jobs, strict=True) if job.value is not None]
-        trained = self.world.keep_finite(
-            [job.value for job in jobs if job.value is not None], names
-        )
+        outcomes = [job.value for job in jobs]  # (a device that left: no server training)
+        done = [
+            (d, v)
+            for d, v in zip(clients, outcomes, strict=True)
+            if v is not None and not is_cut(v)
+        ]
+        trained = self.world.keep_finite([v for _, v in done], [d.name for d, _ in done])
         yield self.world.compute.run(
             self.world.bs, 2.0 * self.split.server_params * len(trained), "aggregate"
         )
@@ -283,6 +287,7 @@ class EcoFed(SplitFL):
                 "activation_upload": float(activation_switch(r, self.config.rho)),
                 "server_trained": float(len(trained)),
                 "buffer_samples": float(len(self.buffer)),
+                **cut_counts(outcomes),
             },
         )
 

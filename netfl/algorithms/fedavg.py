@@ -40,12 +40,22 @@ if TYPE_CHECKING:
     from netfl.learning.params import OrderedAverage
     from netfl.learning.train import TrainResult
 
-__all__ = ["FedAvg", "FedAvgConfig"]
+__all__ = ["FedAvg", "FedAvgConfig", "is_cut", "cut_counts"]
 
 
 def is_cut(outcome: object) -> bool:
     """Whether a client's outcome is the cut that stopped it (it left, or was late)."""
     return isinstance(outcome, DeviceCut)
+
+
+def cut_counts(outcomes: list) -> dict[str, float]:
+    """``rounds.csv`` columns of a round's client outcomes: how many arrived, left, were late."""
+    reasons = [o.reason for o in outcomes if is_cut(o)]
+    return {
+        "clients_arrived": float(len(outcomes) - len(reasons)),
+        "clients_left": float(reasons.count("left")),
+        "clients_late": float(reasons.count("late")),
+    }
 
 
 class FedAvgConfig(AlgorithmConfig):
@@ -129,13 +139,14 @@ class FedAvg(Algorithm):
             result = replace(result, state=None)
         return result
 
-    def _take_part(
-        self, r: int, device: Node, download: bool
-    ) -> Generator[simpy.Event, Any, TrainResult | DeviceCut | None]:
-        """:meth:`client_round`, or the :class:`~netfl.core.activity.DeviceCut` that
-        stopped it (the device left, or the deadline passed): its update is lost."""
+    def guarded(
+        self, device: Node, steps: Generator[simpy.Event, Any, Any]
+    ) -> Generator[simpy.Event, Any, Any]:
+        """Run ``steps`` (a client's part of the round, e.g. :meth:`client_round`), or
+        return the :class:`~netfl.core.activity.DeviceCut` that stopped it (the device
+        left, or the deadline passed): its update is lost (:func:`is_cut`)."""
         try:
-            return (yield from self.client_round(r, device, download))
+            return (yield from steps)
         except DeviceCut as cut:
             if self._stream is not None and device.index in self._stream_index:
                 self._stream.drop(self._stream_index.pop(device.index))
@@ -233,7 +244,10 @@ class FedAvg(Algorithm):
                 self.world.bs, clients, self.model_bits(), "model_down", num_models=1
             )
             yield sent if deadline is None else sent | deadline
-        jobs = [env.process(self._take_part(r, dev, not multicast)) for dev in clients]
+        jobs = [
+            env.process(self.guarded(dev, self.client_round(r, dev, not multicast)))
+            for dev in clients
+        ]
         everyone = simpy.AllOf(env, jobs)
         yield everyone if deadline is None else everyone | deadline
         if not everyone.triggered:  # the deadline: the others are late
@@ -247,15 +261,10 @@ class FedAvg(Algorithm):
         yield from self.server_update(r, [d for d, _ in arrived], [o for _, o in arrived])
         self._stream = None
         losses = [res.mean_loss for _, res in arrived if res is not None]
-        reasons = [o.reason for o in outcomes if is_cut(o)]
         return RoundSummary(
             num_clients=len(clients),
             train_loss=float(np.mean(losses)) if losses else float("nan"),
-            extra={
-                "clients_arrived": float(len(arrived)),
-                "clients_left": float(reasons.count("left")),
-                "clients_late": float(reasons.count("late")),
-            },
+            extra=cut_counts(outcomes),
         )
 
     def evaluate(self) -> tuple[float, float]:

@@ -37,6 +37,7 @@ from pydantic import Field
 
 from netfl.algorithms.base import AlgorithmConfig, RoundSummary, register
 from netfl.algorithms.context import RoundContext
+from netfl.algorithms.fedavg import cut_counts, is_cut
 from netfl.algorithms.hetero import HeterogeneousFL
 from netfl.core.nodes import Node
 from netfl.learning.tasks import ZKTServerTask
@@ -263,24 +264,43 @@ class FedZKT(HeterogeneousFL):
                 "transfer_loss": out.transfer_loss,
             }
 
+    supports_availability = True  # (a device that leaves: out of the distillation)
+
     def round(self, r: int) -> Gen[simpy.Event, Any, RoundSummary]:
         env, world = self.world.env, self.world
         self._round = r
         clients = self.select_clients(r)
-        jobs = [env.process(self.client_round(r, dev)) for dev in clients]
+        jobs = [env.process(self.guarded(dev, self.client_round(r, dev))) for dev in clients]
         yield simpy.AllOf(env, jobs)
-        results = [job.value for job in jobs]
-        yield from self.server_update(r, clients, results)
-        downs = [
-            world.radio.transfer(world.bs, d, self.model_bits(d), "model_down", num_models=1)
-            for d in clients
-        ]
+        outcomes = [job.value for job in jobs]
+        arrived = [(d, o) for d, o in zip(clients, outcomes, strict=True) if not is_cut(o)]
+        results = [o for _, o in arrived]
+        yield from self.server_update(r, [d for d, _ in arrived], results)
+        downs = [env.process(self.guarded(d, self._send_model(d))) for d, _ in arrived]
         yield simpy.AllOf(env, downs)
+        for (d, res), down in zip(arrived, downs, strict=True):
+            if is_cut(down.value) and res is not None and world.learn:
+                self.device_states[d.index] = res.state  # (it keeps the model it trained)
+            if is_cut(down.value):
+                outcomes[clients.index(d)] = down.value
         losses = [res.mean_loss for res in results if res is not None]
         return RoundSummary(
             num_clients=len(clients),
             train_loss=float(np.mean(losses)) if losses else float("nan"),
-            extra={"server_flops": self.server_update_flops(clients), **self._server_losses},
+            extra={
+                "server_flops": self.server_update_flops([d for d, _ in arrived]),
+                **self._server_losses,
+                **cut_counts(outcomes),
+            },
+        )
+
+    def _send_model(self, device: Node) -> Gen[simpy.Event, Any, Any]:
+        """The device's updated model down (the round's last step)."""
+        world = self.world
+        return (
+            yield world.radio.transfer(
+                world.bs, device, self.model_bits(device), "model_down", num_models=1
+            )
         )
 
     # -- evaluation and state ------------------------------------------------------

@@ -34,6 +34,7 @@ from pydantic import Field
 from netfl.algorithms.base import register
 from netfl.algorithms.context import RoundContext
 from netfl.algorithms.fedavg import FedAvg, FedAvgConfig
+from netfl.core.activity import DeviceCut
 from netfl.core.nodes import Node
 from netfl.learning.tasks import SplitTask, TrainTask
 
@@ -62,8 +63,6 @@ def _keymap(part: torch.nn.Module, whole: torch.nn.Module) -> dict[str, str]:
 
 class SplitFL(FedAvg):
     """What the three split schemes share: the split, its sizes and FLOPs, state maps."""
-
-    supports_availability = False  # (its own rounds: availability not yet applied)
 
     config: SplitConfig
     #: whether the server's backward pass computes the cut's gradient (vanilla DPFL)
@@ -293,10 +292,14 @@ class LocalLossDPFL(SplitFL):
 
     def _server_batch(self, upload: simpy.Process, previous: simpy.Event | None, flops: float):
         """The server trains its copy on a batch once it has arrived and the previous
-        batch of the same device is done (sequential SGD)."""
-        yield upload
-        if previous is not None:
-            yield previous
+        batch of the same device is done (sequential SGD); a batch that never arrives (the
+        device left) ends the device's batches (its client sees the cut itself)."""
+        try:
+            yield upload
+            if previous is not None:
+                yield previous
+        except DeviceCut:
+            return
         yield self.world.compute.run(self.world.bs, flops, "server_train")
 
     def aggregation_flops(self, num_models: int) -> float:

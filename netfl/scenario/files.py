@@ -215,10 +215,13 @@ def _check_deadline(scenario: Scenario) -> list[tuple[str, str]]:
         return []
     from netfl.algorithms.fedavg import FedAvg
 
+    def keeps(cls: type) -> bool:
+        return cls.round is FedAvg.round and cls.supports_availability
+
     name = scenario.algorithm.name
-    if ALGORITHMS[name].round is FedAvg.round:
+    if keeps(ALGORITHMS[name]):
         return []
-    able = ", ".join(sorted(k for k, c in ALGORITHMS.items() if c.round is FedAvg.round))
+    able = ", ".join(sorted(k for k, c in ALGORITHMS.items() if keeps(c)))
     return [
         (
             "algorithm.deadline_s",
