@@ -135,7 +135,7 @@ def test_a_trace_decides_who_takes_part(tmp_path):
         ({"model": "bernoulli", "p": 0.5, "mean_on_s": 1.0}, "fedavg", "mean_on_s does not apply"),
         ({"model": "bernoulli", "p": 1.5}, "fedavg", "devices.availability.p"),
         ({"model": "trace", "file": "nope.csv"}, "fedavg", "nope.csv: file not found"),
-        ({"model": "bernoulli", "p": 0.5}, "hierfavg", "does not apply device availability yet"),
+        ({"model": "bernoulli", "p": 0.5}, "fedmd", "does not apply device availability yet"),
     ],
 )
 def test_bad_availability_is_one_line(availability, algorithm, message):

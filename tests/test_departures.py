@@ -284,6 +284,7 @@ SPLIT = {
     [
         ("fedavg", "learn", {}),
         ("dfl", "learn", {}),
+        ("hierfavg", "learn", {"algorithm": {"name": "hierfavg", "kappa2": 3}}),
         ("vanilla_dpfl", "learn", SPLIT),
         ("local_loss_dpfl", "learn", SPLIT),
         ("ecofed", "timing", SPLIT),
@@ -317,3 +318,15 @@ def test_every_algorithm_with_availability_survives_devices_leaving_mid_round(na
     assert (whole["delivered_bits"] == whole["size_bits"]).all()
     if mode == "learn":
         assert rounds["accuracy"].notna().all()
+
+
+@pytest.mark.parametrize("name", ["fedavg", "hierfavg", "ecofed", "fedzkt"])
+def test_a_bernoulli_round_with_nobody_on_is_empty_for_every_algorithm(name):
+    sections = dict(SPLIT) if name == "ecofed" else {}
+    devices = {"availability": {"model": "bernoulli", "p": 0.15}}
+    if name == "fedzkt":
+        sections = {"model": {"name": "fcn"}}
+        devices["models"] = ["fcn", "logreg"]
+    training = {"rounds": 20, "batch_size": 16}
+    rounds = run(_churn(name, "timing", devices=devices, training=training, **sections)).rounds
+    assert (rounds["num_clients"] == 0).any() and (rounds["num_clients"] > 0).any()

@@ -261,7 +261,9 @@ class EcoFed(SplitFL):
         from netfl.learning.split import activation_switch
 
         env = self.world.env
-        clients = self.select_clients(r)
+        clients = yield from self.wait_for_clients(r)
+        if not clients:  # (Bernoulli availability: an empty round)
+            return RoundSummary(num_clients=0, train_loss=float("nan"))
         jobs = [env.process(self.guarded(dev, self.client_round(r, dev))) for dev in clients]
         yield simpy.AllOf(env, jobs)
         outcomes = [job.value for job in jobs]  # (a device that left: no server training)

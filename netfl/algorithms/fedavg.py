@@ -112,6 +112,19 @@ class FedAvg(Algorithm):
         chosen = np.sort(rng.choice(len(devices), size=k, replace=False))
         return [devices[i] for i in chosen]
 
+    def wait_for_clients(self, r: int) -> Generator[simpy.Event, Any, list[Node]]:
+        """:meth:`select_clients`; when nobody is on, the server waits for the first
+        device to come back (empty only under Bernoulli availability: nobody will)."""
+        env = self.world.env
+        clients = self.select_clients(r)
+        while not clients:
+            t = self.world.next_available_s()
+            if t is None:
+                return []
+            yield env.timeout(t - env.now)
+            clients = self.select_clients(r)
+        return clients
+
     def model_bits(self, device: Node | None = None) -> float:
         """Size of the model a device receives or sends [bit]."""
         return self.world.model.size_bits
@@ -217,13 +230,9 @@ class FedAvg(Algorithm):
     # -- protocol ------------------------------------------------------------
     def round(self, r: int) -> Generator[simpy.Event, Any, RoundSummary]:
         env = self.world.env
-        clients = self.select_clients(r)
-        while not clients:  # nobody is on: the server waits for the first to come back
-            t = self.world.next_available_s()
-            if t is None:  # (Bernoulli availability: an empty round)
-                return RoundSummary(num_clients=0, train_loss=float("nan"))
-            yield env.timeout(t - env.now)
-            clients = self.select_clients(r)
+        clients = yield from self.wait_for_clients(r)
+        if not clients:  # (Bernoulli availability: an empty round)
+            return RoundSummary(num_clients=0, train_loss=float("nan"))
         deadline = (
             env.timeout(self.config.deadline_s) if self.config.deadline_s is not None else None
         )

@@ -269,7 +269,9 @@ class FedZKT(HeterogeneousFL):
     def round(self, r: int) -> Gen[simpy.Event, Any, RoundSummary]:
         env, world = self.world.env, self.world
         self._round = r
-        clients = self.select_clients(r)
+        clients = yield from self.wait_for_clients(r)
+        if not clients:  # (Bernoulli availability: an empty round)
+            return RoundSummary(num_clients=0, train_loss=float("nan"))
         jobs = [env.process(self.guarded(dev, self.client_round(r, dev))) for dev in clients]
         yield simpy.AllOf(env, jobs)
         outcomes = [job.value for job in jobs]

@@ -33,7 +33,7 @@ import simpy
 from pydantic import Field
 
 from netfl.algorithms.base import RoundSummary, register
-from netfl.algorithms.fedavg import FedAvg, FedAvgConfig
+from netfl.algorithms.fedavg import FedAvg, FedAvgConfig, cut_counts, is_cut
 from netfl.core.nodes import Node
 
 if TYPE_CHECKING:
@@ -56,7 +56,8 @@ class HierFAVGConfig(FedAvgConfig):
 class HierFAVG(FedAvg):
     """Client-edge-cloud hierarchical FedAvg (Liu et al., ICC 2020, Algorithm 1)."""
 
-    supports_availability = False  # (its own rounds: availability not yet applied)
+    #: a client that leaves is out of its edge's later edge rounds (and of this one's)
+    supports_availability = True
 
     name = "hierfavg"
     Config = HierFAVGConfig
@@ -94,14 +95,23 @@ class HierFAVG(FedAvg):
         state = self.global_state
         losses: list[float] = []
         multicast = self.config.downlink == "multicast"
+        contributed = False
         for j in range(self.config.kappa2):
+            if not members:
+                break  # (every client of this edge left)
             if multicast:
                 yield world.radio.broadcast(edge, members, bits, "model_down", num_models=1)
             jobs = [
-                env.process(self._edge_client(r, j, edge, d, state, not multicast)) for d in members
+                env.process(self.guarded(d, self._edge_client(r, j, edge, d, state, not multicast)))
+                for d in members
             ]
             yield simpy.AllOf(env, jobs)
-            results = [job.value for job in jobs]
+            for d, job in zip(members, jobs, strict=True):
+                if is_cut(job.value):
+                    self._cut[d.name] = job.value
+            members = [d for d, job in zip(members, jobs, strict=True) if not is_cut(job.value)]
+            results = [job.value for job in jobs if not is_cut(job.value)]
+            contributed |= bool(results)
             yield world.compute.run(edge, self.aggregation_flops(len(results)), "aggregate")
             losses += [res.mean_loss for res in results if res is not None]
             if world.learn:
@@ -114,11 +124,15 @@ class HierFAVG(FedAvg):
                     )
         if edge is not world.bs:
             yield world.radio.transfer(edge, world.bs, bits, "edge_model_up", num_models=1)
-        return state, sum(world.num_samples(d) for d in members), losses
+        weight = sum(world.num_samples(d) for d in members) if contributed else 0
+        return state, weight, losses
 
     def round(self, r: int) -> Generator[simpy.Event, Any, RoundSummary]:
         world, env = self.world, self.world.env
-        clients = self.select_clients(r)
+        clients = yield from self.wait_for_clients(r)
+        if not clients:  # (Bernoulli availability: an empty round)
+            return RoundSummary(num_clients=0, train_loss=float("nan"))
+        self._cut: dict[str, object] = {}
         groups = self.edges(clients)
         jobs = [env.process(self._edge(r, edge, members)) for edge, members in groups.values()]
         yield simpy.AllOf(env, jobs)
@@ -128,7 +142,7 @@ class HierFAVG(FedAvg):
         if world.learn:
             from netfl.learning.params import weighted_average
 
-            kept = [(s, n) for s, n, _ in outs if s is not None]
+            kept = [(s, n) for s, n, _ in outs if s is not None and n > 0]
             if len(kept) == 1:
                 self.global_state = kept[0][0]
             elif kept:
@@ -137,5 +151,9 @@ class HierFAVG(FedAvg):
         return RoundSummary(
             num_clients=len(clients),
             train_loss=float(np.mean(losses)) if losses else float("nan"),
-            extra={"edges": len(groups), "edge_aggregations": self.config.kappa2},
+            extra={
+                "edges": len(groups),
+                "edge_aggregations": self.config.kappa2,
+                **cut_counts([self._cut.get(d.name) for d in clients]),
+            },
         )
