@@ -135,12 +135,13 @@ def test_a_trace_decides_who_takes_part(tmp_path):
         ({"model": "bernoulli", "p": 0.5, "mean_on_s": 1.0}, "fedavg", "mean_on_s does not apply"),
         ({"model": "bernoulli", "p": 1.5}, "fedavg", "devices.availability.p"),
         ({"model": "trace", "file": "nope.csv"}, "fedavg", "nope.csv: file not found"),
-        ({"model": "bernoulli", "p": 0.5}, "fedmd", "does not apply device availability yet"),
+        ({"model": "bernoulli", "p": 0.5}, "fedswap", "does not apply device availability yet"),
     ],
 )
 def test_bad_availability_is_one_line(availability, algorithm, message):
+    cell = {"link": {"mode": "ofdma", "channel_profile": "nr_fr1_uma"}}  # (FedSwap's need)
     with pytest.raises(ScenarioError, match=message) as err:
-        _scenario(availability, algorithm={"name": algorithm})
+        _scenario(availability, algorithm={"name": algorithm}, cell=cell)
     assert len(err.value.lines()) == 1
 
 

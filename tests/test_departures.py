@@ -285,6 +285,20 @@ SPLIT = {
         ("fedavg", "learn", {}),
         ("dfl", "learn", {}),
         ("hierfavg", "learn", {"algorithm": {"name": "hierfavg", "kappa2": 3}}),
+        (
+            "fedmd",
+            "learn",
+            {
+                "model": {"name": "fcn"},
+                "devices": {"models": ["fcn", "logreg"]},
+                "algorithm": {
+                    "name": "fedmd",
+                    "public_dataset": "mnist5k",
+                    "public_samples": 60,
+                    "alignment_size": 20,
+                },
+            },
+        ),
         ("vanilla_dpfl", "learn", SPLIT),
         ("local_loss_dpfl", "learn", SPLIT),
         ("ecofed", "timing", SPLIT),
@@ -320,11 +334,11 @@ def test_every_algorithm_with_availability_survives_devices_leaving_mid_round(na
         assert rounds["accuracy"].notna().all()
 
 
-@pytest.mark.parametrize("name", ["fedavg", "hierfavg", "ecofed", "fedzkt"])
+@pytest.mark.parametrize("name", ["fedavg", "hierfavg", "ecofed", "fedzkt", "fedmd"])
 def test_a_bernoulli_round_with_nobody_on_is_empty_for_every_algorithm(name):
     sections = dict(SPLIT) if name == "ecofed" else {}
     devices = {"availability": {"model": "bernoulli", "p": 0.15}}
-    if name == "fedzkt":
+    if name in ("fedzkt", "fedmd"):
         sections = {"model": {"name": "fcn"}}
         devices["models"] = ["fcn", "logreg"]
     training = {"rounds": 20, "batch_size": 16}

@@ -35,7 +35,7 @@ from pydantic import Field, field_validator
 
 from netfl.algorithms.base import RoundSummary, register
 from netfl.algorithms.context import RoundContext
-from netfl.algorithms.fedavg import FedAvgConfig
+from netfl.algorithms.fedavg import FedAvgConfig, cut_counts, is_cut
 from netfl.algorithms.hetero import HeterogeneousFL
 from netfl.core.nodes import Node
 from netfl.errors import UserError
@@ -97,6 +97,9 @@ class FedMD(HeterogeneousFL):
     name = "fedmd"
     Config = FedMDConfig
     config: FedMDConfig
+    #: a device off at round 0 does its transfer learning at its first round on; one
+    #: that leaves mid-round is out of the consensus (or of the digest) from there
+    supports_availability = True
 
     def __init__(self, world: RoundContext, config: FedMDConfig):
         from netfl.learning import DataRootError, load_dataset
@@ -126,6 +129,8 @@ class FedMD(HeterogeneousFL):
             else world.train_config.epochs
         )
         self.score_payload_bits = float(self.align * world.dataset.num_classes * config.score_bits)
+        #: devices that have done their transfer learning
+        self.transferred: set[int] = set()
 
     # -- steps -----------------------------------------------------------------
     def _job(self, r: int, device: Node, kind: str, x, y, epochs: int):
@@ -163,6 +168,7 @@ class FedMD(HeterogeneousFL):
             0, device, "transfer", self.public_x, self.public_y, self.config.transfer_epochs
         )
         yield world.compute.run(device, flops, "train")
+        self.transferred.add(device.index)
         if fut is not None:
             res = fut.result()
             if world.keep_finite([res], [device.name]):
@@ -201,32 +207,62 @@ class FedMD(HeterogeneousFL):
 
         world, env = self.world, self.world.env
         self._round = r
-        if r == 0:
-            yield simpy.AllOf(env, [env.process(self.transfer_learning(d)) for d in world.devices])
-        clients = self.select_clients(r)
+        cuts: dict[str, Any] = {}
+
+        def each(devices: list[Node], steps) -> Generator[simpy.Event, Any, list[tuple]]:
+            """``steps(d)`` for every device at once; those that arrived, with values."""
+            jobs = [env.process(self.guarded(d, steps(d))) for d in devices]
+            yield simpy.AllOf(env, jobs)
+            for d, job in zip(devices, jobs, strict=True):
+                if is_cut(job.value):
+                    cuts[d.name] = job.value
+            return [
+                (d, job.value)
+                for d, job in zip(devices, jobs, strict=True)
+                if not is_cut(job.value)
+            ]
+
+        if r == 0:  # transfer learning: every device on now (the others at their first round)
+            yield from each(world.available_devices(r), self.transfer_learning)
+        clients = yield from self.wait_for_clients(r)
+        if not clients:  # (Bernoulli availability: an empty round)
+            return RoundSummary(num_clients=0, train_loss=float("nan"))
+        late_starters = [d for d in clients if d.index not in self.transferred]
+        if late_starters:
+            yield from each(late_starters, self.transfer_learning)
         rng = world.streams.generator("fedmd_align", r)
         idx = torch.from_numpy(np.sort(rng.choice(len(self.public_y), self.align, replace=False)))
         x = self.public_x[idx]
-        jobs = [env.process(self.client_scores(r, d, x)) for d in clients]
-        yield simpy.AllOf(env, jobs)
+        ready = [d for d in clients if d.name not in cuts]
+        scored = yield from each(ready, lambda d: self.client_scores(r, d, x))
         n_cls = world.dataset.num_classes
-        yield world.compute.run(world.bs, float(self.align * n_cls * len(clients)), "aggregate")
+        yield world.compute.run(world.bs, float(self.align * n_cls * len(scored)), "aggregate")
         consensus = None
         if world.learn:
-            scores = world.keep_finite([job.value for job in jobs], [d.name for d in clients])
+            scores = world.keep_finite([v for _, v in scored], [d.name for d, _ in scored])
             consensus = torch.stack(scores).mean(dim=0) if scores else None
+        members = [d for d, _ in scored]
         multicast = self.config.downlink == "multicast"
-        if multicast:
+        if multicast and members:
             yield world.radio.broadcast(
-                world.bs, clients, self.score_payload_bits, "consensus_down"
+                world.bs, members, self.score_payload_bits, "consensus_down"
             )
-        jobs = [env.process(self.client_digest(r, d, x, consensus, not multicast)) for d in clients]
-        yield simpy.AllOf(env, jobs)
-        losses = [job.value.mean_loss for job in jobs if job.value is not None]
+        digested = yield from each(
+            members, lambda d: self.client_digest(r, d, x, consensus, not multicast)
+        )
+        losses = [v.mean_loss for _, v in digested if v is not None]
         return RoundSummary(
             num_clients=len(clients),
             train_loss=float(np.mean(losses)) if losses else float("nan"),
+            extra=cut_counts([cuts.get(d.name) for d in clients]),
         )
+
+    def state_dict(self) -> dict[str, Any]:
+        return {**super().state_dict(), "transferred": sorted(self.transferred)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        super().load_state_dict(state)
+        self.transferred = set(state.get("transferred", [d.index for d in self.world.devices]))
 
     def evaluate(self) -> tuple[float, float]:
         """Mean test accuracy and loss of the device models (FedMD has no global model)."""
