@@ -344,3 +344,118 @@ def test_a_bernoulli_round_with_nobody_on_is_empty_for_every_algorithm(name):
     training = {"rounds": 20, "batch_size": 16}
     rounds = run(_churn(name, "timing", devices=devices, training=training, **sections)).rounds
     assert (rounds["num_clients"] == 0).any() and (rounds["num_clients"] > 0).any()
+
+
+def _round_of(s):
+    """Run round 0 of ``s`` through the Python API: (world, algorithm, summary)."""
+    from netfl.algorithms import ALGORITHMS
+
+    world = World(s)
+    alg = ALGORITHMS[s.algorithm.name](world, algorithm_config(s))
+    world.recorder.round = 0
+    proc = world.env.process(alg.round(0))
+    world.env.run(until=proc)
+    return world, alg, proc.value
+
+
+def test_multicast_receivers_leaving_keep_the_radio_counters_whole(tmp_path):
+    """Two of three receivers leave mid-multicast: the BS's and the downlink's activity
+    counters end at zero (a receiver's cut ends its own UE state only); when every
+    receiver has left, the transmission stops there."""
+    c = _clock(_scenario())
+    multicast = {"name": "fedavg", "downlink": "multicast"}
+    s = _scenario(
+        tmp_path,
+        {0: (0.0, 0.3 * c["down"]), 1: (0.0, 0.5 * c["down"])},
+        count=3,
+        algorithm=multicast,
+    )
+    world, _, _ = _round_of(s)
+    assert world.radio._active_downlink == 0 and world.radio.bs_meter.active == 0
+    world.close()
+    everyone = {i: (0.0, (0.2 + 0.1 * i) * c["down"]) for i in range(2)}
+    world, _, summary = _round_of(_scenario(tmp_path, everyone, count=2, algorithm=multicast))
+    t = world.recorder.transfers_frame()
+    assert (t["outcome"] == "left").all() and len(t) == 2
+    assert world.env.now < c["down"]  # (stopped when the last receiver left)
+    assert t["delivered_bits"].max() == pytest.approx(0.3 * c["size"], rel=1e-9)
+    assert world.radio._active_downlink == 0 and world.radio.bs_meter.active == 0
+    assert summary.extra["clients_left"] == 2
+    world.close()
+
+
+def test_ecofed_device_leaving_mid_compute_with_an_upload_on_air(tmp_path):
+    """EcoFed streams activation uploads behind its forward passes: a device that leaves
+    while both run loses both, and the simulation goes on (no unheeded failure)."""
+    base = {"algorithm": {"name": "ecofed"}, **SPLIT}
+    full = run(_scenario(count=2, **base))
+    t, c = full.transfers, full.computes
+    ups = t[(t["src"] == "ue0") & (t["kind"] == "activations")]
+    steps = c[c["node"] == "ue0"]
+    t_off = next(
+        0.5 * (max(a.start_s, b.start_s) + min(a.end_s, b.end_s))
+        for a in steps.itertuples()
+        for b in ups.itertuples()
+        if min(a.end_s, b.end_s) > max(a.start_s, b.start_s)
+    )
+    result = run(_scenario(tmp_path, {0: (0.0, t_off)}, count=2, **base))
+    row = result.rounds.iloc[0]
+    assert (row["clients_arrived"], row["clients_left"]) == (1, 1)
+    cut = result.transfers[result.transfers["outcome"] == "left"]
+    assert len(cut) == 1 and cut.iloc[0]["end_s"] == pytest.approx(t_off, rel=1e-12)
+
+
+def test_a_deadline_during_the_backhaul_hop_is_kept():
+    """A cloud server 1 s of backhaul away: a deadline that falls while the update
+    crosses the backhaul (after its last bit left the air) ends the round there, the
+    client late; one that falls in the downlink's backhaul likewise."""
+    cell = {
+        "radius_m": 400,
+        "link": {
+            "mode": "ofdma",
+            "channel_profile": "nr_fr1_uma",
+            "pathloss": {"model": "log_distance", "beta0_db": -35.0, "kappa": 3.5},
+            "shadowing": False,
+        },
+    }
+    network = {
+        "site_positions_m": [[0.0, 0.0], [500.0, 0.0]],
+        "sectors": 1,
+        "antenna": "omni",
+        "interference": {"model": "none"},
+        "server_site": "cloud",
+        "backhaul": {"latency_ms": 1000.0},
+    }
+
+    def scenario(**algorithm):
+        return parse_scenario(
+            tiny_scenario(
+                cell=cell,
+                network=network,
+                devices={"count": 1},
+                training={"rounds": 1},
+                algorithm={"name": "fedavg", **algorithm},
+            )
+        )
+
+    world, _, _ = _round_of(scenario())
+    t = world.recorder.transfers_frame()
+    air_end = t[(t["kind"] == "model_up") & (t["direction"] == "uplink")]["end_s"].iloc[0]
+    world.close()
+    for deadline in (air_end + 0.5, 0.5):
+        world, alg, summary = _round_of(scenario(deadline_s=deadline))
+        assert summary.extra["clients_late"] == 1 and summary.extra["clients_arrived"] == 0
+        aggregate = alg.aggregation_flops(0) / world.bs.compute.effective_flops_per_s
+        assert world.env.now == pytest.approx(deadline + aggregate, rel=1e-12)
+        world.close()
+
+
+def test_a_repeating_trace_leaves_where_it_really_turns_off():
+    from netfl.core.availability import TraceAvailability
+
+    wraps = TraceAvailability(((0.0, 30.0), (70.0, 100.0)), 100.0)
+    assert wraps.next_off(80.0) == pytest.approx(130.0)  # (100 is 0 of the next period)
+    assert wraps.next_off(10.0) == 30.0 and wraps.next_off(50.0) is None
+    adjacent = TraceAvailability(((0.0, 5.0), (5.0, 10.0)))
+    assert adjacent.next_off(1.0) == 10.0
+    assert TraceAvailability(((0.0, 100.0),), 100.0).next_off(5.0) is None

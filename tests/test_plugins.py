@@ -496,3 +496,52 @@ def test_a_plugin_partition_that_overlaps_is_refused_clearly(tmp_path, capsys):
     assert main(["run", str(path), "--out", str(tmp_path / "r"), "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert "scheme 'contiguous' gave a sample to two devices" in err
+
+
+def test_a_plugin_model_in_a_fresh_process_is_counted_again_when_edited(tmp_path):
+    """`netfl run` in a new process (the model registered before netfl's model module is
+    imported); after the plugin's model is edited, its size is counted again rather than
+    read from the on-disk cache of model facts."""
+    import os
+    import subprocess
+
+    (tmp_path / "lab.py").write_text(LAB)
+    path = _scenario_file(
+        tmp_path,
+        plugins=["lab.py"],
+        model={"name": "tiny_mlp"},
+        devices={"count": 2},
+        training={"rounds": 1, "batch_size": 16},
+    )
+    env = {**os.environ, "NETFL_CACHE_DIR": str(tmp_path / "cache")}
+
+    def params(out: Path) -> int:
+        cmd = [sys.executable, "-m", "netfl", "run", str(path), "--out", str(out), "--no-progress"]
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        return json.loads((out / "manifest.json").read_text())["model_params"]
+
+    # digits: 64 inputs, 10 classes; hidden 8 → 64·8 + 8 + 8·10 + 10
+    assert params(tmp_path / "a") == 64 * 8 + 8 + 8 * 10 + 10
+    (tmp_path / "lab.py").write_text(
+        LAB.replace(
+            "8), nn.ReLU(),\n                         nn.Linear(8,",
+            "32), nn.ReLU(),\n                         nn.Linear(32,",
+        )
+    )
+    assert params(tmp_path / "b") == 64 * 32 + 32 + 32 * 10 + 10
+
+
+def test_an_entry_point_that_fails_takes_back_what_it_registered(tmp_path, monkeypatch, capsys):
+    text = (
+        LAB + "\nfrom netfl.algorithms import FedAvg\n\nclass Other(FedAvg):\n    name = 'other'\n"
+    )
+    _entry_point_package(tmp_path, "ep_fail", text, "epplug:Other")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.invalidate_caches()
+    path = _scenario_file(tmp_path, algorithm={"name": "ep_fail"})
+    assert main(["validate", str(path)]) == 2
+    assert "the class's name is 'other', not 'ep_fail'" in capsys.readouterr().err
+    from netfl.learning.catalog import MODEL_CATALOG
+
+    assert "tiny_mlp" not in MODEL_CATALOG

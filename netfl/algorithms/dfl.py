@@ -206,11 +206,11 @@ class FD(_SoftTargets):
         # (with multicast the round already broadcast them)
         state = self.device_states.get(device.index, self.global_state)
         result = yield from self.distill_update(r, device, state)
-        yield world.radio.transfer(device, world.bs, self.soft_bits, "soft_targets_up")
-        if result is not None and world.keep_finite([result], [device.name]):
+        kept = result is not None and world.keep_finite([result], [device.name])
+        if kept:  # (its own model: kept even if its upload never arrives)
             self.device_states[device.index] = result.state
-            return result
-        return None
+        yield world.radio.transfer(device, world.bs, self.soft_bits, "soft_targets_up")
+        return result if kept else None
 
     def model_bits(self, device: Node | None = None) -> float:
         """Only the soft targets travel (a multicast sends them once)."""

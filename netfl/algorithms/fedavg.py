@@ -73,8 +73,9 @@ class FedAvgConfig(AlgorithmConfig):
         gt=0.0,
         le=1e7,
         description="the server aggregates the updates that arrived within this many "
-        "seconds of the round's start; the others are cut there and recorded late "
-        "(none: wait for every client)",
+        "seconds of the round's start (when its clients are chosen, after any wait for a "
+        "device to come back); the others are cut there and recorded late (none: wait "
+        "for every client)",
     )
 
 
@@ -157,13 +158,20 @@ class FedAvg(Algorithm):
     ) -> Generator[simpy.Event, Any, Any]:
         """Run ``steps`` (a client's part of the round, e.g. :meth:`client_round`), or
         return the :class:`~netfl.core.activity.DeviceCut` that stopped it (the device
-        left, or the deadline passed): its update is lost (:func:`is_cut`)."""
+        left, or the deadline passed): its update is lost (:func:`is_cut`). The process
+        running it is the device's activity too, so a cut also ends a wait that no
+        transfer or compute step covers (a backhaul hop, the server's work for it)."""
+        activities, me = self.world.activities, self.world.env.active_process
         try:
-            return (yield from steps)
-        except DeviceCut as cut:
+            activities.enter((device,), me)  # (a wait no transfer or step covers is cut too)
+            result = yield from steps
+        except (DeviceCut, simpy.Interrupt) as stop:
+            cut = stop if isinstance(stop, DeviceCut) else stop.cause
             if self._stream is not None and device.index in self._stream_index:
                 self._stream.drop(self._stream_index.pop(device.index))
             return cut
+        activities.leave((device,), me)
+        return result
 
     def local_update(
         self,

@@ -422,8 +422,9 @@ class FlowerBridge:
     ) -> Generator[simpy.Event, Any, None]:
         """One message's life: down, handled (the device's compute step), the reply up.
         A device that leaves meanwhile (its transfer or step cut there) answers with
-        Flower's ``NODE_UNAVAILABLE`` error, as Flower does for a node that is lost; the
-        handler's changes to its context are lost with it."""
+        Flower's ``NODE_UNAVAILABLE`` error, as Flower does for a node that is lost; a
+        handler cut before its compute step ends leaves the node's context as it was
+        (one cut during the reply's upload had run: the node keeps its changes)."""
         device = self.nodes[nid]
         handled = [False]  # (its compute step is over: the device takes the next message)
         try:

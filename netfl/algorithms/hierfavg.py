@@ -95,7 +95,7 @@ class HierFAVG(FedAvg):
         state = self.global_state
         losses: list[float] = []
         multicast = self.config.downlink == "multicast"
-        contributed = False
+        weight = 0
         for j in range(self.config.kappa2):
             if not members:
                 break  # (every client of this edge left)
@@ -111,7 +111,8 @@ class HierFAVG(FedAvg):
                     self._cut[d.name] = job.value
             members = [d for d, job in zip(members, jobs, strict=True) if not is_cut(job.value)]
             results = [job.value for job in jobs if not is_cut(job.value)]
-            contributed |= bool(results)
+            if results:  # (the edge model's weight: the data of its last contributors)
+                weight = sum(world.num_samples(d) for d in members)
             yield world.compute.run(edge, self.aggregation_flops(len(results)), "aggregate")
             losses += [res.mean_loss for res in results if res is not None]
             if world.learn:
@@ -124,7 +125,6 @@ class HierFAVG(FedAvg):
                     )
         if edge is not world.bs:
             yield world.radio.transfer(edge, world.bs, bits, "edge_model_up", num_models=1)
-        weight = sum(world.num_samples(d) for d in members) if contributed else 0
         return state, weight, losses
 
     def round(self, r: int) -> Generator[simpy.Event, Any, RoundSummary]:

@@ -34,7 +34,7 @@ from pydantic import Field
 from netfl.algorithms.base import register
 from netfl.algorithms.context import RoundContext
 from netfl.algorithms.fedavg import FedAvg, FedAvgConfig
-from netfl.core.activity import DeviceCut
+from netfl.core.activity import DeviceCut, quiet_cut
 from netfl.core.nodes import Node
 from netfl.learning.tasks import SplitTask, TrainTask
 
@@ -154,7 +154,9 @@ class SplitFL(FedAvg):
                 yield previous
             return (yield self.world.radio.transfer(src, dst, bits, kind, **kw))
 
-        return self.world.env.process(proc())
+        # (its device cut, it fails; a queued send nothing waits on yet must not stop
+        # the simulation: the client sees the cut at its own step)
+        return quiet_cut(self.world.env.process(proc()))
 
     def epoch_batches(self, device: Node) -> list[int]:
         """Batch sizes of one pass over a device's data."""

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import simpy
 
+from netfl.core.activity import quiet_cut
 from netfl.core.records import ComputeRecord, Recorder
 
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ class ComputeEngine:
         """Start a compute step; the process ends when it is done (value: its record)."""
         if flops < 0:
             raise ValueError(f"negative FLOPs for compute step {kind!r} on {node.name}")
-        return self.env.process(self._run(node, float(flops), kind))
+        return quiet_cut(self.env.process(self._run(node, float(flops), kind)))
 
     def _run(
         self, node: Node, flops: float, kind: str

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from netfl.core.nodes import Node
 
-__all__ = ["Activities", "DeviceCut", "TransferCut", "CutReason"]
+__all__ = ["Activities", "DeviceCut", "TransferCut", "CutReason", "quiet_cut"]
 
 CutReason = Literal["left", "late"]
 
@@ -60,6 +60,19 @@ def _defuse(event: simpy.Event) -> None:
     # (an interrupted activity fails with its DeviceCut; when no process waits on it any
     # more — its waiter was cut first — the failure must not stop the simulation)
     event.defused = True
+
+
+def _defuse_cut(event: simpy.Event) -> None:
+    if not event.ok and isinstance(event.value, DeviceCut):
+        event.defused = True
+
+
+def quiet_cut(process: simpy.Process) -> simpy.Process:
+    """``process`` failing with a :class:`DeviceCut` does not stop the simulation when
+    nothing waits on it (a transfer whose client was cut first, a queued send of a
+    device that left); a waiter still gets the exception. Returns ``process``."""
+    process.callbacks.append(_defuse_cut)
+    return process
 
 
 class Activities:

@@ -20,6 +20,7 @@ Pure numpy; the world asks them at each round's start
 from __future__ import annotations
 
 import bisect
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -88,13 +89,21 @@ class TraceAvailability:
         return u <= end if self.period_s else u < end
 
     def next_off(self, t: float) -> float | None:
-        """The end of the on-interval holding ``t`` [s] (None: off at ``t``)."""
+        """When the device, on at ``t`` [s], turns off: the end of its on-interval, or of
+        the next one where that starts as this one ends (adjacent intervals, a repeating
+        trace that wraps around its period); None if it is off at ``t`` or never turns
+        off."""
         if not self.is_on(t):
             return None
-        u = t % self.period_s if self.period_s else t
         starts = [a for a, _ in self.intervals]
-        end = self.intervals[bisect.bisect_right(starts, u) - 1][1]
-        return t - u + end
+        for _ in range(len(self.intervals) + 1):
+            u = t % self.period_s if self.period_s else t
+            t_end = t - u + self.intervals[bisect.bisect_right(starts, u) - 1][1]
+            later = math.nextafter(t_end, math.inf)
+            if not self.is_on(later):
+                return t_end
+            t = later
+        return None  # (on all the time: a trace that covers its whole period)
 
     def next_on(self, t: float) -> float | None:
         """The first interval start after ``t`` [s] (None if there is none)."""

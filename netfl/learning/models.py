@@ -309,9 +309,8 @@ _BUILDERS: dict[str, Callable[[tuple[int, ...], int], nn.Module]] = {
     "resnet9": ResNet9,
 }
 
-MODELS: dict[str, ModelSpec] = {
-    name: ModelSpec(name, _BUILDERS[name], loss, description)
-    for name, (loss, description) in MODEL_CATALOG.items()
+MODELS: dict[str, ModelSpec] = {  # (built-ins; a plugin's are added on first use)
+    name: ModelSpec(name, builder, *MODEL_CATALOG[name]) for name, builder in _BUILDERS.items()
 }
 
 

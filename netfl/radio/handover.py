@@ -220,6 +220,8 @@ class HandoverMixin:
             return
         since = self.env.now
         while True:
+            if self.activities is not None:  # (a device that left waits no more)
+                self.activities.check([device])
             if self.env.now - since > COVERAGE_WAIT_LIMIT_S:
                 x, y = device.position_m
                 why = (

@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 import simpy
 
-from netfl.core.activity import Activities, DeviceCut, TransferCut
+from netfl.core.activity import Activities, DeviceCut, TransferCut, quiet_cut
 from netfl.core.nodes import Node
 from netfl.core.records import Recorder, TransferRecord
 from netfl.radio.energy import BsPowerModel, BsRadioMeter, UeRadioStates
@@ -92,7 +92,9 @@ class Radio(ABC):
         """
         if not size_bits >= 0:
             raise ValueError(f"transfer size of {kind!r} must be >= 0 (got {size_bits})")
-        return self.env.process(self._transfer(src, dst, float(size_bits), kind, num_models))
+        return quiet_cut(
+            self.env.process(self._transfer(src, dst, float(size_bits), kind, num_models))
+        )
 
     def broadcast(
         self,
@@ -261,7 +263,8 @@ class Radio(ABC):
     ) -> Generator[simpy.Event, Any, list[TransferRecord]]:
         """One transmission to every receiver; a receiver cut meanwhile (it left, or
         the deadline passed) gets its record at the cut with the bits it had then, the
-        others theirs at the end. Cut before it starts: no receiver left, no transfer."""
+        others theirs at the end; when the last one is cut the transmission stops there.
+        Cut before it starts: no receiver left, no transfer."""
         if self.activities is not None:
             receivers = [r for r in receivers if self.activities.is_cut(r) is None]
             if not receivers:
@@ -272,11 +275,12 @@ class Radio(ABC):
         group = next(self.group_ids)
         progress: list[Progress] = []
         records: dict[str, TransferRecord] = {}
+        me = self.env.active_process
 
         def cut_receiver(r: Node) -> Callable[[DeviceCut], None]:
             def on_cut(cause: DeviceCut) -> None:
                 delivered, airtime = progress[0]() if progress else (0.0, 0.0)
-                self._end((r,), "downlink")
+                self.ue_states.end((r,))
                 records[r.name] = self._record(
                     src,
                     r,
@@ -289,6 +293,8 @@ class Radio(ABC):
                     group=group,
                     cut=TransferCut(cause, delivered),
                 )
+                if len(records) == len(receivers) and me.is_alive:
+                    me.interrupt(cause)  # (nobody listens any more: stop sending)
 
             return on_cut
 
@@ -296,11 +302,14 @@ class Radio(ABC):
             if self.activities is not None:
                 self.activities.enter((r,), (group, r.name), cut_receiver(r))
         self._begin((src, *receivers), "downlink")
-        extra = yield from self._deliver_multicast(src, receivers, size_bits, progress)
+        try:
+            extra = yield from self._deliver_multicast(src, receivers, size_bits, progress)
+        except (TransferCut, simpy.Interrupt):  # (in the HARQ tail: its bits were there)
+            extra = None  # (every receiver has its record)
         stayed = [r for r in receivers if r.name not in records]
         for r in stayed:
             self._leave((r,), (group, r.name))
-        self._end((src, *stayed), "downlink")
+        self._end((src, *stayed), "downlink")  # (the counters once; the cut UEs ended)
         for r in stayed:
             records[r.name] = self._record(
                 src, r, kind, "downlink", size_bits, start, num_models, dict(extra or {}), group
@@ -326,7 +335,8 @@ class Radio(ABC):
     ) -> Generator[simpy.Event, Any, dict[str, float] | None]:
         """Yield until every receiver has ``size_bits`` (one transmission); append to
         ``progress`` a callable giving the bits delivered and airtime so far, for a
-        receiver that leaves meanwhile."""
+        receiver that leaves meanwhile. Interrupted (every receiver left), it takes its
+        bits off the medium and raises :class:`~netfl.core.activity.TransferCut`."""
 
 
 def _own_rate_bps(src: Node, dst: Node, direction: str) -> float:
@@ -411,9 +421,12 @@ class FixedRateRadio(Radio):
         self, src: Node, receivers: list[Node], size_bits: float, progress: list[Progress]
     ) -> Generator[simpy.Event, Any, dict[str, float] | None]:
         rate = min((r.link.downlink_bps for r in receivers), default=math.inf)
-        done, sent, _ = self._send(size_bits, rate, "downlink")
+        done, sent, withdraw = self._send(size_bits, rate, "downlink")
         progress.append(sent)
-        yield done
+        try:
+            yield done
+        except simpy.Interrupt as stop:  # (every receiver left)
+            raise TransferCut(stop.cause, withdraw()) from None
         return None
 
     def __repr__(self) -> str:

@@ -398,6 +398,7 @@ class OfdmaRadio(Radio):
             sent.append(self._send(carrier, bits, psd, total, rng, link=(src, dst)))
             return sent[-1]
 
+        extra: dict[str, Any] = {}
         try:
             if direction != "uplink" or grant is None or size_bits <= 0:
                 flow = send(size_bits)
@@ -411,7 +412,10 @@ class OfdmaRadio(Radio):
                 )
             yield from harq_tail(self.env, self.profile.harq, carrier.efficiency, extra, flow.rng)
         except simpy.Interrupt as stop:
-            raise cut_flows(carrier, sent, stop.cause) from None
+            cut = cut_flows(carrier, sent, stop.cause)
+            if "harq_retransmissions" in extra:  # (cut in the last block's round trips)
+                cut.extra["harq_retransmissions"] = extra["harq_retransmissions"]
+            raise cut from None
         return extra
 
     def _deliver_multicast(
@@ -422,7 +426,10 @@ class OfdmaRadio(Radio):
         start = self.env.now
         flow = self._send(carrier, size_bits, float(snrs.min()), math.inf, multicast_snrs=snrs)
         progress.append(lambda: carrier.progress(flow))
-        yield flow.done
+        try:
+            yield flow.done
+        except simpy.Interrupt as stop:  # (every receiver left)
+            raise cut_flows(carrier, [flow], stop.cause) from None
         extra = self._finish(carrier, flow, start)
         yield from harq_tail(self.env, self.profile.harq, carrier.efficiency, extra, flow.rng)
         return extra

@@ -182,7 +182,10 @@ class SharedMedium(ABC):
     def withdraw(self, flow: Flow) -> float:
         """Take an active flow off the medium now (its device left): the others are
         re-allocated at this instant; returns its bits not yet delivered. Its ``done``
-        never fires."""
+        never fires. (A flow no longer on the medium — finished this instant, or of
+        no bits — has none left to withdraw.)"""
+        if not any(f is flow for f in self.flows):
+            return 0.0 if flow.done.triggered else max(flow.remaining_bits, 0.0)
         self._advance()
         self.flows.remove(flow)
         flow.remaining_bits = max(flow.remaining_bits, 0.0)

@@ -196,16 +196,23 @@ def _dist_name(ep: Any) -> str | None:
 def _load_entry(ep: Any) -> None:
     dist = _dist_name(ep)
     where = f"entry point {ep.name} = {ep.value}" + (f" ({dist})" if dist else "")
-    key = "algorithm.name"
     snapshot = _snapshot()
-    before = snapshot["algorithm"]
+    try:
+        _register_entry(ep, where, snapshot["algorithm"])
+    except PluginError:
+        _forget(snapshot)  # (whatever it registered before failing goes)
+        raise
+    for entry in [*_added(snapshot), ("algorithm", ep.name)]:
+        _ORIGIN.setdefault(entry, where)
+
+
+def _register_entry(ep: Any, where: str, before: set[str]) -> None:
+    key = "algorithm.name"
     try:
         cls = ep.load()
     except RegistrationError as err:
-        _forget(snapshot)
         raise PluginError(key, _clash(str(err), where)) from None
     except Exception as err:  # noqa: BLE001 - any error inside a user's plugin: one line
-        _forget(snapshot)
         raise PluginError(key, f"{where} raised {_first_line(err)}") from None
     if ALGORITHMS.get(ep.name) is cls and ep.name in before:
         return  # the same class, loaded before (as a plugin file or this entry point)
@@ -220,8 +227,6 @@ def _load_entry(ep: Any) -> None:
             register(cls)
         except RegistrationError as err:
             raise PluginError(key, _clash(str(err), where)) from None
-    for entry in [*_added(snapshot), ("algorithm", ep.name)]:
-        _ORIGIN.setdefault(entry, where)
 
 
 def load_entry_point(name: str) -> bool:

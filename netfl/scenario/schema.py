@@ -178,7 +178,7 @@ class ServerSection(_Strict):
 
 _BUILTIN_PARAMS = {"alpha", "min_samples", "shards_per_device", "fraction", "classes"}
 #: a plugin partition's parameter (``data.partition.options``)
-_OptionValue = Annotated[float, Field(ge=-1e12, le=1e12)]
+_OptionValue = Annotated[int | float, Field(ge=-1e12, le=1e12)]
 
 
 class PartitionSection(_Strict):

@@ -47,7 +47,27 @@ def _code_hash() -> str:
 
 def _key(name: str, input_shape: tuple[int, ...], num_classes: int) -> str:
     shape = "x".join(str(d) for d in input_shape)
-    return f"{name}|{shape}|{num_classes}|torch {torch_version()}|code {_code_hash()}"
+    return (
+        f"{name}|{shape}|{num_classes}|torch {torch_version()}|code {_code_hash()}"
+        f"{_plugin_hash(name)}"
+    )
+
+
+def _plugin_hash(name: str) -> str:
+    """A plugin model's code (the file of its builder's module): an edited plugin is
+    counted again, never read from the cache (empty for a built-in)."""
+    import inspect
+
+    from netfl.learning.catalog import MODEL_BUILDERS
+
+    builder = MODEL_BUILDERS.get(name)
+    if builder is None:
+        return ""
+    try:
+        source = Path(inspect.getfile(builder)).read_bytes()
+    except (TypeError, OSError):  # (no file: never cached across processes)
+        source = repr(builder).encode() + str(id(builder)).encode()
+    return f"|plugin {hashlib.sha256(source).hexdigest()[:16]}"
 
 
 def _count(name: str, input_shape: tuple[int, ...], num_classes: int) -> tuple[int, ModelFlops]:

@@ -555,8 +555,8 @@ class World:
         a distinct ``seed_key``). The job is submitted when the device's compute step
         starts and its result collected when the step ends (DESIGN.md, executor seam).
         """
-        if not self.learn:
-            return None
+        if not self.learn or self.activities.is_cut(device):
+            return None  # (timing mode; or the device left: its step fails, nothing to train)
         assert self.executor is not None
         fields.setdefault("model", self.device_model(device).name)
         fields.setdefault("indices", self.partitions[device.index])
