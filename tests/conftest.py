@@ -76,6 +76,37 @@ def tiny_scenario(**sections) -> dict:
     return base
 
 
+def assert_average_of_local_models(world, state, start, devices, r: int = 0) -> None:
+    """``state`` is Σ n_k w_k / Σ n_k of the local models of ``devices``, each trained
+    here by hand from ``start`` with its round-``r`` seed (FedAvg, McMahan et al. 2017)."""
+    import numpy as np
+    import torch
+
+    from netfl.learning.tasks import TrainTask
+
+    ctx = world.executor.context
+    locals_ = [
+        ctx.run(
+            TrainTask(
+                model=world.model.spec.name,
+                state=start,
+                indices=world.partitions[d.index],
+                config=world.train_config,
+                seed=world.streams.torch_seed("torch", r, d.index),
+            )
+        )
+        for d in devices
+    ]
+    n = np.array([world.num_samples(d) for d in devices], dtype=np.float64)
+    assert [res.num_samples for res in locals_] == list(n)
+    for key, value in state.items():
+        by_hand = sum(
+            w * res.state[key].double() for w, res in zip(n / n.sum(), locals_, strict=True)
+        )
+        torch.testing.assert_close(value.double(), by_hand, rtol=1e-6, atol=1e-7)
+        assert not torch.equal(value, start[key])  # (training moved the model)
+
+
 @pytest.fixture(scope="session")
 def ray_local():
     """One local Ray instance of 2 CPUs for the whole test session (starting Ray takes

@@ -4,16 +4,13 @@ FedAvg family aggregates the updates that arrived."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
-import torch
 
 from netfl.algorithms import FedAvg
-from netfl.learning.tasks import TrainTask
 from netfl.scenario.files import algorithm_config, parse_scenario
 from netfl.sim.runner import run
 from netfl.sim.world import World
-from tests.conftest import tiny_scenario
+from tests.conftest import assert_average_of_local_models, tiny_scenario
 
 
 def _trace(tmp_path, spans: dict[int, tuple[float, float]], count: int) -> str:
@@ -205,26 +202,7 @@ def test_deadline_aggregates_exactly_the_clients_that_arrived_by_hand():
     assert (late["delivered_bits"] < late["size_bits"]).all()
     aggregate = alg.aggregation_flops(2) / world.bs.compute.effective_flops_per_s
     assert world.env.now == pytest.approx(deadline + aggregate, rel=1e-12)
-    ctx = world.executor.context
-    arrived = [world.devices[0], world.devices[1]]
-    locals_ = [
-        ctx.run(
-            TrainTask(
-                model=world.model.spec.name,
-                state=start,
-                indices=world.partitions[d.index],
-                config=world.train_config,
-                seed=world.streams.torch_seed("torch", 0, d.index),
-            )
-        )
-        for d in arrived
-    ]
-    n = np.array([world.num_samples(d) for d in arrived], dtype=np.float64)
-    for key, value in alg.global_state.items():
-        by_hand = sum(
-            w * res.state[key].double() for w, res in zip(n / n.sum(), locals_, strict=True)
-        )
-        torch.testing.assert_close(value.double(), by_hand, rtol=1e-6, atol=1e-7)
+    assert_average_of_local_models(world, alg.global_state, start, world.devices[:2])
     world.close()
 
 
@@ -409,19 +387,11 @@ def test_a_deadline_during_the_backhaul_hop_is_kept():
     """A cloud server 1 s of backhaul away: a deadline that falls while the update
     crosses the backhaul (after its last bit left the air) ends the round there, the
     client late; one that falls in the downlink's backhaul likewise."""
-    cell = {
-        "radius_m": 400,
-        "link": {
-            "mode": "ofdma",
-            "channel_profile": "nr_fr1_uma",
-            "pathloss": {"model": "log_distance", "beta0_db": -35.0, "kappa": 3.5},
-            "shadowing": False,
-        },
-    }
+    from tests.radio.test_multicell_radio import PLAIN_CELL, TWO_SITES
+
+    cell = PLAIN_CELL
     network = {
-        "site_positions_m": [[0.0, 0.0], [500.0, 0.0]],
-        "sectors": 1,
-        "antenna": "omni",
+        **TWO_SITES,
         "interference": {"model": "none"},
         "server_site": "cloud",
         "backhaul": {"latency_ms": 1000.0},

@@ -126,38 +126,7 @@ def test_a_plugin_in_a_two_worker_sweep_and_a_resume(tmp_path, capsys):
         training={"rounds": 4, "batch_size": 16},
         outputs={"figures": False, "progress": False, "checkpoint_every": 1},
     )
-    sweep = tmp_path / "s.sweep.yaml"
-    sweep.write_text(
-        yaml.safe_dump({"name": "pl", "base": "s.yaml", "grid": {"algorithm.factor": [1, 3]}})
-    )
-    out = tmp_path / "sweep"
-    assert main(["sweep", str(sweep), "--workers", "2", "--out", str(out), "--no-progress"]) == 0
-    index = pd.read_csv(out / "sweep.csv")
-    assert list(index["status"]) == ["complete", "complete"]
-    # interrupted at round 2 (as Ctrl-C leaves it), then resumed with the plugin
-    import netfl.sim.runner as runner
-
-    real = runner.check_round
-
-    def interrupt(r, *args):
-        if r == 2:
-            raise KeyboardInterrupt
-        return real(r, *args)
-
-    run_dir = tmp_path / "killed"
-    runner.check_round = interrupt
-    try:
-        assert main(["run", str(base), "--out", str(run_dir), "--no-progress"]) == 130
-    finally:
-        runner.check_round = real
-    ALGORITHMS.pop("twice")  # (as in a new process: the resume loads the plugin itself)
-    plugins._LOADED.clear()
-    for name in [m for m in sys.modules if m.startswith("netfl_plugin_twice")]:
-        del sys.modules[name]
-    assert main(["run", "--resume", str(run_dir), "--no-progress"]) == 0
-    whole = tmp_path / "whole"
-    assert main(["run", str(base), "--out", str(whole), "--no-progress"]) == 0
-    assert (run_dir / "rounds.csv").read_bytes() == (whole / "rounds.csv").read_bytes()
+    _sweep_then_resume(tmp_path, base, "twice", "netfl_plugin_twice")
 
 
 def test_a_plugin_in_a_ray_sweep(tmp_path, ray_local):
@@ -214,36 +183,7 @@ def test_an_entry_point_algorithm_in_a_two_worker_sweep_and_a_resume(tmp_path, m
         training={"rounds": 4, "batch_size": 16},
         outputs={"figures": False, "progress": False, "checkpoint_every": 1},
     )
-    sweep = tmp_path / "s.sweep.yaml"
-    sweep.write_text(
-        yaml.safe_dump({"name": "ep", "base": "s.yaml", "grid": {"algorithm.factor": [1, 3]}})
-    )
-    out = tmp_path / "sweep"
-    assert main(["sweep", str(sweep), "--workers", "2", "--out", str(out), "--no-progress"]) == 0
-    assert list(pd.read_csv(out / "sweep.csv")["status"]) == ["complete", "complete"]
-    import netfl.sim.runner as runner
-
-    real = runner.check_round
-
-    def interrupt(r, *args):
-        if r == 2:
-            raise KeyboardInterrupt
-        return real(r, *args)
-
-    run_dir = tmp_path / "killed"
-    runner.check_round = interrupt
-    try:
-        assert main(["run", str(base), "--out", str(run_dir), "--no-progress"]) == 130
-    finally:
-        runner.check_round = real
-    ALGORITHMS.pop("ep_sweep")  # (as in a new process: the resume finds the entry point)
-    plugins._ORIGIN.pop(("algorithm", "ep_sweep"), None)
-    for name in [m for m in sys.modules if m.startswith("epplug")]:
-        del sys.modules[name]
-    assert main(["run", "--resume", str(run_dir), "--no-progress"]) == 0
-    whole = tmp_path / "whole"
-    assert main(["run", str(base), "--out", str(whole), "--no-progress"]) == 0
-    assert (run_dir / "rounds.csv").read_bytes() == (whole / "rounds.csv").read_bytes()
+    _sweep_then_resume(tmp_path, base, "ep_sweep", "epplug")
 
 
 @pytest.mark.parametrize(
@@ -545,3 +485,41 @@ def test_an_entry_point_that_fails_takes_back_what_it_registered(tmp_path, monke
     from netfl.learning.catalog import MODEL_CATALOG
 
     assert "tiny_mlp" not in MODEL_CATALOG
+
+
+def _sweep_then_resume(tmp_path: Path, base: Path, name: str, modules: str) -> None:
+    """A 2-worker sweep of ``base`` (algorithm ``name``) completes; a run interrupted at
+    round 2 resumes — in this process as in a new one: the algorithm and its modules
+    (names starting with ``modules``) forgotten first — to the uninterrupted run's
+    rounds, byte for byte."""
+    sweep = tmp_path / "s.sweep.yaml"
+    sweep.write_text(
+        yaml.safe_dump({"name": "pl", "base": base.name, "grid": {"algorithm.factor": [1, 3]}})
+    )
+    out = tmp_path / "sweep"
+    assert main(["sweep", str(sweep), "--workers", "2", "--out", str(out), "--no-progress"]) == 0
+    assert list(pd.read_csv(out / "sweep.csv")["status"]) == ["complete", "complete"]
+    import netfl.sim.runner as runner
+
+    real = runner.check_round
+
+    def interrupt(r, *args):
+        if r == 2:
+            raise KeyboardInterrupt
+        return real(r, *args)
+
+    run_dir = tmp_path / "killed"
+    runner.check_round = interrupt
+    try:
+        assert main(["run", str(base), "--out", str(run_dir), "--no-progress"]) == 130
+    finally:
+        runner.check_round = real
+    ALGORITHMS.pop(name)  # (as in a new process: the resume loads the plugin itself)
+    plugins._LOADED.clear()
+    plugins._ORIGIN.pop(("algorithm", name), None)
+    for module in [m for m in sys.modules if m.startswith(modules)]:
+        del sys.modules[module]
+    assert main(["run", "--resume", str(run_dir), "--no-progress"]) == 0
+    whole = tmp_path / "whole"
+    assert main(["run", str(base), "--out", str(whole), "--no-progress"]) == 0
+    assert (run_dir / "rounds.csv").read_bytes() == (whole / "rounds.csv").read_bytes()

@@ -4,7 +4,6 @@ computed by hand, and the variant that must reduce to the plain algorithm)."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import simpy
 import torch
@@ -14,7 +13,7 @@ from netfl.learning.tasks import TrainTask
 from netfl.learning.train import TrainResult
 from netfl.scenario.files import algorithm_config, parse_scenario
 from netfl.sim.world import World
-from tests.conftest import tiny_scenario
+from tests.conftest import assert_average_of_local_models, tiny_scenario
 
 
 def _world(mode: str = "learn", devices: int = 4, **algorithm) -> tuple[World, FedAvg]:
@@ -65,27 +64,7 @@ def test_a_round_averages_the_clients_local_models_weighted_by_their_data():
     start = {k: v.clone() for k, v in alg.global_state.items()}
     clients = alg.select_clients(0)
     _run_round(world, alg)
-    ctx = world.executor.context
-    locals_ = [
-        ctx.run(
-            TrainTask(
-                model=world.model.spec.name,
-                state=start,
-                indices=world.partitions[d.index],
-                config=world.train_config,
-                seed=world.streams.torch_seed("torch", 0, d.index),
-            )
-        )
-        for d in clients
-    ]
-    n = np.array([world.num_samples(d) for d in clients], dtype=np.float64)
-    assert [res.num_samples for res in locals_] == list(n)
-    for key, value in alg.global_state.items():
-        by_hand = sum(
-            w * res.state[key].double() for w, res in zip(n / n.sum(), locals_, strict=True)
-        )
-        torch.testing.assert_close(value.double(), by_hand, rtol=1e-6, atol=1e-7)
-        assert not torch.equal(value, start[key])  # (training moved the model)
+    assert_average_of_local_models(world, alg.global_state, start, clients)
     world.close()
 
 
