@@ -111,6 +111,7 @@ LAYERS: list[list[str]] = [
         "netfl.algorithms.app_thread",
         "netfl.algorithms.flower",
         "netfl.algorithms.flower_grid",
+        "netfl.algorithms.flower_messages",
         "netfl.algorithms.hetero",
         "netfl.algorithms.hierfavg",
         "netfl.algorithms.split",

@@ -50,14 +50,18 @@ import numpy as np
 import simpy
 from flwr.app import Context, Error, Message, RecordDict
 from flwr.common.constant import SUPERLINK_NODE_ID, ErrorCode
-from flwr.common.serde import message_to_proto
 from flwr.serverapp import Grid
-from flwr.serverapp.strategy.strategy_utils import aggregate_metricrecords
 from flwr.supercore.run import Run
 from flwr.supercore.task_identity import TaskIdentity
 
 from netfl.algorithms.app_thread import AppThread
 from netfl.algorithms.base import RoundSummary
+from netfl.algorithms.flower_messages import (
+    aggregate_metrics,
+    category,
+    message_bits,
+    num_arrays,
+)
 from netfl.core.activity import DeviceCut
 from netfl.errors import AppError, UserError
 from netfl.learning.flower_client import load_flower_app
@@ -68,12 +72,7 @@ if TYPE_CHECKING:
     from netfl.algorithms.flower import FlowerConfig
     from netfl.core.nodes import Node
 
-__all__ = [
-    "FlowerBridge",
-    "NODE_ID_BASE",
-    "message_bits",
-    "aggregate_metrics",
-]
+__all__ = ["FlowerBridge", "NODE_ID_BASE", "message_bits", "aggregate_metrics"]
 
 #: node id of device i: NODE_ID_BASE + i (Flower's own ids are random 64-bit integers)
 NODE_ID_BASE = 1_000_000
@@ -81,39 +80,6 @@ RUN_ID = 1
 #: consecutive get_node_ids calls, no device able to turn on, after which a run stops
 #: (Flower's strategies sleep 1 s of real time between two)
 WAIT_POLLS = 6
-
-
-def message_bits(message: Message) -> float:
-    """A message's size on air: its Flower protobuf serialisation [bit]."""
-    return 8.0 * message_to_proto(message).ByteSize()
-
-
-def _num_arrays(message: Message) -> int:
-    return len(message.content.array_records) if message.has_content() else 0
-
-
-def _category(message: Message) -> str:
-    """``train``, ``evaluate``, ``query`` (a message type ``category.action``)."""
-    return message.metadata.message_type.split(".")[0]
-
-
-def aggregate_metrics(replies: list[Message], weight_key: str) -> dict[str, float]:
-    """The replies' scalar metrics aggregated as Flower's strategies do: weighted by
-    ``weight_key`` (``aggregate_metricrecords``) where every reply has it, else their
-    plain mean."""
-    records = [m.content for m in replies if m.has_content() and m.content.metric_records]
-    if not records:
-        return {}
-    firsts = [next(iter(rd.metric_records.values())) for rd in records]
-    if all(weight_key in mr for mr in firsts) and sum(float(mr[weight_key]) for mr in firsts) > 0:
-        merged = aggregate_metricrecords(records, weight_key)
-        return {k: float(v) for k, v in merged.items() if isinstance(v, int | float)}
-    sums: dict[str, list[float]] = {}
-    for mr in firsts:
-        for k, v in mr.items():
-            if isinstance(v, int | float):
-                sums.setdefault(k, []).append(float(v))
-    return {k: float(np.mean(v)) for k, v in sums.items()}
 
 
 class _Grid(Grid):
@@ -277,7 +243,7 @@ class FlowerBridge:
                     if reply.has_error():
                         counts["errors"] += 1
                     else:
-                        seen.setdefault(_category(reply), []).append(reply)
+                        seen.setdefault(category(reply), []).append(reply)
         self.metrics = {
             cat: aggregate_metrics(replies, self.config.weight_key) for cat, replies in seen.items()
         }
@@ -303,7 +269,7 @@ class FlowerBridge:
             for record in msg.content.config_records.values():
                 if "server-round" in record:
                     return f"server-round {record['server-round']}"
-        if _category(msg) == "train":
+        if category(msg) == "train":
             self._train_exchanges += 1
         return f"exchange {self._train_exchanges}"
 
@@ -450,9 +416,9 @@ class FlowerBridge:
         self, msg: Message, nid: int, mid: str, device: Node, handled: list[bool]
     ) -> Generator[simpy.Event, Any, Message]:
         world = self.world
-        kind = _category(msg)
+        kind = category(msg)
         yield world.radio.transfer(
-            world.bs, device, message_bits(msg), f"{kind}_down", num_models=_num_arrays(msg)
+            world.bs, device, message_bits(msg), f"{kind}_down", num_models=num_arrays(msg)
         )
         lock = self._locks.setdefault(nid, simpy.Resource(world.env, capacity=1))
         with lock.request() as turn:
@@ -477,7 +443,7 @@ class FlowerBridge:
         handled[0] = True
         reply.metadata.__dict__["_message_id"] = f"{next(self._ids):016x}"
         yield world.radio.transfer(
-            device, world.bs, message_bits(reply), f"{kind}_up", num_models=_num_arrays(reply)
+            device, world.bs, message_bits(reply), f"{kind}_up", num_models=num_arrays(reply)
         )
         return reply
 

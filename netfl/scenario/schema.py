@@ -226,11 +226,8 @@ class PartitionSection(_Strict):
     def params(self) -> dict[str, Any]:
         if self.scheme not in BUILTIN_SCHEMES:
             return dict(self.options)
-        return {
-            k: getattr(self, k)
-            for k in PARTITION_PARAMS[self.scheme]
-            if getattr(self, k) is not None
-        }
+        own = PARTITION_PARAMS[self.scheme]
+        return {k: getattr(self, k) for k in own if getattr(self, k) is not None}
 
 
 class SyntheticSection(_Strict):
