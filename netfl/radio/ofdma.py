@@ -135,7 +135,8 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
         time_fraction: float = 1.0,
     ):
         super().__init__(env, num_rbs)
-        lookup(dict.fromkeys(SCHEDULERS), scheduler, "scheduler")
+        #: how the RBs are shared (:data:`netfl.radio.schedulers.SCHEDULERS`)
+        self.scheduler = lookup(SCHEDULERS, scheduler, "scheduler")
         self.name = name
         self.num_rbs = int(num_rbs)
         self.rb_bandwidth_hz = float(rb_bandwidth_hz)
@@ -148,7 +149,6 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
         self._min_usable_snr = _min_usable_snr(efficiency)
         self._peak_gain = fading.peak_gain(1e-9)
         self._n_pc = 0
-        self.scheduler = scheduler
         self._pf_beta = 1.0 / float(pf_window_blocks)
         self._pf_block = 0  # absolute block up to which the PF averages are updated
         self._n_background = 0
@@ -245,7 +245,7 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
     # -- SharedMedium hooks ------------------------------------------------------
     def _insert_flow(self, flow: Flow) -> None:
         assert isinstance(flow, OfdmaFlow)
-        if self.scheduler == "proportional_fair":
+        if self.scheduler.per_block:
             self._pf_catch_up()  # the others' averages up to now; the new one starts here
         n = len(self.flows)
         if n == 0:
@@ -416,19 +416,19 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
 
     def _allocate_shares(self) -> float:
         n = len(self.flows)
-        if self.scheduler == "fcfs":
+        if self.scheduler.base == "arrival":
             shares, session_total = self._first_come_first_served(self._cap[:n], self._arrival[:n])
         elif not self._n_capped and len(self._demand_counts) < 8:
             # all flows uncapped: sessions grouped by demand plus one group of n flows
             share, session_total = uncapped_equal_share(self.capacity, self._demand_counts, n)
             if n:
                 self._share[:n] = share
-                if self.scheduler == "proportional_fair":
+                if self.scheduler.per_block:
                     self._share[:n] = self._proportional_fair(self._share[:n])
             return session_total
         else:
             shares, session_total = self._equal_share(self._cap[:n])
-            if self.scheduler == "proportional_fair" and n > 0:
+            if self.scheduler.per_block and n > 0:
                 shares = self._proportional_fair(shares)
         self._share[:n] = shares
         return session_total
@@ -465,7 +465,7 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
 
     def _next_change_s(self) -> float:
         """Proportional fair re-decides at every block boundary while flows compete."""
-        if self.scheduler != "proportional_fair" or len(self.flows) < 2:
+        if not self.scheduler.per_block or len(self.flows) < 2:
             return math.inf
         return (self._block_now() + 1) * self.block_s
 
@@ -509,5 +509,5 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
     def __repr__(self) -> str:
         return (
             f"OfdmaCarrier({self.name!r}, {self.num_rbs} RBs x {self.rb_bandwidth_hz / 1e3:g} "
-            f"kHz, {self.scheduler}, {self.fading!r})"
+            f"kHz, {self.scheduler.name}, {self.fading!r})"
         )

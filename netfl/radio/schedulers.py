@@ -11,24 +11,62 @@
 
 Sessions are given in aggregate: ``demand → count`` for round robin and
 ``arrival → demand`` (arrival order) for FCFS.
+
+:data:`SCHEDULERS` is the registry: each :class:`Scheduler` says how a carrier splits
+its RBs (its base split, and whether it re-decides at every fading block); the scenario
+schema's choices for ``cell.link.scheduler`` are its names.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
 __all__ = [
     "SCHEDULERS",
+    "Scheduler",
     "equal_share",
     "first_come_first_served",
     "max_min_fair",
     "uncapped_equal_share",
 ]
 
-SCHEDULERS = ("round_robin", "fcfs", "proportional_fair")
+
+@dataclass(frozen=True)
+class Scheduler:
+    """How a carrier shares its RBs between events.
+
+    ``base`` is the split of the capacity among sessions and flows (``fair``: max-min
+    fair, :func:`equal_share`; ``arrival``: in arrival order,
+    :func:`first_come_first_served`); ``per_block`` schedulers then hand the FL flows'
+    budget out anew in every fading block (:mod:`netfl.radio.proportional_fair`), so a
+    carrier wakes at every block boundary while two or more flows compete.
+    """
+
+    name: str
+    base: Literal["fair", "arrival"]
+    per_block: bool
+    description: str
+
+
+#: the schedulers by name (``cell.link.scheduler``)
+SCHEDULERS: dict[str, Scheduler] = {
+    s.name: s
+    for s in (
+        Scheduler("round_robin", "fair", False, "max-min fair shares (round robin on average)"),
+        Scheduler("fcfs", "arrival", False, "first come, first served up to each demand"),
+        Scheduler(
+            "proportional_fair",
+            "fair",
+            True,
+            "the FL budget by r/R-bar in every fading block (Kelly; LENA's PF)",
+        ),
+    )
+}
 
 
 def max_min_fair(capacity: float, caps: np.ndarray, counts: np.ndarray | None = None) -> np.ndarray:

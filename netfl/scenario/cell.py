@@ -26,10 +26,14 @@ from channel_models.channel_profiles import (
 from channel_models.numerology import num_resource_blocks
 from channel_models.pathloss import PATHLOSS_MODELS
 from channel_models.registry import lookup
+from netfl.radio.schedulers import SCHEDULERS
 from netfl.scenario.base import _check_name, _Strict
 from netfl.scenario.reading import cached_per_file
 
 __all__ = ["CellSection", "LinkSection", "LINK_MODE_KEYS", "MAX_CUES", "MAX_SESSION_RATE_PER_S"]
+
+#: the choices of ``cell.link.scheduler``: the scheduler registry's names
+SCHEDULER_NAMES = tuple(SCHEDULERS)
 
 
 #: keys of ``cell.link`` that belong to each link mode

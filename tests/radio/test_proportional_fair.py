@@ -26,3 +26,30 @@ def test_pf_average_is_the_blockwise_ewma():
     for s in served:
         step2 = (1 - beta) * step2 + beta * s
     assert pf_average(avg, served, beta, 5)[0] == pytest.approx(step2[0])
+
+
+def test_the_schedulers_registry_is_the_schemas_choices_and_drives_the_carrier():
+    """``cell.link.scheduler`` offers exactly the registry's names; a carrier holds the
+    registry's object; only a per-block scheduler wakes the carrier at block boundaries."""
+    import simpy
+
+    from channel_models.fading import RayleighBlockFading
+    from channel_models.link_budget import shannon_efficiency
+    from netfl.radio.ofdma import OfdmaCarrier
+    from netfl.radio.schedulers import SCHEDULERS
+    from netfl.scenario.files import scenario_schema
+
+    cell = scenario_schema()["$defs"]["LinkSection"]["properties"]["scheduler"]
+    assert cell["enum"] == list(SCHEDULERS)
+    for name, scheduler in SCHEDULERS.items():
+        env = simpy.Environment()
+        carrier = OfdmaCarrier(
+            env, "ul", 10, 180e3, RayleighBlockFading(1e-3), shannon_efficiency, scheduler=name
+        )
+        assert carrier.scheduler is scheduler
+        rng = np.random.default_rng(0)
+        for _ in range(2):
+            carrier.send(1e6, 10.0, rng)
+        env.run(until=1e-9)  # (the instant's re-allocation)
+        wakes = carrier._next_change_s() < np.inf
+        assert wakes == scheduler.per_block, name
