@@ -18,7 +18,7 @@ import torch
 import yaml
 
 from netfl.errors import UserError
-from netfl.output.figures import write_run
+from netfl.output.rundir import write_run
 from netfl.scenario.files import parse_scenario
 from netfl.sim.checkpoint import checkpoint_path, load_checkpoint, save_checkpoint
 from netfl.sim.runner import run

@@ -135,6 +135,8 @@ LAYERS: list[list[str]] = [
         "netfl.sim.data",
         "netfl.sim.mobility",
         "netfl.sim.availability",
+        "netfl.sim.build",
+        "netfl.sim.placement",
         "netfl.sim.model_facts",
         "netfl.sim.result",
         "netfl.sim.runner",
@@ -242,3 +244,43 @@ def test_the_check_catches_an_upward_import(tmp_path, monkeypatch):
         "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import netfl.sim.world\n"
     )
     assert [n for n, _ in imports(guarded) if n.startswith("netfl")] == []
+
+
+def import_cycles() -> list[list[str]]:
+    """Modules that import each other, directly or through others (strongly connected
+    components of the import graph; ``if TYPE_CHECKING:`` imports do not count)."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    mods = all_modules()
+    index = {m: i for i, m in enumerate(mods)}
+
+    def owner(name: str) -> str | None:
+        while name and name not in index:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    edges = set()
+    for pkg in ("channel_models", "netfl"):
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            mod = module_name(path)
+            if mod in ("netfl", "channel_models"):  # (the public API's re-exports)
+                continue
+            for name, _ in imports(ast.parse(path.read_text())):
+                target = owner(name)
+                if target is not None and target not in (mod, "netfl", "channel_models"):
+                    edges.add((index[mod], index[target]))
+    rows, cols = zip(*edges, strict=True)
+    graph = csr_matrix(([1] * len(rows), (rows, cols)), shape=(len(mods), len(mods)))
+    _, labels = connected_components(graph, directed=True, connection="strong")
+    groups: dict[int, list[str]] = {}
+    for mod, label in zip(mods, labels, strict=True):
+        groups.setdefault(int(label), []).append(mod)
+    return sorted(sorted(g) for g in groups.values() if len(g) > 1)
+
+
+def test_no_import_cycle_inside_any_layer():
+    """No two modules need each other (DESIGN.md, "Layers"): a module that calls back
+    into its caller takes what it needs as arguments (e.g. the world's builders and
+    mobility take the placement, not the world)."""
+    assert import_cycles() == []

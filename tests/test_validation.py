@@ -239,7 +239,7 @@ def test_a_signal_writes_the_finished_rounds_marked_incomplete_and_resume_comple
 
 @pytest.mark.parametrize("damage", ["", "round,accuracy\n1,2,3,4\n\x00\x01", "garbage"])
 def test_report_on_a_damaged_run_directory_is_one_line(damage, tmp_path, capsys):
-    from netfl.output.figures import write_run
+    from netfl.output.rundir import write_run
     from netfl.sim.runner import run
 
     d = write_run(run(parse_scenario(tiny_scenario())), tmp_path / "r", figures=False)
@@ -263,7 +263,7 @@ def test_validate_runs_the_data_checks_that_need_no_simulation(tmp_path, capsys)
 
 
 def test_a_half_written_run_directory_is_swept_away(tmp_path):
-    from netfl.output.figures import write_run
+    from netfl.output.rundir import write_run
     from netfl.sim.runner import run
 
     stale = tmp_path / ".r.abc123.tmp"

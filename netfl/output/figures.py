@@ -10,7 +10,6 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from netfl.output.rundir import write_run, write_run_dir  # noqa: E402,F401  (re-exported)
 from netfl.sim.result import RunResult  # noqa: E402
 
 __all__ = [
@@ -19,7 +18,6 @@ __all__ = [
     "radio_figures",
     "diffusion_figures",
     "cost_to_target",
-    "write_run",
     "result_figures",
 ]
 

@@ -11,8 +11,12 @@ import numpy as np
 from netfl.core.availability import MarkovOnOff, TraceAvailability, bernoulli_round
 
 if TYPE_CHECKING:
+    import simpy
+
+    from netfl.core.activity import Activities
     from netfl.core.nodes import Node
-    from netfl.sim.world import World
+    from netfl.core.rng import Streams
+    from netfl.scenario.schema import Scenario
 
 __all__ = ["DeviceAvailability"]
 
@@ -23,19 +27,26 @@ class DeviceAvailability:
     it on for one group shifts no other draw); Bernoulli rounds draw one uniform per
     device from the round's ``availability`` stream."""
 
-    def __init__(self, world: World):
+    def __init__(
+        self,
+        scenario: Scenario,
+        env: simpy.Environment,
+        streams: Streams,
+        devices: list[Node],
+        activities: Activities,
+    ):
         from netfl.scenario.availability import read_availability_trace, read_fedscale_file
 
-        self.world = world
-        sections = world.scenario.devices.availability_of()
+        self.env, self.streams, self.activities = env, streams, activities
+        sections = scenario.devices.availability_of()
         self.varies = any(a.varies for a in sections)
         self.p = np.ones(len(sections))
         self.timed: dict[str, Any] = {}  # device name → MarkovOnOff / TraceAvailability
-        for node, a in zip(world.all_devices, sections, strict=True):
+        for node, a in zip(devices, sections, strict=True):
             if a.model == "bernoulli":
                 self.p[node.index] = float(a.p)
             elif a.model == "markov":
-                rng = world.streams.generator("availability", node.index)
+                rng = streams.generator("availability", node.index)
                 self.timed[node.name] = MarkovOnOff(float(a.mean_on_s), float(a.mean_off_s), rng)
             elif a.model == "trace":
                 spans = read_availability_trace(a.file)[node.name]
@@ -51,7 +62,7 @@ class DeviceAvailability:
         """When ``device``, on now, turns off (None: not before the next round's start,
         as far as its model says — Bernoulli and ``always`` devices stay for the round)."""
         model = self.timed.get(device.name)
-        now = self.world.env.now
+        now = self.env.now
         if isinstance(model, MarkovOnOff):
             return model.next_switch(now) if model.is_on(now) else None
         if isinstance(model, TraceAvailability):
@@ -62,7 +73,7 @@ class DeviceAvailability:
         """Cut each of ``devices`` that is on now where its on-period ends: a transfer or
         compute step it runs then stops there (``Activities.cut``, reason ``left``).
         One watcher per off instant."""
-        env = self.world.env
+        env = self.env
         for d in devices:
             t = self.off_at(d)
             if t is None or self._departures.get(d.name) == t:
@@ -71,16 +82,16 @@ class DeviceAvailability:
             env.process(self._depart(d, t))
 
     def _depart(self, device: Node, t: float):
-        yield self.world.env.timeout(max(t - self.world.env.now, 0.0))
-        self.world.activities.cut(device, "left")
+        yield self.env.timeout(max(t - self.env.now, 0.0))
+        self.activities.cut(device, "left")
 
     def available(self, r: int, devices: list[Node]) -> list[Node]:
         """The devices among ``devices`` that are on at round ``r``'s start (now)."""
         if not self.varies:
             return devices
-        now = self.world.env.now
+        now = self.env.now
         on = (
-            bernoulli_round(self.p, self.world.streams.generator("availability", r))
+            bernoulli_round(self.p, self.streams.generator("availability", r))
             if self.bernoulli
             else np.ones(len(self.p), dtype=bool)
         )
@@ -93,7 +104,7 @@ class DeviceAvailability:
     def next_on_s(self, devices: list[Node]) -> float | None:
         """The first instant after now at which one of ``devices`` with a timed model
         (Markov, trace) turns on; None if none will (or none is timed)."""
-        now = self.world.env.now
+        now = self.env.now
         best = None
         for d in devices:
             model = self.timed.get(d.name)

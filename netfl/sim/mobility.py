@@ -13,7 +13,13 @@ import pandas as pd
 from netfl.errors import UserError
 
 if TYPE_CHECKING:
-    from netfl.sim.world import World
+    import simpy
+
+    from netfl.core.nodes import Node
+    from netfl.core.rng import Streams
+    from netfl.radio.network import Radio
+    from netfl.scenario.schema import Scenario
+    from netfl.sim.placement import Placement
 
 __all__ = ["DeviceMobility", "MAX_TRAJECTORY_ROWS"]
 
@@ -27,19 +33,27 @@ class DeviceMobility:
     positions (and a network their serving cells, by A3) up to date at every transfer
     start (its ``mover``)."""
 
-    def __init__(self, world: World):
+    def __init__(
+        self,
+        scenario: Scenario,
+        env: simpy.Environment,
+        streams: Streams,
+        devices: list[Node],
+        radio: Radio,
+        placement: Placement,
+    ):
         from channel_models import mobility as mob
 
-        self.world = world
+        self.env, self.radio = env, radio
+        self.network = scenario.network is not None
         self.trajectories: dict[str, Any] = {}
         self._moved_at: dict[str, float] = {}
         self._record_every: dict[str, float] = {}
         self._rows = 0.0  # rows of the trajectories table so far (bounded)
-        s = world.scenario
-        for node, m in zip(world.all_devices, s.devices.mobility_of(), strict=True):
+        for node, m in zip(devices, scenario.devices.mobility_of(), strict=True):
             if not m.moves:
                 continue
-            rng = world.streams.generator("mobility", node.index)
+            rng = streams.generator("mobility", node.index)
             start = tuple(float(v) for v in node.position_m)
             heading = (
                 math.radians(m.heading_deg)
@@ -52,7 +66,7 @@ class DeviceMobility:
             elif m.model == "random_waypoint":
                 traj = mob.RandomWaypoint(
                     start,
-                    self._region_sampler(),
+                    placement.region_sampler(),
                     m.v_min_kmh / 3.6,
                     m.v_max_kmh / 3.6,
                     m.pause_s,
@@ -69,19 +83,19 @@ class DeviceMobility:
                     m.speed_std_kmh / 3.6,
                     m.heading_std_deg,
                 )
-            dep = world.deployment
+            dep = placement.deployment
             if dep is not None and len(dep.wrap_vectors()):  # never leaves a wrap-around net
                 traj = mob.Folded(traj, dep.fold)
             self.trajectories[node.name] = traj
-            self._moved_at[node.name] = world.env.now
+            self._moved_at[node.name] = env.now
             self._record_every[node.name] = m.record_every_s
         if not self.trajectories:
             return
-        world.radio.mover = self.move
-        if world.scenario.network is not None:
-            h = world.scenario.network.handover
-            world.radio.mobile = set(self.trajectories)
-            world.radio.handover = {
+        radio.mover = self.move
+        if scenario.network is not None:
+            h = scenario.network.handover
+            radio.mobile = set(self.trajectories)
+            radio.handover = {
                 "hysteresis_db": h.hysteresis_db,
                 "ttt_s": h.ttt_s,
                 "interruption_s": h.interruption_ms * 1e-3,
@@ -89,24 +103,16 @@ class DeviceMobility:
                 "filter_k": h.filter_k,
             }
 
-    def _region_sampler(self):
-        """Uniform points of the area devices move in (random waypoint)."""
-        if self.world.deployment is not None:
-            return lambda n, rng: self.world._drop_over_network(n, rng)
-        from netfl.radio.geometry import drop_uniform_disc
-
-        return lambda n, rng: drop_uniform_disc(rng, n, self.world.scenario.cell.radius_m)
-
     def move(self, nodes) -> None:
         """Bring the moving devices among ``nodes`` to their positions now (a network
         first applies the A3 rule along the way)."""
-        now = self.world.env.now
+        now = self.env.now
         for node in nodes:
             traj = self.trajectories.get(node.name)
             if traj is None or self._moved_at[node.name] >= now:
                 continue
-            if self.world.scenario.network is not None:
-                self.world.radio.track(node, traj, self._moved_at[node.name], now)
+            if self.network:
+                self.radio.track(node, traj, self._moved_at[node.name], now)
             node.position_m = traj.positions(np.array([now]))[0]
             self._rows += (now - self._moved_at[node.name]) / self._record_every[node.name]
             if self._rows > MAX_TRAJECTORY_ROWS:
@@ -116,8 +122,8 @@ class DeviceMobility:
                     "less often, or fewer or shorter rounds"
                 )
             self._moved_at[node.name] = now
-            if self.world.scenario.network is not None:
-                self.world.radio.refresh(node)
+            if self.network:
+                self.radio.refresh(node)
 
     def table(self) -> pd.DataFrame:
         """``trajectories``: each moving device's position every ``record_every_s`` from

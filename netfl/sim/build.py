@@ -1,0 +1,352 @@
+"""The builders of a run's world, each from the scenario and what it names explicitly:
+the base station and the cells (:func:`build_infrastructure`), the devices
+(:func:`build_devices`), the radio with its CUE traffic (:func:`build_radio`), the
+models' sizes and FLOPs (:func:`build_models`) and the learning executor
+(:func:`build_executor`). :class:`~netfl.sim.world.World` calls them in order and keeps
+what they return: it is the run-time context algorithms use, not a builder.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from channel_models import get_link_profile
+from netfl.algorithms.context import ModelInfo
+from netfl.compute import get_compute_profile
+from netfl.core.nodes import Node
+from netfl.errors import UserError
+from netfl.learning.tasks import TrainConfig
+from netfl.radio import FixedRateRadio
+from netfl.radio.cues import CueTraffic, CueTrafficConfig
+from netfl.radio.energy import BsPowerModel
+from netfl.radio.ofdma_radio import OfdmaRadio
+from netfl.sim.model_facts import model_facts
+from netfl.sim.placement import Placement
+
+if TYPE_CHECKING:
+    import simpy
+    import torch
+
+    from channel_models.channel_profiles import ChannelProfile
+    from netfl.core.records import Recorder
+    from netfl.core.rng import Streams
+    from netfl.learning.datasets import Dataset
+    from netfl.learning.tasks import Executor
+    from netfl.radio.network import Radio
+    from netfl.scenario.schema import Scenario
+
+__all__ = [
+    "Infrastructure",
+    "RadioParts",
+    "LearningParts",
+    "build_infrastructure",
+    "build_devices",
+    "build_radio",
+    "build_models",
+    "build_executor",
+    "train_config",
+]
+
+
+@dataclass
+class Infrastructure:
+    """The server's node ``bs``, every cell's BS node (a network's; empty for a single
+    cell) and the network's deployment (None for a single cell)."""
+
+    bs: Node
+    cell_nodes: list[Node]
+    deployment: Any
+
+
+@dataclass
+class RadioParts:
+    radio: Radio
+    channel: ChannelProfile | None  # (OFDMA links only)
+    cues: CueTraffic | None  # (a single cell's, or a one-cell network's)
+
+
+@dataclass
+class LearningParts:
+    executor: Executor | None = None
+    torch_device: torch.device | None = None
+    #: torch threads of a training job and where that number came from
+    job_threads: int | None = None
+    job_threads_source: str | None = None
+    #: the caller's torch thread count (given back when the world closes)
+    threads_before: int | None = None
+
+
+def build_infrastructure(scenario: Scenario) -> Infrastructure:
+    s = scenario
+    server_profile = get_compute_profile(s.server.compute_profile).with_overrides(
+        **s.server.compute_overrides.model_dump()
+    )
+    bs = Node("bs", "bs", -1, np.zeros(2), server_profile)
+    cell_nodes: list[Node] = []
+    deployment = None
+    net = s.network
+    if net is not None:
+        law = s.cell.link.channel_profile_resolved().build_pathloss()
+        deployment = net.deployment(s.cell.radius_m, float(law.height_tx_m))
+        sites = deployment.site_xy()
+        cell_site = deployment.cell_site()
+        hosted = isinstance(net.server_site, int)
+        bs.position_m = sites[net.server_site] if hosted else np.full(2, np.nan)
+        if len(cell_site) == 1 and hosted:
+            cell_nodes = [bs]
+        else:
+            cell_nodes = [
+                Node(f"cell{c}", "bs", -2 - c, sites[site].copy(), server_profile)
+                for c, site in enumerate(cell_site)
+            ]
+    return Infrastructure(bs, cell_nodes, deployment)
+
+
+def build_devices(scenario: Scenario, placement: Placement) -> list[Node]:
+    """Every device of the scenario at its first drop (``placement`` keys ``(0,)``), with
+    its group's compute and link profiles, height and indoor state."""
+    s = scenario
+    positions = placement.positions(0)
+    specs: list[tuple[str, str]] = []
+    for g in s.devices.groups:
+        specs += [
+            (
+                g.compute_profile or s.devices.compute_profile,
+                g.link_profile or s.devices.link_profile,
+            )
+        ] * g.count
+    specs += [(s.devices.compute_profile, s.devices.link_profile)] * (s.devices.count - len(specs))
+    overrides = s.devices.compute_overrides.model_dump()
+    devices = [
+        Node(
+            f"ue{i}",
+            "pue",
+            i,
+            positions[i],
+            get_compute_profile(cp).with_overrides(**overrides),
+            get_link_profile(lp),
+        )
+        for i, (cp, lp) in enumerate(specs)
+    ]
+    for node, h in zip(devices, placement.heights(), strict=True):
+        node.height_m = float(h)
+    placement.place_indoors(devices, 0)
+    return devices
+
+
+def _cue_config(scenario: Scenario) -> CueTrafficConfig:
+    c = scenario.cell.cues
+    return CueTrafficConfig(
+        c.density_per_km2,
+        c.session_rate_per_s,
+        c.mean_session_s,
+        c.demand_rbs,
+        c.uplink_fraction,
+        c.mean_session_bits,
+    )
+
+
+def _ofdma(scenario: Scenario, streams: Streams, channel: ChannelProfile) -> dict[str, Any]:
+    """The OFDMA radios' common arguments: random streams, caps, BS power model."""
+    link, bp = scenario.cell.link, scenario.cell.bs_power
+    return {
+        "rng_for_transfer": lambda k: streams.generator("fading", k),
+        "rng_for_link": lambda k: streams.generator("shadowing", k),
+        "max_rbs_per_transfer": link.max_rbs_per_transfer or float("inf"),
+        "pf_window_blocks": link.pf_window_blocks or 100.0,
+        "bs_power": BsPowerModel(
+            bp.p0_w, bp.delta_p, bp.max_tx_power_w or channel.bs_tx_power_w, bp.num_trx
+        ),
+    }
+
+
+def build_radio(
+    scenario: Scenario,
+    env: simpy.Environment,
+    recorder: Recorder,
+    streams: Streams,
+    infra: Infrastructure,
+    placement: Placement,
+) -> RadioParts:
+    """The scenario's radio: fixed-rate links, an OFDMA cell with its CUE traffic, or a
+    network's multi-cell radio with the CUEs' PPP over its area."""
+    link, bp = scenario.cell.link, scenario.cell.bs_power
+    if scenario.network is not None:
+        return _network_radio(scenario, env, recorder, streams, infra, placement)
+    if link.mode == "ofdma":
+        channel = link.channel_profile_resolved()
+        radio = OfdmaRadio(
+            env,
+            recorder,
+            channel,
+            link.scheduler,
+            bs=infra.bs,
+            **_ofdma(scenario, streams, channel),
+        )
+        cues = CueTraffic(
+            env,
+            radio.carriers,
+            _cue_config(scenario),
+            scenario.cell.radius_m,
+            streams.generator("cue_traffic"),
+            mean_snr=radio.cue_mean_snr,
+        )
+        radio.cues = cues
+        return RadioParts(radio, channel, cues)
+    up = down = None
+    if link.shared:
+        cap = get_link_profile(link.capacity_profile or scenario.devices.link_profile)
+        up = link.uplink_capacity_mbps * 1e6 if link.uplink_capacity_mbps else cap.uplink_bps
+        down = (
+            link.downlink_capacity_mbps * 1e6 if link.downlink_capacity_mbps else cap.downlink_bps
+        )
+    radio = FixedRateRadio(
+        env,
+        recorder,
+        shared=link.shared,
+        uplink_capacity_bps=up,
+        downlink_capacity_bps=down,
+        bs=infra.bs,
+        bs_power=BsPowerModel(bp.p0_w, bp.delta_p, bp.max_tx_power_w or 20.0, bp.num_trx),
+    )
+    return RadioParts(radio, None, None)
+
+
+def _network_radio(
+    scenario: Scenario,
+    env: simpy.Environment,
+    recorder: Recorder,
+    streams: Streams,
+    infra: Infrastructure,
+    placement: Placement,
+) -> RadioParts:
+    """A :class:`~netfl.radio.multicell_radio.MultiCellRadio` over the deployment, with
+    the CUEs' PPP over its area attached to their cells."""
+    from netfl.radio.multicell_radio import MultiCellRadio
+
+    s = scenario
+    net, link = s.network, s.cell.link
+    assert net is not None and infra.deployment is not None
+    channel = link.channel_profile_resolved()
+    radio = MultiCellRadio(
+        env,
+        recorder,
+        channel,
+        link.scheduler,
+        infra.deployment,
+        infra.cell_nodes,
+        infra.bs,
+        net.server_site if isinstance(net.server_site, int) else None,
+        interference=net.interference.model,
+        load=net.interference.load,
+        antenna=net.antenna,
+        array_rows=net.antenna_rows,
+        tilt_zenith_deg=net.tilt_zenith_deg,
+        backhaul_bps=net.backhaul.capacity_mbps * 1e6,
+        backhaul_latency_s=net.backhaul.latency_ms * 1e-3,
+        **_ofdma(s, streams, channel),
+    )
+    c, cfg = s.cell.cues, _cue_config(s)
+    rng = streams.generator("cue_traffic")
+    num = int(rng.poisson(c.density_per_km2 * infra.deployment.area_m2() / 1e6))
+    positions = placement.drop_over_network(num, rng)
+    cells = radio.attach_cues(positions, c.demand_rbs)
+    one = len(radio.cells) == 1
+    for k, cell in enumerate(radio.cells):
+        cell.cues = CueTraffic(
+            env,
+            cell.carriers,
+            cfg,
+            s.cell.radius_m,
+            rng if one else streams.generator("cue_traffic", k + 1),
+            mean_snr=cell.cue_mean_snr,
+            positions_m=positions[cells == k],
+        )
+    return RadioParts(radio, channel, radio.cells[0].cues if one else None)
+
+
+def model_info(scenario: Scenario, dataset: Dataset, name: str) -> ModelInfo:
+    """Size and FLOPs of model ``name`` on this data set (``model.size_bits``, if set,
+    overrides the size of ``model.name`` only; others send ``bits_per_param`` each)."""
+    m = scenario.model
+    num_params, flops = model_facts(name, dataset.input_shape, dataset.num_classes)
+    size_bits = num_params * m.bits_per_param
+    if name == m.name and m.size_bits is not None:
+        size_bits = m.size_bits
+    return ModelInfo(name, num_params, float(size_bits), flops)
+
+
+def build_models(scenario: Scenario, dataset: Dataset) -> tuple[dict[str, ModelInfo], list[str]]:
+    """Every model the run uses by name (the global ``model.name`` first), and each
+    device's own architecture's name."""
+    m = scenario.model
+    device_names = scenario.devices.model_names(m.name)
+    models = {
+        name: model_info(scenario, dataset, name) for name in dict.fromkeys([m.name, *device_names])
+    }
+    return models, device_names
+
+
+def train_config(scenario: Scenario) -> TrainConfig:
+    """The scenario's local SGD (``training``)."""
+    t = scenario.training
+    return TrainConfig(
+        lr=t.lr,
+        momentum=t.momentum,
+        weight_decay=t.weight_decay,
+        batch_size=t.batch_size,
+        epochs=t.local_epochs,
+        augment=tuple(t.augment),
+    )
+
+
+def build_executor(
+    scenario: Scenario, dataset: Dataset, models: dict[str, ModelInfo], source: str
+) -> LearningParts:
+    """Where torch jobs run (learn mode; nothing in timing mode, which imports no torch):
+    the device, the thread count (``learning.num_threads`` until the world closes) and
+    the executor with the data and the models' specs."""
+    if scenario.learning.mode != "learn":
+        return LearningParts()
+    import torch
+
+    from netfl.learning.executor import LearningContext
+    from netfl.learning.parallel import make_executor
+    from netfl.learning.train import resolve_device
+
+    parts = LearningParts(threads_before=torch.get_num_threads())
+    if scenario.learning.num_threads:  # (until close(): the caller's count returns)
+        torch.set_num_threads(scenario.learning.num_threads)
+    try:
+        parts.torch_device = resolve_device(scenario.learning.device)
+    except RuntimeError as err:
+        raise UserError(f"{source}: learning.device: {err}") from None
+    context = LearningContext(
+        train_x=dataset.train_x,
+        train_y=dataset.train_y,
+        input_shape=dataset.input_shape,
+        num_classes=dataset.num_classes,
+        specs={name: info.spec for name, info in models.items()},
+        device=parts.torch_device,
+        test_x=dataset.test_x,
+        test_y=dataset.test_y,
+    )
+    try:
+        parts.executor = make_executor(context, scenario.learning)
+    except ImportError as err:
+        raise UserError(f"{source}: learning.executor: {err}") from None
+    except ConnectionError as err:  # (an unreachable learning.ray_address)
+        raise UserError(f"{source}: learning.ray_address: {err}") from None
+    parts.job_threads = getattr(parts.executor, "threads", torch.get_num_threads())
+    parts.job_threads_source = (
+        "learning.num_threads"
+        if scenario.learning.num_threads
+        else "the cores divided among the workers"
+        if hasattr(parts.executor, "threads")
+        else "this process's (torch's default: the cores; in a sweep: the cores "
+        "divided among its parallel runs)"
+    )
+    return parts
