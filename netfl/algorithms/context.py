@@ -11,7 +11,9 @@ Members, by what they are for:
 
 ========== ===================================================================
 clock      ``env`` (the SimPy environment: ``env.now``, ``env.process``)
-radio      ``radio`` (``transfer``, ``broadcast``; OFDMA link state for FedDif),
+radio      ``radio`` (``transfer``, ``broadcast``; on OFDMA links also the
+           :class:`LinkStates` and, in a single cell, :class:`CellCarriers`
+           capabilities, checked with ``isinstance``),
            ``redrop`` (re-drop devices, FedDif's mobility between diffusion rounds)
 compute    ``compute`` (``run(node, flops, kind)``: charged time and energy)
 executor   ``executor`` (where torch jobs run), ``submit_device_job`` (one device's
@@ -40,6 +42,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import numpy as np
     import simpy
     import torch
@@ -55,7 +59,7 @@ if TYPE_CHECKING:
     from netfl.radio.network import Radio
     from netfl.scenario.schema import Scenario
 
-__all__ = ["RoundContext", "ModelInfo", "JobT"]
+__all__ = ["RoundContext", "ModelInfo", "JobT", "LinkStates", "CellCarriers"]
 
 JobT = TypeVar("JobT")
 
@@ -80,6 +84,27 @@ class ModelInfo:
         from netfl.learning.models import get_model_spec
 
         return get_model_spec(self.name)
+
+
+@runtime_checkable
+class LinkStates(Protocol):
+    """What an OFDMA radio — a cell's or a network's — tells an algorithm that picks
+    links by their quality (FedDif's auction): every link's mean SNR and expected
+    spectral efficiency, and the D2D bandwidth pools of senders (FedDif (9), (16f))."""
+
+    def link_states(
+        self, srcs: Sequence[Node], dsts: Sequence[Node]
+    ) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def d2d_budget(self, senders: Sequence[Node]) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+@runtime_checkable
+class CellCarriers(Protocol):
+    """A single cell's OFDMA radio: its carriers by direction (e.g. to hold RBs for
+    devices that take no part, as a link probe does)."""
+
+    def carrier_for(self, direction: str) -> Any: ...
 
 
 @runtime_checkable

@@ -67,7 +67,7 @@ import simpy
 from pydantic import Field, model_validator
 
 from netfl.algorithms.base import RoundSummary, register
-from netfl.algorithms.context import RoundContext
+from netfl.algorithms.context import LinkStates, RoundContext
 from netfl.algorithms.fedavg import FedAvg, FedAvgConfig
 from netfl.algorithms.feddif_state import (
     Chain,
@@ -425,6 +425,7 @@ class FedDif(FedAvg):
         """
         cfg = self.config
         radio = self.world.radio
+        assert isinstance(radio, LinkStates)  # (check_scenario asks for OFDMA links)
         bits = self.model_bits()
         holders = [pues[c.holder] for c in chains]
         snr, gamma = radio.link_states(holders, pues)

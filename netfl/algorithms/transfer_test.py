@@ -18,6 +18,7 @@ from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
 
 from channel_models.protocol_overhead import bytes_on_air
 from netfl.algorithms.base import Algorithm, AlgorithmConfig, RoundSummary, register
+from netfl.algorithms.context import CellCarriers
 from netfl.core.nodes import Node
 
 __all__ = ["TransferTest", "TransferTestConfig"]
@@ -93,7 +94,7 @@ class TransferTest(Algorithm):
         world = self.world
         env = world.env
         held = []
-        if self.config.starved == "hold_share" and hasattr(world.radio, "carrier_for"):
+        if self.config.starved == "hold_share" and isinstance(world.radio, CellCarriers):
             uplink = world.radio.carrier_for("uplink")
             served = {d.name for d in world.devices}
             held = [

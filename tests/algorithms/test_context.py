@@ -137,3 +137,26 @@ def test_an_unknown_task_type_is_refused_by_name():
     context = ex.LearningContext(None, None, (1, 8, 8), 10, {})
     with pytest.raises(TypeError, match=r"no runner for Mystery \(registered: .*TrainTask"):
         context.run(Mystery("x"))
+
+
+def test_radio_capabilities_are_protocols_the_radios_meet():
+    """Algorithms check a radio's extra capabilities with ``isinstance`` against the
+    context's protocols, never with ``hasattr``: OFDMA radios (a cell's, a network's)
+    give link states; only a single cell's gives its carriers; fixed-rate links neither."""
+    import ast
+    from pathlib import Path
+
+    from netfl.algorithms.context import CellCarriers, LinkStates
+    from netfl.radio import FixedRateRadio
+    from netfl.radio.multicell_radio import MultiCellRadio
+    from netfl.radio.ofdma_radio import OfdmaRadio
+
+    assert issubclass(OfdmaRadio, LinkStates) and issubclass(OfdmaRadio, CellCarriers)
+    assert issubclass(MultiCellRadio, LinkStates) and not issubclass(MultiCellRadio, CellCarriers)
+    assert not issubclass(FixedRateRadio, LinkStates)
+    assert not issubclass(FixedRateRadio, CellCarriers)
+    root = Path(__file__).resolve().parents[2] / "netfl" / "algorithms"
+    for path in root.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "hasattr":
+                assert "radio" not in ast.unparse(node), f"{path.name}: {ast.unparse(node)}"
