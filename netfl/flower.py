@@ -14,7 +14,7 @@ id is the device's index). An app that wants the scenario's own data set and par
         ...
 
 The scenario key ``algorithm: {name: flower, server_app: ..., client_app: ...}`` runs
-the apps (:mod:`netfl.algorithms.flower`; ``examples/flower/``).
+the apps (:mod:`netfl.algorithms.flower_bridge`; ``examples/flower/``).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ import pytest
 import yaml
 from scipy import stats
 
-from netfl.core.availability import MarkovOnOff, TraceAvailability
+from netfl.core.onoff import MarkovOnOff, TraceAvailability
 from netfl.errors import ScenarioError
 from netfl.scenario.files import load_scenario, parse_scenario
 from netfl.sim.runner import run

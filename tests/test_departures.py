@@ -421,7 +421,7 @@ def test_a_deadline_during_the_backhaul_hop_is_kept():
 
 
 def test_a_repeating_trace_leaves_where_it_really_turns_off():
-    from netfl.core.availability import TraceAvailability
+    from netfl.core.onoff import TraceAvailability
 
     wraps = TraceAvailability(((0.0, 30.0), (70.0, 100.0)), 100.0)
     assert wraps.next_off(80.0) == pytest.approx(130.0)  # (100 is 0 of the next period)

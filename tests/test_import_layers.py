@@ -49,11 +49,11 @@ LAYERS: list[list[str]] = [
         "netfl.core.invariants",
         "netfl.core.threads",
         "netfl.core.activity",
-        "netfl.core.availability",
+        "netfl.core.onoff",
     ],
     [  # mechanisms without a clock: compute profiles and meters, torch learning
         "netfl.compute",
-        "netfl.compute.energy",
+        "netfl.compute.meter",
         "netfl.compute.engine",
         "netfl.compute.flops",
         "netfl.compute.profiles",
@@ -69,7 +69,7 @@ LAYERS: list[list[str]] = [
         "netfl.learning.params",
         "netfl.learning.partition",
         "netfl.learning.pretrain",
-        "netfl.learning.split",
+        "netfl.learning.split_model",
         "netfl.learning.split_train",
         "netfl.learning.tasks",
         "netfl.flower",
@@ -82,13 +82,13 @@ LAYERS: list[list[str]] = [
         "netfl.radio",
         "netfl.radio.block_grid",
         "netfl.radio.cues",
-        "netfl.radio.energy",
+        "netfl.radio.radio_energy",
         "netfl.radio.geometry",
         "netfl.radio.handover",
         "netfl.radio.interference",
         "netfl.radio.link_gains",
         "netfl.radio.multicell_radio",
-        "netfl.radio.network",
+        "netfl.radio.radio",
         "netfl.radio.ofdma",
         "netfl.radio.ofdma_radio",
         "netfl.radio.proportional_fair",
@@ -98,7 +98,7 @@ LAYERS: list[list[str]] = [
     ],
     [  # FL algorithms (against the round context) and the scenario schema and files
         "netfl.algorithms",
-        "netfl.algorithms.base",
+        "netfl.algorithms.algorithm",
         "netfl.algorithms.context",
         "netfl.algorithms.dfl",
         "netfl.algorithms.ecofed",
@@ -109,23 +109,23 @@ LAYERS: list[list[str]] = [
         "netfl.algorithms.fedswap",
         "netfl.algorithms.fedzkt",
         "netfl.algorithms.app_thread",
-        "netfl.algorithms.flower",
+        "netfl.algorithms.flower_bridge",
         "netfl.algorithms.flower_grid",
         "netfl.algorithms.flower_messages",
         "netfl.algorithms.hetero",
         "netfl.algorithms.hierfavg",
-        "netfl.algorithms.split",
-        "netfl.algorithms.transfer_test",
+        "netfl.algorithms.split_fl",
+        "netfl.algorithms.link_probe",
         "netfl.scenario",
-        "netfl.scenario.base",
-        "netfl.scenario.availability",
+        "netfl.scenario.strict",
+        "netfl.scenario.availability_section",
         "netfl.scenario.cell",
         "netfl.scenario.files",
         "netfl.scenario.reading",
         "netfl.scenario.plugins",
         "netfl.scenario.registries",
         "netfl.scenario.layout",
-        "netfl.scenario.network",
+        "netfl.scenario.network_section",
         "netfl.scenario.schema",
     ],
     [  # one simulation: world, runner, records into rows, checkpoints, result
@@ -133,8 +133,8 @@ LAYERS: list[list[str]] = [
         "netfl.sim.accounting",
         "netfl.sim.checkpoint",
         "netfl.sim.data",
-        "netfl.sim.mobility",
-        "netfl.sim.availability",
+        "netfl.sim.device_mobility",
+        "netfl.sim.device_availability",
         "netfl.sim.build",
         "netfl.sim.placement",
         "netfl.sim.model_facts",
@@ -238,7 +238,7 @@ def test_no_upward_imports():
 def test_the_check_catches_an_upward_import(tmp_path, monkeypatch):
     """Fault injection: a radio module importing the runner is reported."""
     tree = ast.parse("def f():\n    from netfl.sim.runner import run\n")
-    found = [n for n, _ in imports(tree) if layer_of(n) > layer_of("netfl.radio.network")]
+    found = [n for n, _ in imports(tree) if layer_of(n) > layer_of("netfl.radio.radio")]
     assert found == ["netfl.sim.runner"]
     guarded = ast.parse(
         "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import netfl.sim.world\n"
@@ -284,3 +284,18 @@ def test_no_import_cycle_inside_any_layer():
     into its caller takes what it needs as arguments (e.g. the world's builders and
     mobility take the placement, not the world)."""
     assert import_cycles() == []
+
+
+def test_no_two_modules_share_a_name():
+    """A module's name says what it holds wherever it is read (``radio.py`` holds the
+    base ``Radio``; the scenario's sections are ``*_section.py``): no file name repeats
+    across the packages (package ``__init__`` files aside)."""
+    from collections import Counter
+
+    names = Counter(
+        path.name
+        for pkg in ("channel_models", "netfl")
+        for path in (ROOT / pkg).rglob("*.py")
+        if path.name != "__init__.py"
+    )
+    assert sorted(n for n, k in names.items() if k > 1) == []

@@ -304,7 +304,7 @@ def test_the_trajectories_table_is_bounded_while_the_run_goes(monkeypatch):
     """A recording period that would make the trajectories table too large stops the
     run with one line naming the key as soon as the rows pass the bound (not at the
     end, after the memory is gone)."""
-    import netfl.sim.mobility as mobility
+    import netfl.sim.device_mobility as mobility
     from netfl.sim.runner import run
 
     monkeypatch.setattr(mobility, "MAX_TRAJECTORY_ROWS", 500)

@@ -6,7 +6,7 @@ installed package's ``netfl.algorithms`` entry point: :mod:`netfl.scenario.plugi
 ``examples/fedprox/``).
 """
 
-from netfl.algorithms.base import (
+from netfl.algorithms.algorithm import (
     ALGORITHMS,
     Algorithm,
     AlgorithmConfig,
@@ -23,10 +23,10 @@ from netfl.algorithms.feddif import FedDif, FedDifConfig
 from netfl.algorithms.fedmd import FedMD, FedMDConfig
 from netfl.algorithms.fedswap import FedSwap
 from netfl.algorithms.fedzkt import FedZKT, FedZKTConfig
-from netfl.algorithms.flower import Flower, FlowerConfig
+from netfl.algorithms.flower_bridge import Flower, FlowerConfig
 from netfl.algorithms.hierfavg import HierFAVG, HierFAVGConfig
-from netfl.algorithms.split import LocalLossDPFL, SplitConfig, VanillaDPFL
-from netfl.algorithms.transfer_test import TransferTest, TransferTestConfig
+from netfl.algorithms.link_probe import TransferTest, TransferTestConfig
+from netfl.algorithms.split_fl import LocalLossDPFL, SplitConfig, VanillaDPFL
 
 __all__ = [
     "ALGORITHMS",

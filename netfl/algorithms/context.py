@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from netfl.learning.datasets import Dataset
     from netfl.learning.models import ModelSpec
     from netfl.learning.tasks import Executor, TrainConfig
-    from netfl.radio.network import Radio
+    from netfl.radio.radio import Radio
     from netfl.scenario.schema import Scenario
 
 __all__ = ["RoundContext", "ModelInfo", "JobT", "LinkStates", "CellCarriers"]

@@ -31,7 +31,7 @@ import numpy as np
 import simpy
 from pydantic import Field
 
-from netfl.algorithms.base import RoundSummary, register
+from netfl.algorithms.algorithm import RoundSummary, register
 from netfl.algorithms.context import RoundContext
 from netfl.algorithms.fedavg import FedAvg, FedAvgConfig
 from netfl.core.nodes import Node

@@ -1,5 +1,5 @@
 """EcoFed: a pre-trained frozen device part, an activation switch, a replay buffer
-and 8-bit activations (the split scheme of :mod:`netfl.algorithms.split`).
+and 8-bit activations (the split scheme of :mod:`netfl.algorithms.split_fl`).
 
 D. Wu et al., "EcoFed: Efficient Communication for DNN Partitioning-based
 Federated Learning", arXiv 2304.05495 (Algorithm 1).
@@ -31,10 +31,10 @@ import numpy as np
 import simpy
 from pydantic import BaseModel, ConfigDict, Field
 
-from netfl.algorithms.base import RoundSummary, register
+from netfl.algorithms.algorithm import RoundSummary, register
 from netfl.algorithms.context import RoundContext
 from netfl.algorithms.fedavg import cut_counts, is_cut
-from netfl.algorithms.split import SplitConfig, SplitFL
+from netfl.algorithms.split_fl import SplitConfig, SplitFL
 from netfl.core.nodes import Node
 from netfl.errors import UserError
 
@@ -90,7 +90,7 @@ class EcoFed(SplitFL):
     config: EcoFedConfig
 
     def __init__(self, world: RoundContext, config: EcoFedConfig):
-        from netfl.learning.split import ReplayBuffer
+        from netfl.learning.split_model import ReplayBuffer
 
         super().__init__(world, config)
         self.buffer = ReplayBuffer(config.replay_capacity)
@@ -180,7 +180,7 @@ class EcoFed(SplitFL):
 
     def upload_bits(self, num_samples: int) -> float:
         """One batch's activations: 8-bit values and a 32-bit scale, or full precision."""
-        from netfl.learning.split import quantized_bits
+        from netfl.learning.split_model import quantized_bits
 
         if self.config.quantize:
             return quantized_bits(num_samples * self.act_values, 1)
@@ -192,7 +192,7 @@ class EcoFed(SplitFL):
         import torch
 
         from netfl.learning import SplitTask
-        from netfl.learning.split import (
+        from netfl.learning.split_model import (
             activation_switch,
             dequantize_activations,
             quantize_activations,
@@ -258,7 +258,7 @@ class EcoFed(SplitFL):
 
     def round(self, r: int) -> Generator[simpy.Event, Any, RoundSummary]:
         from netfl.learning import weighted_average
-        from netfl.learning.split import activation_switch
+        from netfl.learning.split_model import activation_switch
 
         env = self.world.env
         clients = yield from self.wait_for_clients(r)

@@ -30,7 +30,7 @@ import numpy as np
 import simpy
 from pydantic import Field
 
-from netfl.algorithms.base import Algorithm, AlgorithmConfig, RoundSummary, register
+from netfl.algorithms.algorithm import Algorithm, AlgorithmConfig, RoundSummary, register
 from netfl.core.activity import DeviceCut
 from netfl.core.nodes import Node
 from netfl.learning.tasks import TrainTask

@@ -66,7 +66,7 @@ import numpy as np
 import simpy
 from pydantic import Field, model_validator
 
-from netfl.algorithms.base import RoundSummary, register
+from netfl.algorithms.algorithm import RoundSummary, register
 from netfl.algorithms.context import LinkStates, RoundContext
 from netfl.algorithms.fedavg import FedAvg, FedAvgConfig
 from netfl.algorithms.feddif_state import (

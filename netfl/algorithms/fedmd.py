@@ -33,7 +33,7 @@ import numpy as np
 import simpy
 from pydantic import Field, field_validator
 
-from netfl.algorithms.base import RoundSummary, register
+from netfl.algorithms.algorithm import RoundSummary, register
 from netfl.algorithms.context import RoundContext
 from netfl.algorithms.fedavg import FedAvgConfig, cut_counts, is_cut
 from netfl.algorithms.hetero import HeterogeneousFL

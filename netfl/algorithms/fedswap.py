@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from netfl.algorithms.base import register
+from netfl.algorithms.algorithm import register
 from netfl.algorithms.feddif import FedDif
 from netfl.algorithms.feddif_state import Chain
 from netfl.core.nodes import Node

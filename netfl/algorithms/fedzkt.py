@@ -35,7 +35,7 @@ import numpy as np
 import simpy
 from pydantic import Field
 
-from netfl.algorithms.base import AlgorithmConfig, RoundSummary, register
+from netfl.algorithms.algorithm import AlgorithmConfig, RoundSummary, register
 from netfl.algorithms.context import RoundContext
 from netfl.algorithms.fedavg import cut_counts, is_cut
 from netfl.algorithms.hetero import HeterogeneousFL

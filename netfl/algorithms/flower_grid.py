@@ -1,5 +1,5 @@
 """netfl's implementation of Flower's ``Grid``: a ServerApp's messages on the simulated
-network (the engine of :mod:`netfl.algorithms.flower`; imports ``flwr``).
+network (the engine of :mod:`netfl.algorithms.flower_bridge`; imports ``flwr``).
 
 **Two threads, one at a time.** A Flower ``ServerApp`` is ordinary blocking code: its
 strategy calls ``grid.send_and_receive(...)`` and waits. It runs in a thread of its own
@@ -54,8 +54,8 @@ from flwr.serverapp import Grid
 from flwr.supercore.run import Run
 from flwr.supercore.task_identity import TaskIdentity
 
+from netfl.algorithms.algorithm import RoundSummary
 from netfl.algorithms.app_thread import AppThread
-from netfl.algorithms.base import RoundSummary
 from netfl.algorithms.flower_messages import (
     aggregate_metrics,
     category,
@@ -69,7 +69,7 @@ from netfl.learning.tasks import FlowerClientTask
 
 if TYPE_CHECKING:
     from netfl.algorithms.context import RoundContext
-    from netfl.algorithms.flower import FlowerConfig
+    from netfl.algorithms.flower_bridge import FlowerConfig
     from netfl.core.nodes import Node
 
 __all__ = ["FlowerBridge", "NODE_ID_BASE", "message_bits", "aggregate_metrics"]

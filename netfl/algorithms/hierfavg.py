@@ -32,7 +32,7 @@ import numpy as np
 import simpy
 from pydantic import Field
 
-from netfl.algorithms.base import RoundSummary, register
+from netfl.algorithms.algorithm import RoundSummary, register
 from netfl.algorithms.fedavg import FedAvg, FedAvgConfig, cut_counts, is_cut
 from netfl.core.nodes import Node
 

@@ -1,7 +1,7 @@
 """Device and server compute: profiles, FLOP counting, timed compute steps, energy."""
 
-from netfl.compute.energy import EnergyMeter
 from netfl.compute.engine import ComputeEngine
+from netfl.compute.meter import EnergyMeter
 from netfl.compute.profiles import ComputeProfile, compute_profiles, get_compute_profile
 
 __all__ = [

@@ -8,7 +8,7 @@ from typing import Literal
 import numpy as np
 
 from channel_models import LinkProfile
-from netfl.compute.energy import EnergyMeter
+from netfl.compute.meter import EnergyMeter
 from netfl.compute.profiles import ComputeProfile
 
 __all__ = ["Node", "NodeKind"]

@@ -22,7 +22,7 @@ from netfl.learning.consensus import class_scores, digest_and_revisit
 from netfl.learning.distill import DistillResult, train_distill
 from netfl.learning.flower_client import run_flower_client
 from netfl.learning.models import ModelSpec
-from netfl.learning.split import Split, split_model
+from netfl.learning.split_model import Split, split_model
 from netfl.learning.split_train import (
     aux_head,
     device_activations,

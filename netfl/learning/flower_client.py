@@ -1,6 +1,6 @@
 """A Flower ``ClientApp``'s handler as a device's job (the executor seam).
 
-The bridge (:mod:`netfl.algorithms.flower`) hands each message that reaches a device to
+The bridge (:mod:`netfl.algorithms.flower_bridge`) hands each message that reaches a device to
 the executor as a :class:`~netfl.learning.tasks.FlowerClientTask`; this runner imports
 the app (Flower's own ``load_app``, with the app's folder on ``sys.path``), calls it with
 the message and the node's ``Context``, and returns the reply, the context as the

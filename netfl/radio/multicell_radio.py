@@ -56,12 +56,12 @@ from channel_models.pathloss import UMa, UMi
 from channel_models.units import linear_to_db
 from netfl.core.nodes import Node
 from netfl.core.records import Recorder, TransferRecord
-from netfl.radio.energy import BsPowerModel
 from netfl.radio.handover import HandoverMixin
 from netfl.radio.interference import InterferenceMixin
 from netfl.radio.link_gains import LinkGainsMixin
-from netfl.radio.network import Radio, direction_of
 from netfl.radio.ofdma_radio import OfdmaRadio
+from netfl.radio.radio import Radio, direction_of
+from netfl.radio.radio_energy import BsPowerModel
 from netfl.radio.sharing import ProcessorSharing
 
 __all__ = ["CellRadio", "MultiCellRadio"]

@@ -36,9 +36,9 @@ from channel_models.numerology import SUBFRAME_S
 from channel_models.units import dbm_to_w, linear_to_db
 from netfl.core.nodes import Node
 from netfl.core.records import Recorder
-from netfl.radio.energy import BsPowerModel
-from netfl.radio.network import Radio, direction_of
 from netfl.radio.ofdma import OfdmaCarrier, OfdmaFlow
+from netfl.radio.radio import Radio, direction_of
+from netfl.radio.radio_energy import BsPowerModel
 from netfl.radio.uplink_mac import cut_flows, deliver_in_grant_cycles, harq_tail
 
 __all__ = ["OfdmaRadio"]

@@ -1,5 +1,5 @@
 """Scenario files: the strict pydantic schema (:mod:`~netfl.scenario.schema`, with its
-building blocks :mod:`~netfl.scenario.base` and the cell section
+building blocks :mod:`~netfl.scenario.strict` and the cell section
 :mod:`~netfl.scenario.cell`) and the files themselves (:mod:`~netfl.scenario.files`:
 YAML reading, ``--set`` overrides, one-line key-path errors, the algorithm's options,
 the JSON schema and the resolved form).

@@ -27,8 +27,8 @@ from channel_models.numerology import num_resource_blocks
 from channel_models.pathloss import PATHLOSS_MODELS
 from channel_models.registry import lookup
 from netfl.radio.schedulers import SCHEDULERS
-from netfl.scenario.base import _check_name, _Strict
 from netfl.scenario.reading import cached_per_file
+from netfl.scenario.strict import _check_name, _Strict
 
 __all__ = ["CellSection", "LinkSection", "LINK_MODE_KEYS", "MAX_CUES", "MAX_SESSION_RATE_PER_S"]
 

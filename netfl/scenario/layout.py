@@ -45,7 +45,7 @@ from netfl.radio.geometry import (
     line_positions,
     ring_positions,
 )
-from netfl.scenario.base import _Strict
+from netfl.scenario.strict import _Strict
 
 __all__ = ["LayoutSection", "KIND_KEYS", "read_positions_csv"]
 

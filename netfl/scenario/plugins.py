@@ -31,10 +31,10 @@ from pathlib import Path
 from typing import Any
 
 from netfl.algorithms import ALGORITHMS
-from netfl.algorithms.base import register
+from netfl.algorithms.algorithm import register
 from netfl.errors import RegistrationError
-from netfl.scenario.base import resolve_plugin_spec
 from netfl.scenario.registries import forget, registries
+from netfl.scenario.strict import resolve_plugin_spec
 
 __all__ = [
     "ENTRY_POINT_GROUP",

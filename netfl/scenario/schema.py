@@ -34,17 +34,17 @@ from netfl.learning.catalog import MODEL_CATALOG as MODELS
 from netfl.learning.datasets import DATASETS
 from netfl.learning.partition import BUILTIN_SCHEMES, PARTITION_PARAMS, PARTITIONERS
 from netfl.radio.uplink_mac import MAX_GRANT_CYCLES
-from netfl.scenario.availability import AvailabilitySection
-from netfl.scenario.base import (
+from netfl.scenario.availability_section import AvailabilitySection
+from netfl.scenario.cell import LINK_MODE_KEYS, CellSection
+from netfl.scenario.layout import LayoutSection
+from netfl.scenario.network_section import MobilitySection, NetworkSection
+from netfl.scenario.strict import (
     STRICT_CONFIG,
     _check_name,
     _Strict,
     no_bool_for_numbers,
     resolve_plugin_spec,
 )
-from netfl.scenario.cell import LINK_MODE_KEYS, CellSection
-from netfl.scenario.layout import LayoutSection
-from netfl.scenario.network import MobilitySection, NetworkSection
 
 __all__ = ["Scenario", "LINK_MODE_KEYS", "STRICT_CONFIG", "no_bool_for_numbers"]
 
@@ -356,7 +356,7 @@ class Scenario(_Strict):
     )
     cell: CellSection = CellSection()
     network: NetworkSection | None = Field(
-        None, description="several cells (netfl.scenario.network); none: one BS, one cell"
+        None, description="several cells (netfl.scenario.network_section); none: one BS, one cell"
     )
     devices: DevicesSection = DevicesSection()
     server: ServerSection = ServerSection()

@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from channel_models.numerology import SUBFRAME_S
-from netfl.compute.energy import METER_FIELDS
+from netfl.compute.meter import METER_FIELDS
 from netfl.core.nodes import Node
 from netfl.core.records import ComputeRecord, TransferRecord
 from netfl.core.timeline import split_time, union_length_s
 
 if TYPE_CHECKING:
-    from netfl.algorithms.base import RoundSummary
+    from netfl.algorithms.algorithm import RoundSummary
     from netfl.sim.world import World
 
 __all__ = ["MeterSnapshot", "snapshot", "round_row", "devices_frame", "bits_on_air"]

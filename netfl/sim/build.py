@@ -21,8 +21,8 @@ from netfl.errors import UserError
 from netfl.learning.tasks import TrainConfig
 from netfl.radio import FixedRateRadio
 from netfl.radio.cues import CueTraffic, CueTrafficConfig
-from netfl.radio.energy import BsPowerModel
 from netfl.radio.ofdma_radio import OfdmaRadio
+from netfl.radio.radio_energy import BsPowerModel
 from netfl.sim.model_facts import model_facts
 from netfl.sim.placement import Placement
 
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from netfl.core.rng import Streams
     from netfl.learning.datasets import Dataset
     from netfl.learning.tasks import Executor
-    from netfl.radio.network import Radio
+    from netfl.radio.radio import Radio
     from netfl.scenario.schema import Scenario
 
 __all__ = [

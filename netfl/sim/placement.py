@@ -3,7 +3,7 @@ antenna heights, and who is indoors (TR 38.901 floors and O2I loss).
 
 :class:`Placement` is built once per run (:mod:`netfl.sim.build`) and used again when
 the world re-drops the devices (:meth:`netfl.sim.world.World.redrop`) and by random
-waypoints (:mod:`netfl.sim.mobility`), so every drop of a run follows the same rules.
+waypoints (:mod:`netfl.sim.device_mobility`), so every drop of a run follows the same rules.
 """
 
 from __future__ import annotations

@@ -24,7 +24,6 @@ from netfl.core.rng import Streams
 from netfl.errors import UserError
 from netfl.learning.tasks import EvalTask, Executor, TrainConfig
 from netfl.scenario.schema import Scenario
-from netfl.sim.availability import DeviceAvailability
 from netfl.sim.build import (
     build_devices,
     build_executor,
@@ -34,7 +33,8 @@ from netfl.sim.build import (
     train_config,
 )
 from netfl.sim.data import build_data
-from netfl.sim.mobility import DeviceMobility
+from netfl.sim.device_availability import DeviceAvailability
+from netfl.sim.device_mobility import DeviceMobility
 from netfl.sim.placement import Placement
 
 if TYPE_CHECKING:

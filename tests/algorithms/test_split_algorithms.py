@@ -10,7 +10,7 @@ import torch
 
 from netfl.algorithms import ALGORITHMS
 from netfl.errors import ScenarioError, UserError
-from netfl.learning.split import round_bytes
+from netfl.learning.split_model import round_bytes
 from netfl.scenario.files import algorithm_config, parse_scenario
 from netfl.sim.runner import run
 from netfl.sim.world import World
@@ -288,7 +288,7 @@ def test_ecofed_hflip_makes_fresh_uploads_differ_and_is_never_applied_to_replays
     """With ``augment: [hflip]`` the activations of round 0 and round 2 (fresh uploads,
     seeded per round) differ; the server trains in round 1 on exactly round 0's stored
     activations (replayed, not re-augmented); without augmentation both uploads agree."""
-    from netfl.learning.split import dequantize_activations, quantize_activations
+    from netfl.learning.split_model import dequantize_activations, quantize_activations
 
     for augment in (["hflip"], []):
         world, alg, jobs = _ecofed_jobs(augment)

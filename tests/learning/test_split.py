@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from netfl.learning import get_model_spec
-from netfl.learning.split import (
+from netfl.learning.split_model import (
     PARTITION_POINTS,
     ReplayBuffer,
     activation_switch,

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from netfl.learning import TrainConfig, load_dataset, train_local
-from netfl.learning.split import (
+from netfl.learning.split_model import (
     ReplayBuffer,
     dequantize_activations,
     quantize_activations,

@@ -20,7 +20,7 @@ import simpy
 from netfl.core.activity import Activities, DeviceCut, TransferCut, quiet_cut
 from netfl.core.nodes import Node
 from netfl.core.records import Recorder, TransferRecord
-from netfl.radio.energy import BsPowerModel, BsRadioMeter, UeRadioStates
+from netfl.radio.radio_energy import BsPowerModel, BsRadioMeter, UeRadioStates
 from netfl.radio.sharing import ProcessorSharing
 
 #: a multicast's progress now: ``(bits delivered, airtime so far [s])``
@@ -47,7 +47,7 @@ class Radio(ABC):
     ----------
     bs : Node, optional
         The base station; with it, the BS is charged by ``bs_power`` while it
-        carries FL traffic (:class:`~netfl.radio.energy.BsRadioMeter`).
+        carries FL traffic (:class:`~netfl.radio.radio_energy.BsRadioMeter`).
     bs_power : BsPowerModel, optional
         Load-dependent BS power model (default: EARTH macro values).
     """

@@ -3,7 +3,7 @@
 D. Wu et al., "EcoFed: Efficient Communication for DNN Partitioning-based
 Federated Learning", arXiv 2304.05495 (Table I, Algorithm 1). Classic FL is
 ``fedavg`` on the whole model. The model is split at ``partition_point``
-(:mod:`netfl.learning.split`); device compute runs on the device profile,
+(:mod:`netfl.learning.split_model`); device compute runs on the device profile,
 server compute on the server profile, every exchange on the radio.
 
 Per device and round (n samples, batches of B, |a| values per sample at the
@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import simpy
 from pydantic import Field
 
-from netfl.algorithms.base import register
+from netfl.algorithms.algorithm import register
 from netfl.algorithms.context import RoundContext
 from netfl.algorithms.fedavg import FedAvg, FedAvgConfig
 from netfl.core.activity import DeviceCut, quiet_cut
@@ -70,7 +70,7 @@ class SplitFL(FedAvg):
 
     @classmethod
     def check_scenario(cls, scenario: Any) -> list[tuple[str, str]]:
-        from netfl.learning.split import PARTITION_POINTS
+        from netfl.learning.split_model import PARTITION_POINTS
 
         name = scenario.model.name
         if name not in PARTITION_POINTS:
@@ -87,7 +87,7 @@ class SplitFL(FedAvg):
         import torch
 
         from netfl.compute.flops import measure_flops
-        from netfl.learning.split import split_model
+        from netfl.learning.split_model import split_model
 
         super().__init__(world, config)
         spec = world.model.spec

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
     from netfl.core.nodes import Node
     from netfl.core.rng import Streams
-    from netfl.radio.network import Radio
+    from netfl.radio.radio import Radio
     from netfl.scenario.schema import Scenario
     from netfl.sim.placement import Placement
 

@@ -1,6 +1,6 @@
 """Which devices can take part in a round (``devices.availability``; issue 33, item 3):
 each device's availability model, built from the scenario and the ``availability``
-stream, asked at each round's start (:mod:`netfl.core.availability`)."""
+stream, asked at each round's start (:mod:`netfl.core.onoff`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from netfl.core.availability import MarkovOnOff, TraceAvailability, bernoulli_round
+from netfl.core.onoff import MarkovOnOff, TraceAvailability, bernoulli_round
 
 if TYPE_CHECKING:
     import simpy
@@ -35,7 +35,7 @@ class DeviceAvailability:
         devices: list[Node],
         activities: Activities,
     ):
-        from netfl.scenario.availability import read_availability_trace, read_fedscale_file
+        from netfl.scenario.availability_section import read_availability_trace, read_fedscale_file
 
         self.env, self.streams, self.activities = env, streams, activities
         sections = scenario.devices.availability_of()

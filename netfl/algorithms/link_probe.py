@@ -17,7 +17,7 @@ import simpy
 from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
 
 from channel_models.protocol_overhead import bytes_on_air
-from netfl.algorithms.base import Algorithm, AlgorithmConfig, RoundSummary, register
+from netfl.algorithms.algorithm import Algorithm, AlgorithmConfig, RoundSummary, register
 from netfl.algorithms.context import CellCarriers
 from netfl.core.nodes import Node
 

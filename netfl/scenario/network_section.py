@@ -60,8 +60,8 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import Field, NonNegativeFloat, PositiveFloat, model_validator
 
-from netfl.scenario.base import _Strict
 from netfl.scenario.layout import Coordinate
+from netfl.scenario.strict import _Strict
 
 __all__ = [
     "NetworkSection",

@@ -1,7 +1,7 @@
 """The ``devices.availability`` section (issue 33, item 3): when a device can take
 part, and the trace files it may name (a CSV of on-intervals, FedScale's client
 availability trace), read bounded. The processes themselves are
-:mod:`netfl.core.availability`; :mod:`netfl.sim.availability` asks them each round."""
+:mod:`netfl.core.onoff`; :mod:`netfl.sim.device_availability` asks them each round."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from typing import Literal
 
 from pydantic import Field, ValidationInfo, model_validator
 
-from netfl.scenario.base import _Strict
 from netfl.scenario.reading import cached_per_file, read_bytes_bounded, read_text_bounded
+from netfl.scenario.strict import _Strict
 
 __all__ = ["AvailabilitySection", "read_availability_trace", "read_fedscale_file"]
 
@@ -67,7 +67,7 @@ read_availability_trace = cached_per_file(_read_availability_trace, maxsize=4)
 def _read_fedscale(path: str) -> list[tuple[tuple[tuple[float, float], ...], float]]:
     """FedScale's client availability trace at ``path`` (a regular file of at most 256
     MiB); ``ValueError`` says what is wrong."""
-    from netfl.core.availability import MAX_FEDSCALE_BYTES, read_fedscale_trace
+    from netfl.core.onoff import MAX_FEDSCALE_BYTES, read_fedscale_trace
 
     try:
         return read_fedscale_trace(read_bytes_bounded(path, MAX_FEDSCALE_BYTES, "FedScale trace"))
@@ -80,7 +80,7 @@ read_fedscale_file = cached_per_file(_read_fedscale, maxsize=4)
 
 
 class AvailabilitySection(_Strict):
-    """When a device can take part (``netfl.core.availability``): ``always``; in each
+    """When a device can take part (``netfl.core.onoff``): ``always``; in each
     round with probability ``p`` (``bernoulli``); a two-state Markov on/off process in
     simulated time (``markov``: exponential on/off periods of means ``mean_on_s`` and
     ``mean_off_s``, stationary at the start); or the on-intervals of a ``trace`` (a CSV

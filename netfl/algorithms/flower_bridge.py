@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 import simpy
 from pydantic import Field, StrictBool, StrictStr
 
-from netfl.algorithms.base import Algorithm, AlgorithmConfig, RoundSummary, register
+from netfl.algorithms.algorithm import Algorithm, AlgorithmConfig, RoundSummary, register
 
 if TYPE_CHECKING:
     from netfl.algorithms.context import RoundContext
