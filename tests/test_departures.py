@@ -79,6 +79,9 @@ def test_a_device_leaving_mid_upload_records_exactly_the_bits_delivered(tmp_path
     assert down["outcome"] == "delivered" and down["delivered_bits"] == c["size"]
     row = result.rounds.iloc[0]
     assert (row["clients_arrived"], row["clients_left"], row["clients_late"]) == (0, 1, 0)
+    # rounds.csv: the bits that went on air; no model arrived up
+    assert row["uplink_bits"] == up["delivered_bits"] and row["models_uplink"] == 0
+    assert row["downlink_bits"] == c["size"] and row["models_downlink"] == 1
 
 
 def test_a_device_leaving_mid_compute_stops_there_and_never_uploads(tmp_path):

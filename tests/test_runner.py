@@ -175,3 +175,36 @@ def test_a_runs_thread_count_does_not_outlive_it():
     )
     assert seen == [during] and result.info["torch_num_threads"] == during
     assert torch.get_num_threads() == before
+
+
+def test_every_table_and_column_a_run_writes_is_documented():
+    """docs/tables.md names every table and column of runs that between them produce
+    the radio's, the world's and the mobility's tables and FedDif's (an OFDMA network
+    with moving devices, D2D diffusion, devices that leave), collected from the run's
+    table producers without a name twice."""
+    import re
+    from pathlib import Path
+
+    from tests.radio.test_corpus import _scenario
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "tables.md").read_text()
+    named = set(re.findall(r"`([a-z_0-9*]+)(?:\.csv|\.parquet)?`", doc))
+
+    def documented(column: str) -> bool:  # (`flower_train_*`: a family of columns)
+        return column in named or any(n.endswith("*") and column.startswith(n[:-1]) for n in named)
+
+    missing = []
+    for name in ("network_moving", "feddif_d2d", "markov_departures"):
+        result = run(_scenario(name))
+        frames = {
+            "rounds": result.rounds,
+            "transfers": result.transfers,
+            "computes": result.computes,
+            "devices": result.devices,
+            **result.tables,
+        }
+        for table, frame in frames.items():
+            if table not in named:
+                missing.append(table)
+            missing += [f"{table}.{c}" for c in frame.columns if not documented(c)]
+    assert missing == [], missing

@@ -6,13 +6,14 @@ into ``pandas.DataFrame`` tables once at the end.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["TransferRecord", "ComputeRecord", "Recorder"]
+__all__ = ["TransferRecord", "ComputeRecord", "Recorder", "TableProducer", "collect_tables"]
 
 
 @dataclass
@@ -114,3 +115,24 @@ class Recorder:
 
     def computes_frame(self) -> pd.DataFrame:
         return _frame(self.computes, ComputeRecord)
+
+
+@runtime_checkable
+class TableProducer(Protocol):
+    """Anything that adds tables to a run directory beside ``rounds``, ``transfers``,
+    ``computes`` and ``devices``: the radio, the world (coverage), the moving devices
+    (trajectories) and the algorithm. ``tables()`` gives them by name (each written
+    as ``NAME.parquet``; ``docs/tables.md`` lists every table and column)."""
+
+    def tables(self) -> dict[str, pd.DataFrame]: ...
+
+
+def collect_tables(producers: Iterable[TableProducer]) -> dict[str, pd.DataFrame]:
+    """Every producer's tables, in order; a name given twice is a programming error."""
+    out: dict[str, pd.DataFrame] = {}
+    for producer in producers:
+        for name, frame in producer.tables().items():
+            if name in out:
+                raise ValueError(f"table {name!r} produced twice ({type(producer).__name__})")
+            out[name] = frame
+    return out

@@ -42,15 +42,20 @@ def _delta(before: MeterSnapshot, after: MeterSnapshot, names: list[str], key: s
 
 
 def bits_on_air(transfers: list[TransferRecord]) -> dict[str, float]:
-    """Bits per direction, each multicast counted once."""
+    """Bits per direction that went on air: a transfer cut short (its device left, or
+    the deadline passed) counts the bits it delivered; a multicast counts once, as far
+    as it got (its receivers that left have fewer)."""
     bits = {"uplink": 0.0, "downlink": 0.0, "d2d": 0.0, "backhaul": 0.0}
-    seen: set[int] = set()
+    groups: dict[int, TransferRecord] = {}
     for t in transfers:
         if t.multicast_group >= 0:
-            if t.multicast_group in seen:
-                continue
-            seen.add(t.multicast_group)
-        bits[t.direction] += t.size_bits
+            best = groups.get(t.multicast_group)
+            if best is None or t.delivered_bits > best.delivered_bits:
+                groups[t.multicast_group] = t
+            continue
+        bits[t.direction] += t.delivered_bits
+    for t in groups.values():
+        bits[t.direction] += t.delivered_bits
     return bits
 
 
@@ -94,8 +99,14 @@ def round_row(
         "backhaul_bits": bits["backhaul"],
         "subframes": math.ceil(airtime / SUBFRAME_S - 1e-9) if airtime > 0 else 0,
         "rb_subframes": sum(t.rb_subframes for t in air),
-        "models_sent": sum(t.num_models for t in air),
-        **{f"models_{d}": sum(t.num_models for t in transfers if t.direction == d) for d in bits},
+        # (models that arrived: a transfer cut short carried no whole model)
+        "models_sent": sum(t.num_models for t in air if t.outcome == "delivered"),
+        **{
+            f"models_{d}": sum(
+                t.num_models for t in transfers if t.direction == d and t.outcome == "delivered"
+            )
+            for d in bits
+        },
         "num_transfers": len(transfers),
         "device_energy_j": sum(dev.values()),
         "device_compute_energy_j": dev["compute"],

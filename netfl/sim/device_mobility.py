@@ -125,6 +125,10 @@ class DeviceMobility:
             if self.network:
                 self.radio.refresh(node)
 
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """``trajectories`` when devices move (:meth:`table`)."""
+        return {"trajectories": self.table()} if self.trajectories else {}
+
     def table(self) -> pd.DataFrame:
         """``trajectories``: each moving device's position every ``record_every_s`` from
         the start to the last instant it was brought up to date (its path is a function

@@ -17,9 +17,13 @@ class RunResult:
     """The tables of one run, before or after they are written to disk.
 
     ``rounds`` has one row per round, ``devices`` one per node, ``transfers`` and
-    ``computes`` one per event; ``tables`` holds further tables by name: the
-    radio's (OFDMA: ``occupancy``, ``cues``, ``coverage``) and the algorithm's (FedDif: ``diffusion``). ``manifest`` is filled when read from a run
-    directory (provenance: versions, host, git commit).
+    ``computes`` one per event; ``tables`` holds further tables by name, from every
+    :class:`~netfl.core.records.TableProducer` of the run: the radio's (OFDMA:
+    ``occupancy``, ``cues``; a network's ``cells`` and ``handovers``), the world's
+    ``coverage`` (OFDMA), the moving devices' ``trajectories`` and the algorithm's
+    (FedDif: ``diffusion``). ``docs/tables.md`` lists every table and column with
+    its unit. ``manifest`` is filled when read from a run directory (provenance:
+    versions, host, git commit).
     """
 
     scenario: Scenario

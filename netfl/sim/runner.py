@@ -18,6 +18,7 @@ import pandas as pd
 
 from netfl.algorithms import Algorithm, get_algorithm
 from netfl.core.invariants import check_records, check_round
+from netfl.core.records import collect_tables
 from netfl.core.threads import wait_policy
 from netfl.errors import AppError, UserError, WorkerLost
 from netfl.scenario.files import algorithm_config
@@ -185,13 +186,7 @@ def _run_world(
         devices=devices_frame(world),
         stop_reason=stop_reason,
         wall_time_s=time.perf_counter() - wall0,
-        tables={
-            **world.radio.tables(),
-            # (OFDMA: which devices the cell can serve; fixed-rate links serve all)
-            **({"coverage": world.coverage_table()} if world.radio.mode == "ofdma" else {}),
-            **({"trajectories": world.mobility.table()} if world.trajectories else {}),
-            **algorithm.tables(),
-        },
+        tables=collect_tables((world.radio, world, world.mobility, algorithm)),
         info={
             "setup_wall_s": setup_wall_s,
             # torch's intra-op threads change the order of float sums, hence learning curves

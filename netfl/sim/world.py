@@ -200,6 +200,11 @@ class World:
 
         return pd.concat(self.coverage_frames, ignore_index=True)
 
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """``coverage`` on OFDMA links (which devices the cell can serve, at each drop;
+        fixed-rate links serve every device)."""
+        return {"coverage": self.coverage_table()} if self.radio.mode == "ofdma" else {}
+
     def device_model(self, device: Node) -> ModelInfo:
         """The architecture device ``device`` runs (``model`` unless the scenario assigns
         per-device models)."""
