@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from netfl.algorithms import Algorithm, get_algorithm
+from netfl.algorithms import Algorithm, RoundSummary, get_algorithm
 from netfl.core.invariants import check_records, check_round
 from netfl.core.records import collect_tables
 from netfl.core.threads import wait_policy
@@ -70,6 +70,18 @@ def run(
         world.close()  # a parallel executor's workers stop here, whatever happened
 
 
+def simulate_round(world: World, algorithm: Algorithm, r: int) -> RoundSummary:
+    """Round ``r`` on the clock (the body a run and a resume's replay share): the
+    world's start of round, the algorithm's round process, the radio settled."""
+    world.recorder.round = r
+    world.round_faults = []
+    world.begin_round(r)
+    proc = world.env.process(algorithm.round(r))
+    world.env.run(until=proc)
+    world.radio.settle()
+    return proc.value
+
+
 def _run_world(
     world: World,
     algorithm: Algorithm,
@@ -106,15 +118,10 @@ def _run_world(
     error, trace = None, ""
     try:
         for r in range(start, tr.rounds):
-            rec.round = r
-            world.round_faults = []
-            world.begin_round(r)
             t0 = env.now
             n_tr, n_co = len(rec.transfers), len(rec.computes)
             before = snapshot(nodes)
-            proc = env.process(algorithm.round(r))
-            env.run(until=proc)
-            world.radio.settle()
+            summary = simulate_round(world, algorithm, r)
             row = round_row(
                 r,
                 t0,
@@ -124,7 +131,7 @@ def _run_world(
                 nodes,
                 before,
                 snapshot(nodes),
-                proc.value,
+                summary,
             )
             row["nonfinite_updates"] = len(world.round_faults)
             row["starved_devices"] = len(world.all_devices) - len(world.devices)
@@ -215,11 +222,6 @@ def _replay(world: World, algorithm: Algorithm, nodes: dict, rounds: int) -> Non
     learn, world.learn = world.learn, False
     try:
         for r in range(rounds):
-            world.recorder.round = r
-            world.round_faults = []
-            world.begin_round(r)
-            proc = world.env.process(algorithm.round(r))
-            world.env.run(until=proc)
-            world.radio.settle()
+            simulate_round(world, algorithm, r)
     finally:
         world.learn = learn
