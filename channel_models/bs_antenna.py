@@ -108,13 +108,17 @@ def site_gains_db(
     spacing_wl: float,
     tilt_zenith_deg: float,
     rays: LinkRays,
-) -> np.ndarray:
+    split: bool = False,
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """``(L, K)`` gains [dB] of one site's K sectors (azimuths ``boresights_deg``;
     ``None``: one omni cell) towards L UEs over their links' departure ``rays``
     (:class:`LinkRays`): ``offsets_m`` (L, 2) from the site, ``dz_m`` (L,) UE − BS
     height, ``los`` (L,) the links' outdoor LOS states (their median ZSD and NLOS ZoD
     offset, Tables 7.5-6/7/8). The rays' zenith angles and the array's gain along them
-    are the site's, computed once for its sectors."""
+    are the site's, computed once for its sectors. ``split``: the two terms of the
+    power sum apart, linear — ``(Σ_rays P·G, G_direct)``, the second per unit of the
+    links' direct-path weight (``rays.direct``) — so a caller may treat the smooth ray
+    sum and the sharp direct pattern differently (moving UEs along their paths)."""
     dx, dy = offsets_m[:, 0], offsets_m[:, 1]
     d2c = np.hypot(dx, dy)
     theta = np.degrees(np.arctan2(d2c, dz_m))
@@ -126,13 +130,19 @@ def site_gains_db(
     t = rays.zenith_deg(theta, zsd, offset)
     array_rays = array_gain_db(t, rows, spacing_wl, tilt_zenith_deg)
     array_direct = array_gain_db(theta, rows, spacing_wl, tilt_zenith_deg)
-    if boresights_deg is None:
-        return 10.0 * np.log10(rays.power_sum(array_rays, array_direct))[:, None]
-    out = np.empty((len(theta), len(boresights_deg)))
-    for k, bore in enumerate(boresights_deg):
-        az = phi - bore
-        ray_db = array_rays + element_gain_db(t, az[:, None] + rays.azimuth_deg)
-        out[:, k] = 10.0 * np.log10(
-            rays.power_sum(ray_db, array_direct + element_gain_db(theta, az))
-        )
-    return out
+    sectors = [None] if boresights_deg is None else list(boresights_deg)
+    out = np.empty((len(theta), len(sectors)))
+    direct = np.empty_like(out)
+    for k, bore in enumerate(sectors):
+        if bore is None:
+            ray_db, direct_db = array_rays, array_direct
+        else:
+            az = phi - bore
+            ray_db = array_rays + element_gain_db(t, az[:, None] + rays.azimuth_deg)
+            direct_db = array_direct + element_gain_db(theta, az)
+        if split:
+            out[:, k] = (rays.weight * 10.0 ** (ray_db / 10.0)).sum(1)
+            direct[:, k] = 10.0 ** (direct_db / 10.0)
+        else:
+            out[:, k] = 10.0 * np.log10(rays.power_sum(ray_db, direct_db))
+    return (out, direct) if split else out

@@ -139,7 +139,7 @@ class CellRadio(OfdmaRadio):
 
     def _link(self, src: Node, dst: Node) -> tuple[float, float, float]:
         """``(loss, SINR per RB, SINR of all power in one RB)`` with the interference now."""
-        loss, psd, total = super()._link(src, dst)
+        loss, psd, total = self.network.link_terms(self, (src, dst))
         scale = self.network.snr_scale(self.cell, (src, dst))
         return loss, psd * scale, total * scale
 
@@ -148,7 +148,7 @@ class CellRadio(OfdmaRadio):
         at the interference of their own start), tagged with its SINR factor."""
         link = kw.get("link")
         if link is not None and kw.get("multicast_snrs") is None:
-            _, psd, total = OfdmaRadio._link(self, *link)
+            _, psd, total = self.network.link_terms(self, link)
             kw["snr_scale"] = scale = self.network.snr_scale(self.cell, link)
             psd, total = psd * scale, total * scale
         return super()._send(carrier, size_bits, psd, total, rng, **kw)
@@ -267,14 +267,16 @@ class MultiCellRadio(LinkGainsMixin, HandoverMixin, InterferenceMixin, Radio):
         self._a3: dict[str, dict] = {}
         self._busy_until: dict[str, float] = {}
         self._fields: dict[int, tuple] = {}
-        self._measured: dict[str, tuple[float, np.ndarray]] = {}
+        #: moving devices' paths (name → trajectory) and measurements ahead (first
+        #: instant, coupling losses)
+        self.paths: dict[str, Any] = {}
+        self._plans: dict[str, tuple[int, np.ndarray]] = {}
         if interference == "activity" and n_cells > 1:
             for c, cell in enumerate(self.cells):
                 for d, carrier in cell.carriers.items():
                     carrier.listeners.append(lambda c=c, d=d: self._on_activity(c, d))
         self._gain_cache: dict[tuple, float] = {}
         self._rays: dict[tuple, LinkRays] = {}  # a moving UE's rays per site and state
-        self._along_rays: dict[str, tuple] = {}  # a moving UE's at its last LOS pattern
         self.cue_positions_m = np.zeros((0, 2))
         self.cue_cells = np.zeros(0, dtype=int)
         self._devices: list[Node] = []

@@ -129,7 +129,13 @@ class OfdmaRadio(Radio):
         return self._link(src, dst)[0]
 
     def _link(self, src: Node, dst: Node) -> tuple[float, float, float]:
-        """``(loss_db, snr_per_rb, snr_total)`` of a link, kept per link and positions."""
+        """``(loss_db, snr_per_rb, snr_total)`` of a link now (a network's cell: with its
+        interference, a moving UE at its last measurement)."""
+        return self.link_at_positions(src, dst)
+
+    def link_at_positions(self, src: Node, dst: Node) -> tuple[float, float, float]:
+        """``(loss_db, snr_per_rb, snr_total)`` of a link at the nodes' positions, kept
+        per link and positions."""
         key = (src.name, dst.name, src.position_m.tobytes(), dst.position_m.tobytes())
         entry = self._loss_cache.get(key)
         if entry is None:

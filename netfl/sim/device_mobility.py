@@ -95,6 +95,7 @@ class DeviceMobility:
         if scenario.network is not None:
             h = scenario.network.handover
             radio.mobile = set(self.trajectories)
+            radio.paths = self.trajectories
             radio.handover = {
                 "hysteresis_db": h.hysteresis_db,
                 "ttt_s": h.ttt_s,
@@ -112,7 +113,7 @@ class DeviceMobility:
             if traj is None or self._moved_at[node.name] >= now:
                 continue
             if self.network:
-                self.radio.track(node, traj, self._moved_at[node.name], now)
+                self.radio.track(node, self._moved_at[node.name], now)
             node.position_m = traj.positions(np.array([now]))[0]
             self._rows += (now - self._moved_at[node.name]) / self._record_every[node.name]
             if self._rows > MAX_TRAJECTORY_ROWS:

@@ -13,7 +13,6 @@ import yaml
 
 from channel_models.units import dbm_to_w
 from netfl.errors import ScenarioError
-from netfl.radio.ofdma_radio import OfdmaRadio
 from netfl.scenario.files import parse_scenario
 from netfl.sim.runner import run
 from netfl.sim.world import World
@@ -645,7 +644,7 @@ def test_d2d_sinr_on_a_network_by_hand():
     g = 10 ** (-float(law.mean_loss_db(np.array([270.0]))[0]) / 10)
     inr = 0.5 * p_rb * g / p.noise_w("ue", p.rb_bandwidth_hz)
     cell0 = radio.cells[0]
-    _, snr_psd, snr_total = OfdmaRadio._link(cell0, a, b)
+    _, snr_psd, snr_total = cell0.link_at_positions(a, b)
     _, sinr_psd, sinr_total = cell0._link(a, b)
     assert sinr_psd == pytest.approx(snr_psd / (1 + inr), rel=1e-12)
     assert sinr_total == pytest.approx(snr_total / (1 + inr), rel=1e-12)
@@ -878,3 +877,57 @@ def test_a_moving_transfer_cut_mid_way_leaves_no_flow_and_keeps_its_bits():
     assert early.end_s == pytest.approx(30.0 + 0.3 * span)
     assert 0 < early.delivered_bits < late.delivered_bits < 2e8
     assert early.tx_energy_j < late.tx_energy_j < full.tx_energy_j
+
+
+def test_path_wise_a3_hands_over_when_the_per_sample_reference_does():
+    """The A3 rule along a path evaluated ahead in blocks of measurement instants
+    (vectorised, antenna gains over the rays at anchor points) hands over at the instants
+    of a reference that measures every instant on its own with the link budget's exact
+    coupling loss (:meth:`coupling_loss_db` at the UE placed there): the same handovers,
+    each within one measurement period, and measurements within hundredths of a dB (a
+    few tenths where a ray sum bends between two anchors)."""
+    from channel_models.mobility import a3_handovers
+
+    def world():
+        s = _scenario(
+            cell={"link": {"mode": "ofdma", "channel_profile": "nr_fr1_uma"}},
+            network={"sites": 7, "sectors": 3, "isd_m": 200, "indoor_fraction": 0.3},
+            devices={
+                "count": 3,
+                "mobility": {"model": "random_waypoint", "v_min_kmh": 30, "v_max_kmh": 60},
+            },
+            seed=11,
+        )
+        return World(s)
+
+    path_wise, reference = world(), world()
+    h = path_wise.radio.handover
+    step, horizon = h["sample_s"], 14.0
+    t = np.arange(1, int(horizon / step) + 1) * step
+    expected, errors = [], []
+    for ue, ref_ue in zip(path_wise.all_devices, reference.all_devices, strict=True):
+        path_wise.radio.track(ue, 0.0, horizon)
+        traj = reference.radio.paths[ref_ue.name]
+        serving, state, rows = reference.radio.serving[ref_ue.name], {}, []
+        for when, xy in zip(t, traj.positions(t), strict=True):
+            ref_ue.position_m = xy
+            rows.append(reference.radio.coupling_loss_db([ref_ue])[0])
+            for _, src, dst in a3_handovers(
+                [when],
+                -rows[-1][None, :],
+                serving,
+                h["hysteresis_db"],
+                h["ttt_s"],
+                state,
+                h["filter_k"],
+            ):
+                expected.append((when, ref_ue.name, src, dst))
+                serving = dst
+        errors.append(np.abs(path_wise.radio.measured(ue, 1, len(t)) - rows).ravel())
+    got = sorted(path_wise.radio.handovers, key=lambda e: (e[1], e[0]))
+    expected.sort(key=lambda e: (e[1], e[0]))
+    assert len(expected) >= 3  # (the paths cross cells)
+    assert [e[1:] for e in got] == [e[1:] for e in expected]
+    assert all(abs(a[0] - b[0]) <= step + 1e-9 for a, b in zip(got, expected, strict=True))
+    errors = np.concatenate(errors)
+    assert errors.max() < 0.25 and np.quantile(errors, 0.99) < 0.02
