@@ -31,6 +31,7 @@ loss is defined on.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -113,7 +114,7 @@ class HexLayout:
 
     def site_xy(self) -> np.ndarray:
         """``(sites, 2)`` site positions [m], the centre site first."""
-        return _axial_to_xy(axial_hexagons(self.rings), self.isd_m)
+        return _site_xy(self.rings, self.isd_m).copy()
 
     def cell_site(self) -> np.ndarray:
         """The site of each cell, ``(cells,)``: cell c is sector ``c % sectors`` of site
@@ -131,12 +132,7 @@ class HexLayout:
         wrap-around or with one site): the six rotations of axial (2R+1, −R)."""
         if not self.wrap_around or self.rings == 0:
             return np.zeros((0, 2))
-        q, r = 2 * self.rings + 1, -self.rings
-        vecs = []
-        for _ in range(6):
-            vecs.append((q, r))
-            q, r = -r, q + r  # 60° rotation in axial coordinates
-        return _axial_to_xy(np.array(vecs, dtype=float), self.isd_m)
+        return _wrap_vectors(self.rings, self.isd_m).copy()
 
     def site_offsets(self, ue_xy: np.ndarray) -> np.ndarray:
         """``(UEs, sites, 2)`` vectors from each site to each UE, each site taken at its
@@ -194,6 +190,21 @@ class HexLayout:
         it within ±60° of the sector's boresight (by rejection)."""
         cells = np.arange(n) % self.num_cells
         return _drop_in_cells(self, cells, rng)
+
+
+@functools.lru_cache(maxsize=64)
+def _site_xy(rings: int, isd_m: float) -> np.ndarray:
+    return _axial_to_xy(axial_hexagons(rings), isd_m)
+
+
+@functools.lru_cache(maxsize=64)
+def _wrap_vectors(rings: int, isd_m: float) -> np.ndarray:
+    q, r = 2 * rings + 1, -rings
+    vecs = []
+    for _ in range(6):
+        vecs.append((q, r))
+        q, r = -r, q + r  # 60° rotation in axial coordinates
+    return _axial_to_xy(np.array(vecs, dtype=float), isd_m)
 
 
 def nearest_image_offsets(ue_xy: np.ndarray, sites: np.ndarray, wraps: np.ndarray) -> np.ndarray:
