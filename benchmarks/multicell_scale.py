@@ -15,8 +15,9 @@ Moving devices cost events only while they transfer — one wake-up per measurem
 instant (``network.handover.sample_ms``) of an in-flight transfer, none while idle —
 so the extra events, per measurement instant inside the moving devices' transfers,
 must stay a small constant (target ≤ 4: the wake-up's timeout, the condition, the
-process step and a re-allocation); the wall-time ratio is printed (the A3 measurement
-along every path is the cost of tracking).
+process step and a re-allocation). The moving run's wall over the static one's is
+reported against issue 34's target of 2× (the measurements are path-wise, vectorised;
+the per-instant re-rating of a transfer in flight is what remains).
 
     .venv/bin/python benchmarks/multicell_scale.py [--rounds 20] [--mobile-rounds 3]
 """
@@ -155,6 +156,7 @@ def main() -> None:
         flush=True,
     )
     report("moving devices: extra events per in-flight measurement instant", extra, 4.0, "events")
+    report("moving / static wall", moving["wall_s"] / static["wall_s"], 2.0, "x")
 
 
 if __name__ == "__main__":
