@@ -39,6 +39,7 @@ class BlockGrid:
 
     block_s: float
     flows: list
+    _n_path: int = 0  # flows whose SNR follows a path (the carrier's :meth:`_extend_paths`)
 
     #: per-flow scalars: rows of one matrix (``_rows``), each name a view of its row
     _SCALARS = (
@@ -106,6 +107,8 @@ class BlockGrid:
         w0 = self._width
         for i, f in enumerate(self.flows):
             self._gains[i, w0:new_width] = self._draw(f, extra)
+        if self._n_path:
+            self._extend_paths(w0, new_width)
         self._bits[:n, w0:new_width] = self._bits_per_rb(
             self._snr[:n, None], self._gains[:n, w0:new_width]
         )

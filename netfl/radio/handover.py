@@ -36,6 +36,50 @@ ANCHOR_ZENITH_DEG = 0.25
 ANCHOR_LOG_DISTANCE = 0.01
 #: a moving UE's measurement instants evaluated at once, ahead of the clock
 PLAN_SAMPLES = 128
+#: a moving power-limited flow's cap is re-set when its usable RBs change by this factor
+#: (1 dB) along its path
+CAP_STEP = 10.0**0.1
+
+
+class MovingLink:
+    """The SNR terms of a moving UE's link with cell ``cell`` along its path
+    (:class:`~netfl.radio.ofdma.LinkPath`), for a flow started at ``start_s``: the
+    fading block starting at t is rated at the UE's last measurement at
+    max(start, t) — the link adaptation following its reports, every ``sample_s`` —
+    with the interference now (:meth:`~netfl.radio.interference.InterferenceMixin.inr`
+    at each measurement's SNRs from every cell). When ``sample_s`` is a multiple of
+    the fading block (the profiles' 1 and 5 ms under the 40 ms default), this is the
+    re-rating at every measurement instant exactly."""
+
+    def __init__(
+        self, network: Any, ue: Node, cell: int, direction: str, start_s: float, block_s: float
+    ):
+        self.network, self.ue, self.cell = network, ue, cell
+        self.uplink = direction == "uplink"
+        self.start_s, self.block_s = float(start_s), float(block_s)
+
+    def terms(self, blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        step = self.network.handover["sample_s"]
+        at = np.maximum(self.start_s, np.asarray(blocks) * self.block_s)
+        return self.sample_terms(np.floor(at / step + 1e-9).astype(int))
+
+    def sample_terms(self, ks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(per-RB SINR, SINR of all power in one RB)`` at measurement instants ``ks``."""
+        net = self.network
+        lo, hi = int(ks.min()), int(ks.max())
+        loss = net.measured(self.ue, lo, hi)[ks - lo]  # (instants, cells)
+        psd, total = net.cells[self.cell].snr_terms(
+            loss[:, self.cell], not self.uplink, self.uplink
+        )
+        scale = np.ones(len(ks))
+        if net.interference != "none" and len(net.cells) > 1:
+            if self.uplink:
+                scale[:] = 1.0 / (1.0 + float(net.eta["uplink"] @ net._ul_rx[:, self.cell]))
+            else:
+                snr = net.cells[0].snr_terms(loss, True, False)[0]  # (instants, cells)
+                eta = net.eta["downlink"]
+                scale = 1.0 / (1.0 + snr @ eta - eta[self.cell] * snr[:, self.cell])
+        return psd * scale, np.broadcast_to(total, psd.shape) * scale
 
 
 def path_anchors(site_offsets_m: np.ndarray, dz_m: np.ndarray) -> np.ndarray:
@@ -395,6 +439,48 @@ class HandoverMixin:
             yield from self._backhaul(first, "uplink", bits, kind, models)
             yield from self._backhaul(second, "downlink", bits, kind, models)
 
+    def look_ahead(
+        self, device: Node, path: MovingLink, carrier: Any, requested_cap: float
+    ) -> tuple[float, float]:
+        """When a moving device's transfer must next look at it, and its flow's cap until
+        then [RBs]. Its measurements ahead (:meth:`measured`, :data:`PLAN_SAMPLES`
+        instants) give the first of: a handover (the A3 rule run on a copy of its state),
+        a measurement out of coverage, the end of the instants looked at, and — for a
+        power-limited flow — a change of its usable RBs by more than
+        :data:`CAP_STEP`; the cap until then is the least of its usable RBs at the
+        instants before it (so its per-RB SNR never falls below the lowest usable
+        efficiency on the way). The carrier rates every block at the path's SINR in
+        between (:class:`MovingLink`): no event per measurement."""
+        from channel_models.mobility import a3_handovers
+
+        step = self.handover["sample_s"]
+        k_now = math.floor(self.env.now / step + 1e-9)
+        ks = np.arange(k_now, k_now + PLAN_SAMPLES + 1)
+        wake = float(ks[-1] * step)
+        events = a3_handovers(
+            ks[1:] * step,
+            -self.measured(device, k_now + 1, int(ks[-1])),
+            self.serving[device.name],
+            self.handover["hysteresis_db"],
+            self.handover["ttt_s"],
+            dict(self._a3.get(device.name, {})),  # (a copy: the rule runs ahead)
+            self.handover.get("filter_k", 0),
+        )
+        if events:
+            wake = min(wake, events[0][0])
+        psd, total = path.sample_terms(ks)
+        lost = np.flatnonzero(~carrier.reachable_all(psd[1:], total[1:]))
+        if lost.size:
+            wake = min(wake, float(ks[1 + lost[0]] * step))
+        caps = carrier.usable_caps(requested_cap, total)
+        with np.errstate(invalid="ignore"):
+            moved = (caps[1:] < caps[0] / CAP_STEP) | (caps[1:] > caps[0] * CAP_STEP)
+        end = len(caps) if not moved.any() else 1 + int(np.argmax(moved))
+        if end < len(caps):
+            wake = min(wake, float(ks[end] * step))
+        last = min(int(math.floor(wake / step + 1e-9)) - k_now, end)  # (instants until the wake)
+        return wake, float(caps[: max(last, 1)].min())
+
     def _moving_transfer(
         self,
         device: Node,
@@ -433,7 +519,6 @@ class HandoverMixin:
 
         grant = self.profile.uplink_grant if uplink else None
         chunk = 8.0 * grant["bsr_max_bytes"] if grant is not None else math.inf
-        step = self.handover["sample_s"]
         start = env.now
         key = self._enter([device])
         self.cells[c]._begin(link_of(c), direction)
@@ -461,9 +546,12 @@ class HandoverMixin:
                     continue
                 cell, link = self.cells[c], link_of(c)
                 carrier = cell.carriers[direction]
-                flow = on_air = cell._send(carrier, min(left, chunk), 0.0, 0.0, link=link)
+                path = MovingLink(self, device, c, direction, env.now, carrier.block_s)
+                wake, cap = self.look_ahead(device, path, carrier, cell.max_rbs_per_transfer)
+                flow = on_air = cell._send(
+                    carrier, min(left, chunk), 0.0, 0.0, link=link, path=path, cap_rbs=cap
+                )
                 while not flow.done.triggered:
-                    wake = (math.floor(env.now / step + 1e-9) + 1) * step
                     yield flow.done | env.timeout(max(wake - env.now, 0.0))
                     if flow.done.triggered:
                         break
@@ -476,8 +564,8 @@ class HandoverMixin:
                     if not carrier.reachable(psd * scale, total * scale):  # out of coverage
                         left -= flow.size_bits - carrier.withdraw(flow)
                         break
-                    if psd * scale != flow.mean_snr or total * scale != flow.snr_total:
-                        carrier.relink([flow], [psd * scale], [total * scale], [scale])
+                    wake, cap = self.look_ahead(device, path, carrier, cell.max_rbs_per_transfer)
+                    carrier.set_cap(flow, cap)
                 flows.append(flow)
                 on_air = None
                 if not flow.done.triggered:

@@ -228,6 +228,8 @@ class InterferenceMixin:
             for k, other in enumerate(self.cells):
                 c = other.carriers[direction]
                 flows = [f for f in c.flows if f.link is not None and f.multicast_snrs is None]
+                c.refresh_paths([f for f in flows if f.path is not None])  # (moving UEs)
+                flows = [f for f in flows if f.path is None]
                 if not flows:
                     continue
                 scales = np.array([self.snr_scale(k, f.link) for f in flows])

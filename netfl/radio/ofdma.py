@@ -46,6 +46,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import simpy
@@ -58,7 +59,7 @@ from netfl.radio.proportional_fair import pf_average, pf_shares
 from netfl.radio.schedulers import SCHEDULERS, uncapped_equal_share
 from netfl.radio.sharing import Flow, SharedMedium, completion_tolerance_bits
 
-__all__ = ["OfdmaFlow", "OfdmaCarrier", "SCHEDULERS"]
+__all__ = ["LinkPath", "OfdmaFlow", "OfdmaCarrier", "SCHEDULERS"]
 
 
 @dataclass(eq=False)
@@ -85,6 +86,23 @@ class OfdmaFlow(Flow):
     snr_scale: float = 1.0
     #: the cap asked for, before the power-limited one (``cap`` is their minimum)
     requested_cap: float = math.inf
+    #: a moving UE's link (:class:`LinkPath`): its SNR terms per block along the path;
+    #: the row's gains then hold fading × the block's per-RB SNR, its SNR scalar is 1
+    path: LinkPath | None = None
+    #: a path flow's fading gains from its first block on (the path's SNR multiplies them)
+    fading: np.ndarray | None = None
+    #: a path flow's share when its blocks ahead were last rated
+    path_share: float = -1.0
+
+
+class LinkPath(Protocol):
+    """The link of a flow whose SNR changes along a known path (a moving UE)."""
+
+    def terms(self, blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(per-RB SNR, SNR of all power in one RB)`` [linear] in each absolute fading
+        block of ``blocks`` (interference included; the second inf without power
+        control): the per-RB SNR of a share of M RBs is ``min(second/M, first)``."""
+        ...
 
 
 def _min_usable_snr(efficiency: Callable[[np.ndarray], np.ndarray]) -> float:
@@ -149,6 +167,7 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
         self._min_usable_snr = _min_usable_snr(efficiency)
         self._peak_gain = fading.peak_gain(1e-9)
         self._n_pc = 0
+        self._n_path = 0  # flows along a path (:class:`LinkPath`)
         self._pf_beta = 1.0 / float(pf_window_blocks)
         self._pf_block = 0  # absolute block up to which the PF averages are updated
         self._n_background = 0
@@ -170,8 +189,15 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
         multicast_snrs: np.ndarray | None = None,
         link: tuple | None = None,
         snr_scale: float = 1.0,
+        path: LinkPath | None = None,
     ) -> OfdmaFlow:
         """Start a flow; ``flow.done`` fires on delivery. ``background`` marks CUE traffic.
+
+        ``path``: the link's SNR terms change along a known path (a moving UE): every
+        fading block is rated at the path's terms of that block, re-rated from now on
+        when the flow's share changes or :meth:`refresh_paths` is called — no event per
+        change of the path; ``mean_snr``/``snr_total`` are then those of now and set the
+        power-limited cap, which the caller keeps up to date (:meth:`set_cap`).
 
         ``mean_snr`` is the per-RB SNR without fading; with ``snr_total`` finite
         (open-loop power control) the per-RB SNR is ``min(snr_total/M, mean_snr)``
@@ -185,7 +211,8 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
             multicast_snrs = np.asarray(multicast_snrs, dtype=float)
             mean_snr = float(multicast_snrs.min())
         requested_cap = float(cap_rbs)
-        cap_rbs = self._usable_cap(requested_cap, snr_total)
+        if path is None:  # (a path flow's cap is its caller's, kept by :meth:`set_cap`)
+            cap_rbs = self._usable_cap(requested_cap, snr_total)
         if size_bits > 0 and not self.reachable(mean_snr, snr_total):
             raise LinkBudgetError(
                 f"{self.name}: a transfer with mean SNR {10 * math.log10(max(mean_snr, 1e-300)):.1f} dB "
@@ -204,6 +231,7 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
             link=link,
             snr_scale=float(snr_scale),
             requested_cap=requested_cap,
+            path=path,
         )
         flow.k0 = int(math.floor(self.env.now / self.block_s))
         self.add_flow(flow)
@@ -223,8 +251,12 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
         a fading peak exceeded with probability 1e-9 (without fading: at the mean SNR).
         Below it — e.g. under the lowest CQI — a scheduler never serves the UE: it is
         *starved* (``snr_total``: power control's SNR of all power in one RB)."""
-        best = min(mean_snr, snr_total) * self._peak_gain
-        return bool(self.efficiency(np.array([best]))[0] > 0)
+        return bool(self.reachable_all(np.array([mean_snr]), np.array([snr_total]))[0])
+
+    def reachable_all(self, mean_snrs: np.ndarray, snr_totals: np.ndarray) -> np.ndarray:
+        """:meth:`reachable` of each pair of SNRs (vectorised)."""
+        best = np.minimum(mean_snrs, snr_totals) * self._peak_gain
+        return self.efficiency(best) > 0
 
     # -- the block grid ----------------------------------------------------------
     def _draw(self, flow: OfdmaFlow, num_blocks: int) -> np.ndarray:
@@ -260,6 +292,10 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
         g = self._draw(flow, self._width - offset)
         self._gains[n, :offset] = 0.0  # before the flow starts: no SNR, no bits
         self._bits[n, :offset] = 0.0
+        if flow.path is not None:  # (its SNR per block in the gains, scalars neutral)
+            flow.fading, flow.path_share = g, 0.0
+            g = g * self._path_snr(flow, flow.k0, self._kb + self._width, 0.0)
+            snr0, self._n_path = 1.0, self._n_path + 1
         self._gains[n, offset : self._width] = g
         self._bits[n, offset : self._width] = self._bits_per_rb(snr0, g)
         self._cum[n, 0] = self._cumg[n, 0] = 0.0
@@ -271,10 +307,11 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
         self._cap[n] = flow.cap
         self._arrival[n] = flow.arrival
         self._snr[n] = snr0
-        self._snr_total[n] = flow.snr_total
-        self._snr_psd[n] = flow.mean_snr
+        path = flow.path is not None
+        self._snr_total[n] = math.inf if path else flow.snr_total
+        self._snr_psd[n] = 1.0 if path else flow.mean_snr
         self._snracc[n] = self._air[n] = 0.0
-        self._n_pc += int(math.isfinite(flow.snr_total))
+        self._n_pc += int(math.isfinite(self._snr_total[n]))
         self._rbs[n] = self._share[n] = 0.0
         self._avg[n] = 1.0  # a new transfer has served nothing yet: top PF priority
         self._bg[n] = float(flow.background)
@@ -286,7 +323,94 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
         session_total = self._allocate_shares()
         if self._n_pc:
             self._apply_power_control()
+        if self._n_path:
+            rows = [
+                i
+                for i, f in enumerate(self.flows)
+                if f.path is not None and f.path_share != self._share[i]
+            ]
+            if rows:
+                self._rerate_paths(np.array(rows))
         return session_total
+
+    # -- flows along a path ------------------------------------------------------
+    def _path_snr(self, flow: OfdmaFlow, k0: int, k1: int, share: float) -> np.ndarray:
+        """Per-RB SNR of path ``flow`` in absolute blocks [k0, k1) at a share of
+        ``share`` RBs: ``min(total/M, psd)`` (power control), the path's terms."""
+        psd, total = flow.path.terms(np.arange(k0, k1))
+        if share > 0:
+            return np.minimum(np.divide(total, share), psd)
+        return np.minimum(psd, total)
+
+    def _extend_paths(self, w0: int, w1: int) -> None:
+        """Columns [w0, w1) were just drawn: path rows keep their fading and carry their
+        path's SNR in them."""
+        for i, f in enumerate(self.flows):
+            if f.path is not None:
+                g = self._gains[i, w0:w1]
+                f.fading = np.concatenate([f.fading, g])
+                k0 = self._kb + w0
+                g *= self._path_snr(f, k0, self._kb + w1, float(self._share[i]))
+
+    def _rerate_paths(self, rows: np.ndarray) -> None:
+        """Path rows ``rows`` are rated again from the current block on, at their share
+        now and their paths' terms now (the SNR integral so far banked at the old)."""
+        now = self.env.now
+        self._ensure(now)
+        w = self._width
+        c = min(max(int(math.floor(now / self.block_s + 1e-9)) - self._kb, 0), w - 1)
+        self._snracc[rows] += self._gain_integrals(rows, now) - self._gstart[rows]
+        k0, k1 = self._kb + c, self._kb + w
+        for i in rows:
+            f = self.flows[i]
+            f.path_share = float(self._share[i])
+            fade = f.fading[k0 - f.k0 : k1 - f.k0]
+            self._gains[i, c:w] = fade * self._path_snr(f, k0, k1, f.path_share)
+        bits = self._bits_per_rb(self._snr[rows, None], self._gains[rows, c:w])
+        self._bits[rows, c:w] = bits
+        self._cum[rows, c + 1 : w + 1] = self._cum[rows, c : c + 1] + bits.cumsum(axis=1)
+        self._cumg[rows, c + 1 : w + 1] = self._cumg[rows, c : c + 1] + self.block_s * (
+            self._gains[rows, c:w].cumsum(axis=1)
+        )
+        self._gstart[rows] = self._gain_integrals(rows, now)
+
+    def refresh_paths(self, flows: list[OfdmaFlow]) -> None:
+        """Path flows' terms changed from now on (interference elsewhere): re-rate their
+        blocks ahead and find the next completion again."""
+        if not flows:
+            return
+        self._advance()
+        index = {id(f): i for i, f in enumerate(self.flows)}
+        self._rerate_paths(np.array([index[id(f)] for f in flows]))
+        if self._flush_pending:
+            self._dirty = True
+        else:
+            self._reschedule(flows_changed=True)
+
+    def set_cap(self, flow: OfdmaFlow, cap_rbs: float) -> None:
+        """An active flow's cap [RBs] is ``cap_rbs`` from now (a moving UE's power-limited
+        RBs, kept up to date by its transfer): re-allocated at this instant."""
+        if cap_rbs == flow.cap:
+            return
+        self._advance()
+        i = next(k for k, f in enumerate(self.flows) if f is flow)
+        self._n_capped += int(math.isfinite(cap_rbs)) - int(math.isfinite(flow.cap))
+        flow.cap = self._cap[i] = float(cap_rbs)
+        if self._flush_pending:
+            self._dirty = True
+        else:
+            self._reschedule(flows_changed=True)
+
+    def usable_caps(self, requested_cap: float, snr_totals: np.ndarray) -> np.ndarray:
+        """The RBs a power-limited flow may hold at each of ``snr_totals`` (the cap
+        :meth:`send` gives a flow at that SNR), vectorised."""
+        totals = np.asarray(snr_totals, dtype=float)
+        if self._min_usable_snr <= 0:
+            return np.full(totals.shape, float(requested_cap))
+        with np.errstate(invalid="ignore"):
+            usable = np.maximum(totals / self._min_usable_snr, 1.0)
+        binding = np.isfinite(totals) & (usable < self.num_rbs)
+        return np.where(binding, np.minimum(requested_cap, usable), float(requested_cap))
 
     def _apply_power_control(self) -> None:
         """Per-RB SNR of power-controlled flows for their new shares, for the blocks ahead."""
@@ -387,6 +511,7 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
         self._n_background -= int(f.background)
         self._n_capped -= int(math.isfinite(f.cap))
         self._n_pc -= int(math.isfinite(self._snr_total[i]))
+        self._n_path -= int(f.path is not None)
         f.airtime_s = float(self._air[i])
         f.snr_seconds = float(self._snracc[i]) + float(self._snr[i]) * (
             self._gain_integral(i, self.env.now) - self._gstart[i]

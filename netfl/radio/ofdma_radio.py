@@ -378,9 +378,8 @@ class OfdmaRadio(Radio):
         if rng is None:
             rng = self._rng_for_transfer(self._count)
             self._count += 1
-        return carrier.send(
-            size_bits, psd, rng, cap_rbs=self.max_rbs_per_transfer, snr_total=total, **kw
-        )
+        cap = kw.pop("cap_rbs", self.max_rbs_per_transfer)
+        return carrier.send(size_bits, psd, rng, cap_rbs=cap, snr_total=total, **kw)
 
     def _finish(self, carrier: OfdmaCarrier, flow: OfdmaFlow, start: float) -> dict[str, float]:
         duration = self.env.now - start

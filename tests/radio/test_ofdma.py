@@ -479,3 +479,65 @@ def _floor_efficiency(snr):
     """Shannon above an SNR floor of 0.1 (−10 dB), nothing below (a lowest CQI)."""
     snr = np.asarray(snr, dtype=float)
     return np.where(snr >= 0.1, np.log2(1.0 + snr), 0.0)
+
+
+class _RampPath:
+    """A link whose per-RB SNR steps up every 10 blocks (a UE driving towards its BS):
+    psd_k = 2^(k // 10) · 3, and with power control all power in one RB 4× that (so
+    the power limit binds: min(4·psd/M, psd) at M > 4 RBs)."""
+
+    def __init__(self, pc: bool):
+        self.pc = pc
+
+    def psd(self, blocks):
+        return 3.0 * 2.0 ** (np.asarray(blocks) // 10)
+
+    def terms(self, blocks):
+        psd = self.psd(blocks)
+        return psd, (4.0 * psd if self.pc else np.full(psd.shape, np.inf))
+
+
+@pytest.mark.parametrize("pc", [False, True])
+def test_a_path_flow_is_rated_block_by_block_at_its_paths_snr(pc):
+    """Without fading, a flow along a path delivers Σ_k share·B·SE(SNR_k)·block: its
+    completion instant by hand, where the per-RB SNR of block k is the path's (power
+    control: min(total_k/M, psd_k) at its share M of RBs); another flow joining halfway
+    halves its share and the path is re-rated at the new share; no event per block; the
+    SNR-time integral is the path's."""
+    env = simpy.Environment()
+    carrier = OfdmaCarrier(env, "ul", 10, RB_HZ, NoFading(BLOCK_S), shannon_efficiency)
+    path = _RampPath(pc)
+    size = 2.5e6
+    f = carrier.send(size, 3.0, np.random.default_rng(0), path=path)
+
+    def other():
+        yield env.timeout(0.0155)
+        carrier.send(1e12, 10.0, np.random.default_rng(1))
+
+    env.process(other())
+    events = 0
+    while not f.done.triggered:
+        env.step()
+        events += 1
+    assert events < 10  # (the blocks cost no events)
+
+    def snr(k, share):
+        p = 3.0 * 2.0 ** (k // 10)
+        return min(4.0 * p / share, p) if pc else p
+
+    # by hand: 10 RBs alone until 15.5 ms, then 5
+    t, bits, acc = 0.0, 0.0, 0.0
+    while True:
+        k = int(math.floor(t / BLOCK_S + 1e-12))
+        share = 10.0 if t < 0.0155 - 1e-12 else 5.0
+        nxt = min((k + 1) * BLOCK_S, 0.0155 if t < 0.0155 - 1e-12 else math.inf)
+        rate = share * RB_HZ * float(shannon_efficiency(np.array([snr(k, share)]))[0])
+        if bits + rate * (nxt - t) >= size:
+            end = t + (size - bits) / rate
+            acc += snr(k, share) * (end - t)
+            break
+        bits += rate * (nxt - t)
+        acc += snr(k, share) * (nxt - t)
+        t = nxt
+    assert env.now == pytest.approx(end, rel=REL)
+    assert f.snr_seconds == pytest.approx(acc, rel=1e-9)
