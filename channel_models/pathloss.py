@@ -71,6 +71,14 @@ class PathLoss(ABC):
         Standard deviation of log-normal shadowing [dB]; 0 disables it.
     """
 
+    #: the TR 38.901 scenario whose departure-ray and antenna statistics its links follow
+    #: (``"uma"``, ``"umi"``; None: a law of no such scenario)
+    scenario: str | None = None
+    #: the LOS-state and shadowing decorrelation distances [m] of spatially consistent
+    #: fields along a moving UE's path (TR 38.901 Table 7.6.3.1-2; UMa's for laws of no
+    #: scenario)
+    decorrelation_m: tuple[float, float] = (50.0, 50.0)
+
     def __init__(
         self, height_tx_m: float = 0.0, height_rx_m: float = 0.0, shadowing_std_db: float = 0.0
     ):
@@ -344,6 +352,8 @@ class UMa(_TR38901Scenario):
     los_shadow_db = 4.0
     nlos_shadow_db = 6.0
     default_height_tx_m = 25.0
+    scenario = "uma"
+    decorrelation_m = (50.0, 50.0)
 
 
 class UMi(_TR38901Scenario):
@@ -355,6 +365,8 @@ class UMi(_TR38901Scenario):
     los_shadow_db = 4.0
     nlos_shadow_db = 7.82
     default_height_tx_m = 10.0
+    scenario = "umi"
+    decorrelation_m = (12.0, 13.0)
 
 
 class RMa(_TR38901):

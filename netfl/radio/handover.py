@@ -134,9 +134,7 @@ class HandoverMixin:
 
         fields = self._fields.get(site)
         if fields is None:
-            d_los, d_sf = {"uma": (50.0, 50.0), "umi": (12.0, 13.0)}.get(
-                self._scenario or "", (50.0, 50.0)
-            )
+            d_los, d_sf = self.cells[0].pathloss.decorrelation_m
             base = int(self.cells[0]._link_seed) % (2**31)
             fields = self._fields[site] = (
                 ShadowField(d_los, seed=base + 2 * site + 1, num_waves=512),
@@ -182,9 +180,9 @@ class HandoverMixin:
         rays in the LOS state the field gives at each point (:meth:`link_rays`, kept per
         site and state along the path): the RSRP the A3 rule compares is the one the
         link budget and the association use."""
-        law0 = self.cells[0]._pathloss
+        law0 = self.cells[0].pathloss
         h_ut = ue.height_m if math.isfinite(ue.height_m) else law0.height_rx_m
-        law = self.cells[0]._law_at(law0, self.bs_height_m, h_ut)
+        law = self.cells[0].law_at(law0, self.bs_height_m, h_ut)
         site_offs = nearest_image_offsets(xy, self.site_xy, self.wrap)  # (points, sites, 2)
         offs = site_offs[:, self.cell_site, :]
         d2 = np.hypot(offs[..., 0], offs[..., 1])  # (points, cells)

@@ -108,7 +108,7 @@ class InterferenceMixin:
         )
         off = nearest_image_offsets(xy[receivers], all_xy, self.wrap)  # (receivers, members, 2)
         dist = np.maximum(np.hypot(off[..., 0], off[..., 1]), 1.0)
-        law = self.cells[0]._d2d_pathloss
+        law = self.cells[0].d2d_pathloss
         gain = 10.0 ** (-law.mean_loss_db(dist.reshape(-1)).reshape(dist.shape) / 10.0)
         rx = p_rb[None, :] * gain / p.noise_w("ue", p.rb_bandwidth_hz)
         rx[np.arange(len(receivers)), receivers] = 0.0  # (not from itself)

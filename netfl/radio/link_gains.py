@@ -50,17 +50,17 @@ class LinkGainsMixin:
             miss = [ues[k] for k in missing]
             xy = np.array([u.position_m for u in miss], dtype=float)
             off = self.offsets_m(xy, cell.cell)
-            law = cell._pathloss
+            law = cell.pathloss
             h_ut = np.array([u.height_m for u in miss], dtype=float)
             h_ut = np.where(np.isfinite(h_ut), h_ut, law.height_rx_m)
             if self._scenario is not None and law.draws_los:
                 d2 = np.hypot(off[:, 0], off[:, 1])
-                u, z = cell._link_variates(miss, [cell.node], xy, cell.node.position_m[None, :])
+                u, z = cell.link_variates(miss, [cell.node], xy, cell.node.position_m[None, :])
                 p_los = np.empty(len(miss))
                 inside = np.array([m.o2i_inside_m if m.o2i_loss_db > 0 else 0.0 for m in miss])
                 for h in np.unique(h_ut):
                     sel = h_ut == h
-                    at = cell._law_at(law, self.bs_height_m, float(h))
+                    at = cell.law_at(law, self.bs_height_m, float(h))
                     p_los[sel] = at.los_probability(los_distance_m(d2[sel], inside[sel]))
                 los = u[:, 0] < p_los
                 site = int(self.cell_site[cell.cell])
@@ -145,7 +145,7 @@ class LinkGainsMixin:
     def _mean_coupling_db(self, xy: np.ndarray) -> np.ndarray:
         """``(points, cells)`` coupling loss without shadowing (mean path loss at the
         wrap-around distance, less the direct-direction antenna gain): CUE association."""
-        law = self.cells[0]._pathloss
+        law = self.cells[0].pathloss
         out = np.empty((len(xy), len(self.cells)))
         if not len(xy):
             return out

@@ -52,7 +52,6 @@ import simpy
 
 from channel_models.channel_profiles import ChannelProfile
 from channel_models.departure_rays import LinkRays
-from channel_models.pathloss import UMa, UMi
 from channel_models.units import linear_to_db
 from netfl.core.nodes import Node
 from netfl.core.records import Recorder, TransferRecord
@@ -100,10 +99,10 @@ class CellRadio(OfdmaRadio):
                 dist[rows, cols] = np.hypot(off[:, 0], off[:, 1])
         return dist
 
-    def _link_variates(self, srcs, dsts, a, b):
+    def link_variates(self, srcs, dsts, a, b):
         """The keyed-hash draws, except on a moving UE's links to a BS: the spatially
         consistent fields of the BS's site at the UE's position (TR 38.901 §7.6.3)."""
-        u, z = super()._link_variates(srcs, dsts, a, b)
+        u, z = super().link_variates(srcs, dsts, a, b)
         net = self.network
         if not net.mobile:
             return u, z
@@ -233,8 +232,8 @@ class MultiCellRadio(LinkGainsMixin, HandoverMixin, InterferenceMixin, Radio):
         ]
         for cell in self.cells:
             cell._rng_for_transfer = cell._rng_next
-        law = self.cells[0]._pathloss
-        self._scenario = "uma" if isinstance(law, UMa) else "umi" if isinstance(law, UMi) else None
+        law = self.cells[0].pathloss
+        self._scenario = law.scenario
         self.bs_height_m = float(law.height_tx_m)
         self.backhaul = {
             (site, d): ProcessorSharing(env, backhaul_bps)

@@ -92,8 +92,8 @@ class OfdmaRadio(Radio):
     ):
         super().__init__(env, recorder, bs, bs_power)
         self.profile = profile
-        self._pathloss = profile.build_pathloss()
-        self._d2d_pathloss = profile.build_pathloss(d2d=True)
+        self.pathloss = profile.build_pathloss()
+        self.d2d_pathloss = profile.build_pathloss(d2d=True)
         self._rng_for_transfer = rng_for_transfer
         self._rng_for_link = rng_for_link or (lambda k: np.random.default_rng(k))
         self._name_keys: dict[str, np.uint64] = {}
@@ -147,7 +147,7 @@ class OfdmaRadio(Radio):
         return entry
 
     def _law(self, src: Node, dst: Node):
-        return self._d2d_pathloss if (src.is_device and dst.is_device) else self._pathloss
+        return self.d2d_pathloss if (src.is_device and dst.is_device) else self.pathloss
 
     def link_loss_matrix_db(self, srcs: Sequence[Node], dsts: Sequence[Node]) -> np.ndarray:
         """Large-scale loss of every link ``srcs[m] → dsts[i]`` [dB], shape (M, N).
@@ -185,21 +185,21 @@ class OfdmaRadio(Radio):
                 0.0,
             )
         )
-        for law, mask in ((self._d2d_pathloss, d2d), (self._pathloss, ~d2d)):
+        for law, mask in ((self.d2d_pathloss, d2d), (self.pathloss, ~d2d)):
             if not mask.any():
                 continue
             los_u = shadow_z = None
             if law.random:
-                los_u, shadow_z = self._link_variates(srcs, dsts, a, b)
+                los_u, shadow_z = self.link_variates(srcs, dsts, a, b)
                 los_u, shadow_z = los_u[mask], shadow_z[mask]
-            inside = None if o2i is None or law is self._d2d_pathloss else o2i[mask]
+            inside = None if o2i is None or law is self.d2d_pathloss else o2i[mask]
             inside_m = None if inside is None else in_m[mask]
             if not heights:
                 out[mask] = law.loss_db_given(dist[mask], los_u, shadow_z, inside, inside_m)
                 continue
             # per-device heights: cellular links put the device's height on the law's UE
             # side (whichever end it is), D2D links the sender's and receiver's
-            if law is self._d2d_pathloss:
+            if law is self.d2d_pathloss:
                 htx = np.broadcast_to(h_src[:, None], dist.shape)[mask]
                 hrx = np.broadcast_to(h_dst[None, :], dist.shape)[mask]
             else:
@@ -211,7 +211,7 @@ class OfdmaRadio(Radio):
             pairs = np.stack([htx, hrx], axis=1)
             for ht, hr in np.unique(pairs, axis=0):
                 sel = (htx == ht) & (hrx == hr)
-                vals[sel] = self._law_at(law, float(ht), float(hr)).loss_db_given(
+                vals[sel] = self.law_at(law, float(ht), float(hr)).loss_db_given(
                     dist[mask][sel],
                     None if los_u is None else los_u[sel],
                     None if shadow_z is None else shadow_z[sel],
@@ -228,7 +228,7 @@ class OfdmaRadio(Radio):
         [m] (a multi-cell radio takes a BS at its image nearest to the UE)."""
         return np.hypot(*np.moveaxis(a[:, None, :] - b[None, :, :], -1, 0))
 
-    def _law_at(self, law, height_tx_m: float, height_rx_m: float):
+    def law_at(self, law, height_tx_m: float, height_rx_m: float):
         """``law`` at other antenna heights, kept per law and heights."""
         key = (id(law), height_tx_m, height_rx_m)
         found = self._laws_at.get(key)
@@ -242,7 +242,7 @@ class OfdmaRadio(Radio):
             key = self._name_keys[node.name] = np.uint64(zlib.crc32(node.name.encode()))
         return key
 
-    def _link_variates(
+    def link_variates(
         self, srcs: Sequence[Node], dsts: Sequence[Node], a: np.ndarray, b: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
         """Per link a U(0, 1) variate (LOS state) and a N(0, 1) variate (shadowing),
@@ -348,7 +348,7 @@ class OfdmaRadio(Radio):
         num_rbs: float = 1.0,
     ) -> float:
         """Mean per-RB SNR of a background UE at ``position_m`` holding ``num_rbs`` RBs."""
-        loss_db = float(self._pathloss.loss_db(np.array([float(np.hypot(*position_m))]), rng)[0])
+        loss_db = float(self.pathloss.loss_db(np.array([float(np.hypot(*position_m))]), rng)[0])
         psd, total = self.snr_terms(loss_db, direction == "downlink", direction != "downlink")
         return float(min(psd, total / num_rbs))
 

@@ -648,7 +648,7 @@ def test_d2d_sinr_on_a_network_by_hand():
         p.ue_tx_power_w / n_rb,
         dbm_to_w(pc["p0_dbm"] + 10 * math.log10(2.0**p.numerology) + pc["alpha"] * own),
     )
-    law = radio.cells[0]._d2d_pathloss
+    law = radio.cells[0].d2d_pathloss
     g = 10 ** (-float(law.mean_loss_db(np.array([270.0]))[0]) / 10)
     inr = 0.5 * p_rb * g / p.noise_w("ue", p.rb_bandwidth_hz)
     cell0 = radio.cells[0]

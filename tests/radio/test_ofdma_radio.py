@@ -191,16 +191,16 @@ def test_per_link_draws_are_uniform_normal_and_order_free():
     a, b = ues[:30], ues[30:]
     pa = np.array([n.position_m for n in a])
     pb = np.array([n.position_m for n in b])
-    u, z = radio._link_variates(a, b, pa, pb)
+    u, z = radio.link_variates(a, b, pa, pb)
     assert stats.kstest(u.ravel(), "uniform").pvalue > 1e-3
     assert stats.kstest(z.ravel(), "norm").pvalue > 1e-3
     assert abs(stats.pearsonr(u.ravel(), z.ravel())[0]) < 0.1
-    u2, z2 = radio._link_variates(b, a, pb, pa)
+    u2, z2 = radio.link_variates(b, a, pb, pa)
     assert np.array_equal(u2, u.T) and np.array_equal(z2, z.T)  # reciprocal
     m = radio.link_loss_matrix_db(a, b)
     assert m[3, 7] == radio.link_loss_db(a[3], b[7]) == radio.link_loss_db(b[7], a[3])
     # D2D LOS share at these distances follows TR 38.901 UMi's probability
-    law = radio._d2d_pathloss
+    law = radio.d2d_pathloss
     dist = np.hypot(*np.moveaxis(pa[:, None] - pb[None], -1, 0))
     p_los = law.los_probability(np.maximum(dist, 10.0))
     los = u < p_los
