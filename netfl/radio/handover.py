@@ -292,6 +292,12 @@ class HandoverMixin:
                 out[np.ix_(rows, cells)] -= 10.0 * np.log10(gain)
         return out + ue.o2i_loss_db
 
+    def follow(self, paths: dict[str, Any]) -> None:
+        """Devices (name → trajectory: ``positions(t)``) that move along known paths:
+        measured along them, handed over by the A3 rule, followed in flight."""
+        self.mobile = set(paths)
+        self.paths = paths
+
     def measured(self, ue: Node, k_lo: int, k_hi: int) -> np.ndarray:
         """``(k_hi − k_lo + 1, cells)`` coupling losses [dB] of moving ``ue`` at the
         measurement instants k·``sample_s``, k_lo ≤ k ≤ k_hi, on its path: evaluated

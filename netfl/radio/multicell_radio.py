@@ -63,7 +63,17 @@ from netfl.radio.radio import Radio, direction_of
 from netfl.radio.radio_energy import BsPowerModel
 from netfl.radio.sharing import ProcessorSharing
 
-__all__ = ["CellRadio", "MultiCellRadio"]
+__all__ = ["CellRadio", "DEFAULT_HANDOVER", "MultiCellRadio"]
+
+#: handover settings of a network built without them (the scenario's defaults are
+#: :class:`netfl.scenario.network_section.Handover`'s)
+DEFAULT_HANDOVER = {
+    "hysteresis_db": 3.0,
+    "ttt_s": 0.16,
+    "interruption_s": 0.03,
+    "sample_s": 0.04,
+    "filter_k": 4,
+}
 
 
 class CellRadio(OfdmaRadio):
@@ -190,6 +200,7 @@ class MultiCellRadio(LinkGainsMixin, HandoverMixin, InterferenceMixin, Radio):
         max_rbs_per_transfer: float = math.inf,
         pf_window_blocks: float = 100.0,
         bs_power: BsPowerModel | None = None,
+        handover: dict[str, float] | None = None,
     ):
         super().__init__(env, recorder)
         self.profile = profile
@@ -255,13 +266,9 @@ class MultiCellRadio(LinkGainsMixin, HandoverMixin, InterferenceMixin, Radio):
         self._rerate_pending = False
         #: moving devices (names), their A3 state, handovers and interruptions
         self.mobile: set[str] = set()
-        self.handover = {
-            "hysteresis_db": 3.0,
-            "ttt_s": 0.16,
-            "interruption_s": 0.03,
-            "sample_s": 0.01,
-            "filter_k": 0,
-        }
+        #: the A3 rule's hysteresis [dB] and time-to-trigger [s], the interruption [s],
+        #: the measurement period [s] and the layer-3 filter coefficient
+        self.handover = {**DEFAULT_HANDOVER, **(handover or {})}
         self.handovers: list[tuple[float, str, int, int]] = []
         self._a3: dict[str, dict] = {}
         self._busy_until: dict[str, float] = {}

@@ -247,6 +247,13 @@ def _network_radio(
         tilt_zenith_deg=net.tilt_zenith_deg,
         backhaul_bps=net.backhaul.capacity_mbps * 1e6,
         backhaul_latency_s=net.backhaul.latency_ms * 1e-3,
+        handover={
+            "hysteresis_db": net.handover.hysteresis_db,
+            "ttt_s": net.handover.ttt_s,
+            "interruption_s": net.handover.interruption_ms * 1e-3,
+            "sample_s": net.handover.sample_ms * 1e-3,
+            "filter_k": net.handover.filter_k,
+        },
         **_ofdma(s, streams, channel),
     )
     c, cfg = s.cell.cues, _cue_config(s)

@@ -93,16 +93,7 @@ class DeviceMobility:
             return
         radio.mover = self.move
         if scenario.network is not None:
-            h = scenario.network.handover
-            radio.mobile = set(self.trajectories)
-            radio.paths = self.trajectories
-            radio.handover = {
-                "hysteresis_db": h.hysteresis_db,
-                "ttt_s": h.ttt_s,
-                "interruption_s": h.interruption_ms * 1e-3,
-                "sample_s": h.sample_ms * 1e-3,
-                "filter_k": h.filter_k,
-            }
+            radio.follow(self.trajectories)
 
     def move(self, nodes) -> None:
         """Bring the moving devices among ``nodes`` to their positions now (a network
