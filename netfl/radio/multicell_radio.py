@@ -53,15 +53,16 @@ import simpy
 from channel_models.channel_profiles import ChannelProfile
 from channel_models.departure_rays import LinkRays
 from channel_models.units import linear_to_db
+from netfl.core.activity import TransferCut
 from netfl.core.nodes import Node
 from netfl.core.records import Recorder, TransferRecord
+from netfl.radio.backhaul import Backhaul
 from netfl.radio.handover import HandoverMixin
 from netfl.radio.interference import InterferenceMixin
 from netfl.radio.link_gains import LinkGainsMixin
 from netfl.radio.ofdma_radio import OfdmaRadio
 from netfl.radio.radio import Radio, direction_of
 from netfl.radio.radio_energy import BsPowerModel
-from netfl.radio.sharing import ProcessorSharing
 
 __all__ = ["CellRadio", "DEFAULT_HANDOVER", "MultiCellRadio"]
 
@@ -246,12 +247,7 @@ class MultiCellRadio(LinkGainsMixin, HandoverMixin, InterferenceMixin, Radio):
         law = self.cells[0].pathloss
         self._scenario = law.scenario
         self.bs_height_m = float(law.height_tx_m)
-        self.backhaul = {
-            (site, d): ProcessorSharing(env, backhaul_bps)
-            for site in range(len(self.site_xy))
-            for d in ("uplink", "downlink")
-        }
-        self.backhaul_latency_s = float(backhaul_latency_s)
+        self.backhaul = Backhaul(env, len(self.site_xy), backhaul_bps, backhaul_latency_s)
         self.serving: dict[str, int] = {}
         n_cells = len(cell_nodes)
         #: each cell's share of RBs on air, per direction: ``load`` (load_factor), 0
@@ -310,40 +306,18 @@ class MultiCellRadio(LinkGainsMixin, HandoverMixin, InterferenceMixin, Radio):
         if self._site_hosts_server(cell) or self.cell_nodes[cell] is self.server:
             return None
         start = self.env.now
-        site = int(self.cell_site[cell])
-        medium = self.backhaul[site, direction]
-        flow = medium.add(size_bits)
-        cut = None
-        try:
-            yield flow.done
-            if self.backhaul_latency_s > 0:
-                yield self.env.timeout(self.backhaul_latency_s)
-        except simpy.Interrupt as stop:  # (a moving device's transfer cut mid-hop)
-            cut = stop
-            if any(f is flow for f in medium.flows):
-                medium.withdraw(flow)
         a, b = self.cell_nodes[cell], self.server
         src, dst = (a, b) if direction == "uplink" else (b, a)
-        record = TransferRecord(
-            round=self.recorder.round,
-            src=src.name,
-            dst=dst.name,
-            kind=kind,
-            direction="backhaul",
-            size_bits=size_bits,
-            start_s=start,
-            end_s=self.env.now,
-            num_models=num_models,
-            tx_energy_j=0.0,
-            rx_energy_j=0.0,
-            airtime_s=self.env.now - start,
-            delivered_bits=flow.size_bits - flow.remaining_bits,
-            outcome="delivered" if cut is None else cut.cause.reason,
-        )
-        self.recorder.transfers.append(record)
-        if cut is not None:
-            raise cut
-        return record
+        hop = self.backhaul.start(int(self.cell_site[cell]), direction, size_bits)
+        try:
+            yield from hop.wait()
+        except simpy.Interrupt as stop:  # (a moving device's transfer cut mid-hop)
+            hop.cancel()
+            cut = TransferCut(stop.cause, hop.delivered_bits)
+            self._record(src, dst, kind, "backhaul", size_bits, start, num_models, {}, cut=cut)
+            raise
+        extra = {"delivered_bits": hop.delivered_bits}
+        return self._record(src, dst, kind, "backhaul", size_bits, start, num_models, extra)
 
     def watch(self, activities) -> None:
         """(The cells' radios carry the bits: they register the devices too.)"""
