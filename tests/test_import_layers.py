@@ -80,6 +80,7 @@ LAYERS: list[list[str]] = [
     ],
     [  # radio access as SimPy resources
         "netfl.radio",
+        "netfl.radio.backhaul",
         "netfl.radio.block_grid",
         "netfl.radio.cues",
         "netfl.radio.radio_energy",

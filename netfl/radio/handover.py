@@ -135,7 +135,7 @@ class HandoverMixin:
         fields = self._fields.get(site)
         if fields is None:
             d_los, d_sf = self.cells[0].pathloss.decorrelation_m
-            base = int(self.cells[0]._link_seed) % (2**31)
+            base = int(self.cells[0].link_seed) % (2**31)
             fields = self._fields[site] = (
                 ShadowField(d_los, seed=base + 2 * site + 1, num_waves=512),
                 ShadowField(d_sf, seed=base + 2 * site + 2, num_waves=512),
@@ -525,7 +525,7 @@ class HandoverMixin:
         chunk = 8.0 * grant["bsr_max_bytes"] if grant is not None else math.inf
         start = env.now
         key = self._enter([device])
-        self.cells[c]._begin(link_of(c), direction)
+        self.cells[c].begin(link_of(c), direction)
         begun = True  # (between cells in a handover: False)
         flows: list[OfdmaFlow] = []
         left, on_air = float(size_bits), None
@@ -535,13 +535,13 @@ class HandoverMixin:
             while True:
                 self.mover([device])  # (a no-op when its position is up to date)
                 if self.serving[device.name] != c:  # handed over: the rest via the new cell
-                    self.cells[c]._end(link_of(c), direction)
+                    self.cells[c].end(link_of(c), direction)
                     begun = False
                     yield from self._wait_handover([device])
                     c = self.serving[device.name]
                     if not uplink:
                         yield from self._relay(c, edge, "downlink", left, kind, 0)
-                    self.cells[c]._begin(link_of(c), direction)
+                    self.cells[c].begin(link_of(c), direction)
                     begun = True
                     continue  # (the interruption took time: move again first)
                 waited = env.now
@@ -552,7 +552,7 @@ class HandoverMixin:
                 carrier = cell.carriers[direction]
                 path = MovingLink(self, device, c, direction, env.now, carrier.block_s)
                 wake, cap = self.look_ahead(device, path, carrier, cell.max_rbs_per_transfer)
-                flow = on_air = cell._send(
+                flow = on_air = cell.send(
                     carrier, min(left, chunk), 0.0, 0.0, link=link, path=path, cap_rbs=cap
                 )
                 while not flow.done.triggered:
@@ -586,16 +586,16 @@ class HandoverMixin:
             carrier = self.cells[c].carriers[direction]
             cut = cut_flows(carrier, flows + ([on_air] if on_air else []), stop.cause)
             if begun:
-                self.cells[c]._end(link_of(c), direction)
-            self.cells[c]._record(
+                self.cells[c].end(link_of(c), direction)
+            self.cells[c].record(
                 *link_of(c), kind, direction, size_bits, start, num_models, cut.extra, cut=cut
             )
             raise cut.cause from None
         self._leave([device], key)
-        cell._end(link_of(c), direction)
+        cell.end(link_of(c), direction)
         if size_bits <= 0:
             extra["airtime_s"] = env.now - start
-        record = cell._record(*link_of(c), kind, direction, size_bits, start, num_models, extra)
+        record = cell.record(*link_of(c), kind, direction, size_bits, start, num_models, extra)
         if uplink:
             yield from self._relay(c, edge, "uplink", size_bits, kind, num_models)
         return record

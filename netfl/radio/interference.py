@@ -51,7 +51,7 @@ class InterferenceMixin:
         serving = np.argmin(loss, axis=1) if devices else np.zeros(0, dtype=int)
         self.serving = {d.name: int(c) for d, c in zip(devices, serving, strict=True)}
         for cell in self.cells:
-            cell._loss_cache.clear()
+            cell.forget_links()
         p = self.profile
         n_cells = len(self.cells)
         # downlink: each device's SNR from every cell's BS (the interferers' at full power)

@@ -117,7 +117,7 @@ class LinkGainsMixin:
             "o2i" if u.o2i_loss_db > 0 else ("los" if lo else "nlos")
             for u, lo in zip(ues, los, strict=True)
         ]
-        seed = int(self.cells[0]._link_seed)
+        seed = int(self.cells[0].link_seed)
         drawn = []
         for u, state, z in zip(ues, states, shadow_z, strict=True):
             mobile = u.name in self.mobile

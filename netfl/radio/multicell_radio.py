@@ -88,9 +88,6 @@ class CellRadio(OfdmaRadio):
         self.node: Node = kw["bs"]
         self.group_ids = network.group_ids  # (multicast ids unique over the network)
 
-    def _rng_next(self, _k: int) -> np.random.Generator:
-        return self.network.next_fading_rng()
-
     def _node_key(self, node: Node) -> np.uint64:
         """A BS's key is its site's (the first sector's node): co-located sectors share
         their links' LOS states and shadowing, as TR 38.901's large-scale parameters
@@ -153,7 +150,7 @@ class CellRadio(OfdmaRadio):
         scale = self.network.snr_scale(self.cell, (src, dst))
         return loss, psd * scale, total * scale
 
-    def _send(self, carrier, size_bits, psd, total, rng=None, **kw):
+    def send(self, carrier, size_bits, psd, total, rng=None, **kw):
         """A flow at its link's SINR at this instant (an upload's later grant cycles start
         at the interference of their own start), tagged with its SINR factor."""
         link = kw.get("link")
@@ -161,7 +158,7 @@ class CellRadio(OfdmaRadio):
             _, psd, total = self.network.link_terms(self, link)
             kw["snr_scale"] = scale = self.network.snr_scale(self.cell, link)
             psd, total = psd * scale, total * scale
-        return super()._send(carrier, size_bits, psd, total, rng, **kw)
+        return super().send(carrier, size_bits, psd, total, rng, **kw)
 
 
 class MultiCellRadio(LinkGainsMixin, HandoverMixin, InterferenceMixin, Radio):
@@ -231,7 +228,8 @@ class MultiCellRadio(LinkGainsMixin, HandoverMixin, InterferenceMixin, Radio):
                 recorder,
                 profile,
                 scheduler,
-                rng_for_transfer=rng_for_transfer,
+                # (one counter over the network: a one-cell network draws as one cell)
+                rng_for_transfer=lambda _k: self.next_fading_rng(),
                 rng_for_link=rng_for_link,
                 max_rbs_per_transfer=max_rbs_per_transfer,
                 pf_window_blocks=pf_window_blocks,
@@ -242,8 +240,6 @@ class MultiCellRadio(LinkGainsMixin, HandoverMixin, InterferenceMixin, Radio):
             )
             for c, node in enumerate(cell_nodes)
         ]
-        for cell in self.cells:
-            cell._rng_for_transfer = cell._rng_next
         law = self.cells[0].pathloss
         self._scenario = law.scenario
         self.bs_height_m = float(law.height_tx_m)
@@ -314,10 +310,10 @@ class MultiCellRadio(LinkGainsMixin, HandoverMixin, InterferenceMixin, Radio):
         except simpy.Interrupt as stop:  # (a moving device's transfer cut mid-hop)
             hop.cancel()
             cut = TransferCut(stop.cause, hop.delivered_bits)
-            self._record(src, dst, kind, "backhaul", size_bits, start, num_models, {}, cut=cut)
+            self.record(src, dst, kind, "backhaul", size_bits, start, num_models, {}, cut=cut)
             raise
         extra = {"delivered_bits": hop.delivered_bits}
-        return self._record(src, dst, kind, "backhaul", size_bits, start, num_models, extra)
+        return self.record(src, dst, kind, "backhaul", size_bits, start, num_models, extra)
 
     def watch(self, activities) -> None:
         """(The cells' radios carry the bits: they register the devices too.)"""
@@ -332,7 +328,7 @@ class MultiCellRadio(LinkGainsMixin, HandoverMixin, InterferenceMixin, Radio):
                 return c
         return None
 
-    def _transfer(
+    def carry(
         self, src: Node, dst: Node, size_bits: float, kind: str, num_models: int
     ) -> Generator[simpy.Event, Any, TransferRecord | None]:
         yield from self._wait_handover([n for n in (src, dst) if n.is_device])
@@ -356,11 +352,11 @@ class MultiCellRadio(LinkGainsMixin, HandoverMixin, InterferenceMixin, Radio):
                         device, direction_of(src, dst), size_bits, kind, num_models, edge=c
                     )
                 )
-            return (yield from self.cells[c]._transfer(src, dst, size_bits, kind, num_models))
+            return (yield from self.cells[c].carry(src, dst, size_bits, kind, num_models))
         direction = direction_of(src, dst)
         if direction == "d2d":
             cell = self.cell_of(src)
-            return (yield from cell._transfer(src, dst, size_bits, kind, num_models))
+            return (yield from cell.carry(src, dst, size_bits, kind, num_models))
         device = src if direction == "uplink" else dst
         yield from self._wait_coverage(device, direction)
         if device.name in self.mobile:
@@ -371,19 +367,21 @@ class MultiCellRadio(LinkGainsMixin, HandoverMixin, InterferenceMixin, Radio):
         cell, node = self.cells[c], self.cell_nodes[c]
         if direction == "downlink":
             yield from self._backhaul(c, "downlink", size_bits, kind, num_models)
-            return (yield from cell._transfer(node, device, size_bits, kind, num_models))
-        record = yield from cell._transfer(device, node, size_bits, kind, num_models)
+            return (yield from cell.carry(node, device, size_bits, kind, num_models))
+        record = yield from cell.carry(device, node, size_bits, kind, num_models)
         yield from self._backhaul(c, "uplink", size_bits, kind, num_models)
         return record
 
-    def _broadcast(
+    def carry_multicast(
         self, src: Node, receivers: list[Node], size_bits: float, kind: str, num_models: int
     ) -> Generator[simpy.Event, Any, list[TransferRecord]]:
         yield from self._wait_handover(receivers)
         c = self.cell_index(src)
         if src is not self.server and c is not None:  # a cell's BS to its own UEs
             return (
-                yield from self.cells[c]._broadcast(src, receivers, size_bits, kind, num_models)
+                yield from self.cells[c].carry_multicast(
+                    src, receivers, size_bits, kind, num_models
+                )
             )
         by_cell: dict[int, list[Node]] = {}
         for r in receivers:
@@ -392,7 +390,7 @@ class MultiCellRadio(LinkGainsMixin, HandoverMixin, InterferenceMixin, Radio):
         def one(c: int, members: list[Node]) -> Generator[simpy.Event, Any, list]:
             yield from self._backhaul(c, "downlink", size_bits, kind, num_models)
             return (
-                yield from self.cells[c]._broadcast(
+                yield from self.cells[c].carry_multicast(
                     self.cell_nodes[c], members, size_bits, kind, num_models
                 )
             )
@@ -400,17 +398,6 @@ class MultiCellRadio(LinkGainsMixin, HandoverMixin, InterferenceMixin, Radio):
         procs = [self.env.process(one(c, m)) for c, m in sorted(by_cell.items())]
         yield self.env.all_of(procs)
         return [rec for p in procs for rec in p.value]
-
-    def _deliver(self, src, dst, size_bits, direction):
-        """(Unused: :meth:`_transfer` routes every transfer through a cell's own radio.)
-        A device's bits over its serving cell, as that cell's radio delivers them."""
-        device = src if src.is_device else dst
-        return (yield from self.cell_of(device)._deliver(src, dst, size_bits, direction))
-
-    def _deliver_multicast(self, src, receivers, size_bits, progress):
-        """(Unused: :meth:`_broadcast` multicasts per cell.) One cell's multicast."""
-        cell = self.cell_of(receivers[0])
-        return (yield from cell._deliver_multicast(cell.node, receivers, size_bits, progress))
 
     # -- records -------------------------------------------------------------------
     def settle(self) -> None:

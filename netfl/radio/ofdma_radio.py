@@ -37,7 +37,7 @@ from channel_models.units import dbm_to_w, linear_to_db
 from netfl.core.nodes import Node
 from netfl.core.records import Recorder
 from netfl.radio.ofdma import OfdmaCarrier, OfdmaFlow
-from netfl.radio.radio import Radio, direction_of
+from netfl.radio.radio import LinkRadio, direction_of
 from netfl.radio.radio_energy import BsPowerModel
 from netfl.radio.uplink_mac import cut_flows, deliver_in_grant_cycles, harq_tail
 
@@ -57,7 +57,7 @@ def _mix64(x: np.ndarray) -> np.ndarray:
     return x ^ (x >> np.uint64(31))
 
 
-class OfdmaRadio(Radio):
+class OfdmaRadio(LinkRadio):
     """Uplink/downlink OFDMA carriers with a scheduler; D2D overlays the uplink.
 
     Parameters
@@ -99,7 +99,8 @@ class OfdmaRadio(Radio):
         self._name_keys: dict[str, np.uint64] = {}
         self._loss_cache: dict[tuple, float] = {}
         self._laws_at: dict[tuple, Any] = {}
-        self._link_seed = np.uint64(self._rng_for_link(0).integers(2**63))
+        #: the seed of the links' keyed-hash draws (LOS states, shadowing, rays)
+        self.link_seed = np.uint64(self._rng_for_link(0).integers(2**63))
         self._count = 0
         self.max_rbs_per_transfer = max_rbs_per_transfer
         self.cues = None  # the CueTraffic on these carriers, set by the world
@@ -132,6 +133,10 @@ class OfdmaRadio(Radio):
         """``(loss_db, snr_per_rb, snr_total)`` of a link now (a network's cell: with its
         interference, a moving UE at its last measurement)."""
         return self.link_at_positions(src, dst)
+
+    def forget_links(self) -> None:
+        """Drop the kept links (their nodes moved: a re-drop, a re-attachment)."""
+        self._loss_cache.clear()
 
     def link_at_positions(self, src: Node, dst: Node) -> tuple[float, float, float]:
         """``(loss_db, snr_per_rb, snr_total)`` of a link at the nodes' positions, kept
@@ -254,7 +259,7 @@ class OfdmaRadio(Radio):
         # order-free combination of the two ends: reciprocal links share their draws
         ea = _mix64(_mix64(ka ^ _mix64(pa[..., 0])) ^ pa[..., 1])
         eb = _mix64(_mix64(kb ^ _mix64(pb[..., 0])) ^ pb[..., 1])
-        h = _mix64(self._link_seed ^ (ea + eb) ^ _mix64(ea ^ eb))
+        h = _mix64(self.link_seed ^ (ea + eb) ^ _mix64(ea ^ eb))
         u = (_mix64(h ^ np.uint64(1)) >> np.uint64(11)).astype(float) * 2.0**-53
         v = ((_mix64(h ^ np.uint64(2)) >> np.uint64(11)).astype(float) + 0.5) * 2.0**-53
         return u, ndtri(v)
@@ -364,7 +369,7 @@ class OfdmaRadio(Radio):
         cue, _ = c.held()
         return max(c.num_rbs - cue, 0.0) * c.rb_bandwidth_hz * c.time_fraction
 
-    def _send(
+    def send(
         self,
         carrier: OfdmaCarrier,
         size_bits: float,
@@ -400,7 +405,7 @@ class OfdmaRadio(Radio):
         sent: list[OfdmaFlow] = []  # (the flows started; a grant cycle's each)
 
         def send(bits: float, rng: np.random.Generator | None = None) -> OfdmaFlow:
-            sent.append(self._send(carrier, bits, psd, total, rng, link=(src, dst)))
+            sent.append(self.send(carrier, bits, psd, total, rng, link=(src, dst)))
             return sent[-1]
 
         extra: dict[str, Any] = {}
@@ -429,7 +434,7 @@ class OfdmaRadio(Radio):
         carrier = self.carriers["downlink"]
         snrs = np.array([self._link(src, r)[1] for r in receivers])
         start = self.env.now
-        flow = self._send(carrier, size_bits, float(snrs.min()), math.inf, multicast_snrs=snrs)
+        flow = self.send(carrier, size_bits, float(snrs.min()), math.inf, multicast_snrs=snrs)
         progress.append(lambda: carrier.progress(flow))
         try:
             yield flow.done

@@ -26,7 +26,7 @@ from netfl.radio.sharing import ProcessorSharing
 #: a multicast's progress now: ``(bits delivered, airtime so far [s])``
 Progress = Callable[[], tuple[float, float]]
 
-__all__ = ["Radio", "FixedRateRadio", "direction_of"]
+__all__ = ["LinkRadio", "Radio", "FixedRateRadio", "direction_of"]
 
 
 def direction_of(src: Node, dst: Node) -> str:
@@ -92,9 +92,7 @@ class Radio(ABC):
         """
         if not size_bits >= 0:
             raise ValueError(f"transfer size of {kind!r} must be >= 0 (got {size_bits})")
-        return quiet_cut(
-            self.env.process(self._transfer(src, dst, float(size_bits), kind, num_models))
-        )
+        return quiet_cut(self.env.process(self.carry(src, dst, float(size_bits), kind, num_models)))
 
     def broadcast(
         self,
@@ -120,7 +118,9 @@ class Radio(ABC):
         for r in receivers:
             if direction_of(src, r) != "downlink":
                 raise ValueError(f"broadcast goes from the BS to UEs, not {src.name} → {r.name}")
-        return self.env.process(self._broadcast(src, receivers, float(size_bits), kind, num_models))
+        return self.env.process(
+            self.carry_multicast(src, receivers, float(size_bits), kind, num_models)
+        )
 
     def watch(self, activities: Activities) -> None:
         """Register every transfer's devices in ``activities`` while their bits are on
@@ -155,14 +155,14 @@ class Radio(ABC):
         )
 
     # -- mechanism ---------------------------------------------------------------
-    def _begin(self, nodes: Sequence[Node], direction: str) -> None:
+    def begin(self, nodes: Sequence[Node], direction: str) -> None:
         self.ue_states.start(nodes)
         self._active_downlink += direction == "downlink"
         if self.bs_meter is not None and direction != "d2d":
             self.bs_meter.active += 1
             self.bs_meter.update()
 
-    def _end(self, nodes: Sequence[Node], direction: str) -> None:
+    def end(self, nodes: Sequence[Node], direction: str) -> None:
         self.ue_states.end(nodes)
         self._active_downlink -= direction == "downlink"
         if self.bs_meter is not None and direction != "d2d":
@@ -187,7 +187,7 @@ class Radio(ABC):
         e.wait_j += node.compute.radio_wait_power_w * wait_s
         return p * airtime_s + node.compute.radio_wait_power_w * wait_s
 
-    def _record(
+    def record(
         self,
         src: Node,
         dst: Node,
@@ -225,27 +225,6 @@ class Radio(ABC):
         self.recorder.transfers.append(record)
         return record
 
-    def _transfer(
-        self, src: Node, dst: Node, size_bits: float, kind: str, num_models: int
-    ) -> Generator[simpy.Event, Any, TransferRecord]:
-        if self.mover is not None:
-            self.mover((src, dst))
-        direction = direction_of(src, dst)
-        start = self.env.now
-        key = self._enter((src, dst))
-        self._begin((src, dst), direction)
-        try:
-            extra = yield from self._deliver(src, dst, size_bits, direction)
-        except TransferCut as cut:  # (a device left, or the deadline passed)
-            self._end((src, dst), direction)
-            self._record(
-                src, dst, kind, direction, size_bits, start, num_models, cut.extra, cut=cut
-            )
-            raise cut.cause from None
-        self._leave((src, dst), key)
-        self._end((src, dst), direction)
-        return self._record(src, dst, kind, direction, size_bits, start, num_models, extra or {})
-
     def _enter(self, nodes: Sequence[Node]) -> object:
         """Register the running process as the devices' activity (fails with the
         :class:`~netfl.core.activity.DeviceCut` of one that is cut); returns its key."""
@@ -258,7 +237,46 @@ class Radio(ABC):
         if self.activities is not None:
             self.activities.leave(nodes, key)
 
-    def _broadcast(
+    @abstractmethod
+    def carry(
+        self, src: Node, dst: Node, size_bits: float, kind: str, num_models: int
+    ) -> Generator[simpy.Event, Any, TransferRecord | None]:
+        """The steps of :meth:`transfer` (a composing radio yields from a part's): yield
+        until the bits have arrived, append the record(s), return the transfer's."""
+
+    @abstractmethod
+    def carry_multicast(
+        self, src: Node, receivers: list[Node], size_bits: float, kind: str, num_models: int
+    ) -> Generator[simpy.Event, Any, list[TransferRecord]]:
+        """The steps of :meth:`broadcast`: one record per receiver."""
+
+
+class LinkRadio(Radio):
+    """A radio whose transfers are each one delivery over one link (a single cell's
+    fixed-rate or OFDMA links): :meth:`carry` registers the devices, charges their
+    radio states and the BS meter around :meth:`_deliver` and records the transfer;
+    :meth:`carry_multicast` likewise around :meth:`_deliver_multicast`."""
+
+    def carry(
+        self, src: Node, dst: Node, size_bits: float, kind: str, num_models: int
+    ) -> Generator[simpy.Event, Any, TransferRecord]:
+        if self.mover is not None:
+            self.mover((src, dst))
+        direction = direction_of(src, dst)
+        start = self.env.now
+        key = self._enter((src, dst))
+        self.begin((src, dst), direction)
+        try:
+            extra = yield from self._deliver(src, dst, size_bits, direction)
+        except TransferCut as cut:  # (a device left, or the deadline passed)
+            self.end((src, dst), direction)
+            self.record(src, dst, kind, direction, size_bits, start, num_models, cut.extra, cut=cut)
+            raise cut.cause from None
+        self._leave((src, dst), key)
+        self.end((src, dst), direction)
+        return self.record(src, dst, kind, direction, size_bits, start, num_models, extra or {})
+
+    def carry_multicast(
         self, src: Node, receivers: list[Node], size_bits: float, kind: str, num_models: int
     ) -> Generator[simpy.Event, Any, list[TransferRecord]]:
         """One transmission to every receiver; a receiver cut meanwhile (it left, or
@@ -281,7 +299,7 @@ class Radio(ABC):
             def on_cut(cause: DeviceCut) -> None:
                 delivered, airtime = progress[0]() if progress else (0.0, 0.0)
                 self.ue_states.end((r,))
-                records[r.name] = self._record(
+                records[r.name] = self.record(
                     src,
                     r,
                     kind,
@@ -301,7 +319,7 @@ class Radio(ABC):
         for r in receivers:
             if self.activities is not None:
                 self.activities.enter((r,), (group, r.name), cut_receiver(r))
-        self._begin((src, *receivers), "downlink")
+        self.begin((src, *receivers), "downlink")
         try:
             extra = yield from self._deliver_multicast(src, receivers, size_bits, progress)
         except (TransferCut, simpy.Interrupt):  # (in the HARQ tail: its bits were there)
@@ -309,9 +327,9 @@ class Radio(ABC):
         stayed = [r for r in receivers if r.name not in records]
         for r in stayed:
             self._leave((r,), (group, r.name))
-        self._end((src, *stayed), "downlink")  # (the counters once; the cut UEs ended)
+        self.end((src, *stayed), "downlink")  # (the counters once; the cut UEs ended)
         for r in stayed:
-            records[r.name] = self._record(
+            records[r.name] = self.record(
                 src, r, kind, "downlink", size_bits, start, num_models, dict(extra or {}), group
             )
         return [records[r.name] for r in receivers]
@@ -352,7 +370,7 @@ def _own_rate_bps(src: Node, dst: Node, direction: str) -> float:
     return min(src.link.uplink_bps, dst.link.downlink_bps)
 
 
-class FixedRateRadio(Radio):
+class FixedRateRadio(LinkRadio):
     """``fixed_rate`` link mode: per-device rates from link profiles.
 
     With ``shared=False`` every device has a dedicated link at its profile's
