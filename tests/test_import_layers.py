@@ -87,7 +87,7 @@ LAYERS: list[list[str]] = [
         "netfl.radio.geometry",
         "netfl.radio.handover",
         "netfl.radio.interference",
-        "netfl.radio.link_gains",
+        "netfl.radio.site_geometry",
         "netfl.radio.multicell_radio",
         "netfl.radio.radio",
         "netfl.radio.ofdma",

@@ -14,26 +14,16 @@ import numpy as np
 import pandas as pd
 import simpy
 
-from channel_models.bs_antenna import sector_gain_db, site_gains_db
-from channel_models.departure_rays import LinkRays
-from channel_models.multicell import nearest_image_offsets
-from channel_models.pathloss import los_distance_m
 from netfl.core.nodes import Node
 from netfl.core.records import TransferRecord
 from netfl.errors import UserError
 from netfl.radio.ofdma import OfdmaFlow
 from netfl.radio.uplink_mac import cut_flows, flows_accounting, harq_tail
 
-__all__ = ["COVERAGE_WAIT_LIMIT_S", "HandoverMixin", "path_anchors"]
+__all__ = ["CAP_STEP", "COVERAGE_WAIT_LIMIT_S", "HandoverMixin", "MovingLink", "PLAN_SAMPLES"]
 
 #: how long a moving device may wait for coverage before the run stops [s]
 COVERAGE_WAIT_LIMIT_S = 600.0
-#: largest change of the azimuth and of the zenith [deg] from any site between two points
-#: where a moving UE's antenna gains are evaluated over its rays (:func:`path_anchors`)
-ANCHOR_AZIMUTH_DEG = 1.0
-ANCHOR_ZENITH_DEG = 0.25
-#: ... and of the log of the distance (the rays' spreads and offsets follow it)
-ANCHOR_LOG_DISTANCE = 0.01
 #: a moving UE's measurement instants evaluated at once, ahead of the clock
 PLAN_SAMPLES = 128
 #: a moving power-limited flow's cap is re-set when its usable RBs change by this factor
@@ -82,220 +72,13 @@ class MovingLink:
         return psd * scale, np.broadcast_to(total, psd.shape) * scale
 
 
-def path_anchors(site_offsets_m: np.ndarray, dz_m: np.ndarray) -> np.ndarray:
-    """Indices of the points of a path (``site_offsets_m``: (points, sites, 2) from each
-    site, ``dz_m``: (sites,) UE − BS height) at which the BS antenna gains are evaluated
-    exactly: the first, the last, and each point where the azimuth or zenith the UE is
-    seen under from some site, or the log of its distance, has moved by more than
-    :data:`ANCHOR_AZIMUTH_DEG` / :data:`ANCHOR_ZENITH_DEG` / :data:`ANCHOR_LOG_DISTANCE`
-    since the previous anchor (summed over the steps, so a
-    path that turns back counts its way). Between anchors the gains — sums of smooth
-    antenna patterns over the link's rays, at smoothly varying angles — are interpolated
-    linearly: a few hundredths of a dB from the exact sum, at a fraction of its cost."""
-    n = len(site_offsets_m)
-    if n <= 2:
-        return np.arange(n)
-    az = np.unwrap(np.arctan2(site_offsets_m[..., 1], site_offsets_m[..., 0]), axis=0)
-    d2 = np.maximum(np.hypot(site_offsets_m[..., 0], site_offsets_m[..., 1]), 1.0)
-    zen = np.arctan2(d2, dz_m[None, :])
-    step = np.maximum.reduce(
-        [
-            np.abs(np.diff(np.degrees(az), axis=0)) / ANCHOR_AZIMUTH_DEG,
-            np.abs(np.diff(np.degrees(zen), axis=0)) / ANCHOR_ZENITH_DEG,
-            np.abs(np.diff(np.log(d2), axis=0)) / ANCHOR_LOG_DISTANCE,
-        ]
-    ).max(axis=1)
-    # greedy: a new anchor once the change since the last one passes 1
-    anchors, acc = [0], 0.0
-    for k, s in enumerate(step, start=1):
-        acc += s
-        if acc > 1.0:
-            if anchors[-1] != k - 1:
-                anchors.append(k - 1)
-            acc = s
-            if acc > 1.0:
-                anchors.append(k)
-                acc = 0.0
-    if anchors[-1] != n - 1:
-        anchors.append(n - 1)
-    return np.array(anchors)
-
-
 class HandoverMixin:
     """A3 handovers, spatially consistent fields and coverage waits of moving devices."""
-
-    def site_fields(self, site: int, xy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Site ``site``'s spatially consistent LOS uniform and shadowing normal at points
-        ``xy`` (TR 38.901 §7.6.3: exponential correlation over the LOS-state and the
-        NLOS shadowing decorrelation distances of the profile's scenario)."""
-        from scipy.special import ndtr
-
-        from channel_models.mobility import ShadowField
-
-        fields = self._fields.get(site)
-        if fields is None:
-            d_los, d_sf = self.cells[0].pathloss.decorrelation_m
-            base = int(self.cells[0].link_seed) % (2**31)
-            fields = self._fields[site] = (
-                ShadowField(d_los, seed=base + 2 * site + 1, num_waves=512),
-                ShadowField(d_sf, seed=base + 2 * site + 2, num_waves=512),
-            )
-        return ndtr(fields[0].values(xy)), fields[1].values(xy)
-
-    def _all_site_fields(self, xy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`site_fields` of every site at once: ``(points, sites)`` uniforms and
-        normals (one product with all the sites' waves stacked)."""
-        from scipy.special import ndtr
-
-        stacked = self._fields.get("stacked")
-        if stacked is None:
-            n_sites = len(self.site_xy)
-            for site in range(n_sites):
-                self.site_fields(site, self.site_xy[:1])  # (builds the fields)
-            fields = [self._fields[site][k] for site in range(n_sites) for k in (0, 1)]
-            waves = [f._waves() for f in fields]
-            stacked = self._fields["stacked"] = (
-                np.concatenate([w[0] for w in waves]),  # (2·sites·M, 2)
-                np.concatenate([w[1] for w in waves]),
-                fields[0].num_waves,
-            )
-        omega, phase, m = stacked
-        xy = np.asarray(xy, dtype=float).reshape(-1, 2)
-        # the phases at the first point in double precision (reduced to [0, 2π)), the
-        # changes along the path from it in single: single-precision cosines are
-        # vectorised an order of magnitude faster, and a path's points lie metres
-        # apart, so the phases keep ~1e-5 rad
-        x0 = xy[0]
-        base = np.remainder(omega @ x0 + phase, 2.0 * math.pi).astype(np.float32)
-        arg = (xy - x0).astype(np.float32) @ omega.T.astype(np.float32)
-        arg += base
-        v = np.cos(arg, out=arg).reshape(len(xy), -1, 2, m).sum(-1, dtype=np.float64)
-        v *= math.sqrt(2.0 / m)
-        return ndtr(v[:, :, 0]), v[:, :, 1]
-
-    def coupling_along(self, ue: Node, xy: np.ndarray) -> np.ndarray:
-        """``(points, cells)`` coupling loss [dB] of ``ue`` were it at each of ``xy``:
-        path loss at the wrap-around distance with the sites' fields, its O2I loss, less
-        the antenna gain — on TR 38.901 UMa/UMi links summed over the link's departure
-        rays in the LOS state the field gives at each point (:meth:`link_rays`, kept per
-        site and state along the path): the RSRP the A3 rule compares is the one the
-        link budget and the association use."""
-        law0 = self.cells[0].pathloss
-        h_ut = ue.height_m if math.isfinite(ue.height_m) else law0.height_rx_m
-        law = self.cells[0].law_at(law0, self.bs_height_m, h_ut)
-        site_offs = nearest_image_offsets(xy, self.site_xy, self.wrap)  # (points, sites, 2)
-        offs = site_offs[:, self.cell_site, :]
-        d2 = np.hypot(offs[..., 0], offs[..., 1])  # (points, cells)
-        u_site, z_site = self._all_site_fields(xy)
-        u, z = u_site[:, self.cell_site], z_site[:, self.cell_site]
-        indoor = np.full(d2.shape, ue.o2i_loss_db > 0) if ue.o2i_loss_db > 0 else None
-        inside = ue.o2i_inside_m if indoor is not None else None
-        out = law.loss_db_given(
-            d2, u if law.random else None, z if law.random else None, indoor, inside
-        )
-        if self.antenna == "omni" and self.array_rows == 1:
-            return out + ue.o2i_loss_db
-        bore = self.boresight[None, :]
-        omni = self.antenna == "omni" or not np.isfinite(bore).all()
-        if self._scenario is None or not law.draws_los:
-            return (
-                out
-                + ue.o2i_loss_db
-                - sector_gain_db(  # (the direct direction)
-                    offs,
-                    np.full(d2.shape, h_ut - self.bs_height_m),
-                    None if omni else bore,
-                    None,
-                    self._scenario or "uma",
-                    self.profile.carrier_hz,
-                    np.full(d2.shape, h_ut),
-                    self.bs_height_m,
-                    self.array_rows,
-                    tilt_zenith_deg=self.tilt_zenith_deg,
-                )
-            )
-        site_d2 = los_distance_m(np.hypot(site_offs[..., 0], site_offs[..., 1]), inside)
-        los = u_site < law.los_probability(site_d2)  # (points, sites), as loss_db_given
-        n_pts, n_sites = los.shape
-        # a (site, state)'s rays are drawn at its first point (kept for the UE's path)
-        for site in range(n_sites):
-            for state in (True, False):
-                hit = np.flatnonzero(los[:, site] == state)
-                if hit.size:
-                    k = hit[:1]
-                    self.link_rays([ue], site, los[k, site], z_site[k, site])
-        # each site's gains over the rays at anchor points, linear between them (they
-        # are smooth in the direction the UE is seen from: :func:`path_anchors`); the
-        # LOS path's sharp pattern at every point
-        dz = h_ut - self.bs_height_m
-        bores = self.boresight.reshape(n_sites, -1)
-        k_sec = bores.shape[1]
-        same = omni or bool((bores == bores[:1]).all())
-        idx = np.arange(n_pts)
-        anchors = [path_anchors(site_offs[:, s : s + 1, :], np.full(1, dz)) for s in range(n_sites)]
-        for state in (True, False):
-            sites = [s for s in range(n_sites) if (los[:, s] == state).any()]
-            if not sites:
-                continue
-            rays = [self.link_rays([ue], s, np.array([state]), np.zeros(1)) for s in sites]
-            counts = [len(anchors[s]) for s in sites]
-            off = np.concatenate([site_offs[anchors[s], s, :] for s in sites])
-            which = np.repeat(np.arange(len(sites)), counts)
-            stacked = LinkRays.stack(rays).take(which)
-            groups = (
-                [np.arange(len(off))]
-                if same
-                else np.split(np.arange(len(off)), np.cumsum(counts)[:-1])
-            )
-            ray_sum = np.empty((len(off), k_sec))
-            for g, first in zip(groups, [sites[0]] if same else sites, strict=True):
-                ray_sum[g], _ = site_gains_db(
-                    off[g],
-                    np.full(len(g), dz),
-                    None if omni else bores[first],
-                    np.full(len(g), state),
-                    self._scenario,
-                    self.profile.carrier_hz,
-                    np.full(len(g), h_ut),
-                    self.bs_height_m,
-                    self.array_rows,
-                    0.8,
-                    self.tilt_zenith_deg,
-                    stacked.take(g),
-                    split=True,
-                )
-            ray_db = np.log10(np.maximum(ray_sum, 1e-300))
-            starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-            for i, s in enumerate(sites):
-                rows = (los[:, s] == state).nonzero()[0]
-                a = anchors[s]
-                j = np.clip(np.searchsorted(a, idx[rows], side="right") - 1, 0, max(len(a) - 2, 0))
-                nxt = np.minimum(j + 1, len(a) - 1)
-                w = ((idx[rows] - a[j]) / np.maximum(a[nxt] - a[j], 1))[:, None]
-                db = ray_db[starts[i] : starts[i] + counts[i]]
-                gain = 10.0 ** ((1.0 - w) * db[j] + w * db[nxt])
-                if rays[i].direct[0] > 0:
-                    direct_db = sector_gain_db(
-                        site_offs[rows, s, None, :],
-                        np.full((len(rows), 1), dz),
-                        None if omni else bores[s][None, :],
-                        None,
-                        self._scenario,
-                        self.profile.carrier_hz,
-                        np.full((len(rows), 1), h_ut),
-                        self.bs_height_m,
-                        self.array_rows,
-                        tilt_zenith_deg=self.tilt_zenith_deg,
-                    )
-                    gain = gain + rays[i].direct[0] * 10.0 ** (direct_db / 10.0)
-                cells = s * k_sec + np.arange(k_sec)
-                out[np.ix_(rows, cells)] -= 10.0 * np.log10(gain)
-        return out + ue.o2i_loss_db
 
     def follow(self, paths: dict[str, Any]) -> None:
         """Devices (name → trajectory: ``positions(t)``) that move along known paths:
         measured along them, handed over by the A3 rule, followed in flight."""
-        self.mobile = set(paths)
+        self.mobile = self.geometry.mobile = set(paths)
         self.paths = paths
 
     def measured(self, ue: Node, k_lo: int, k_hi: int) -> np.ndarray:
@@ -312,7 +95,9 @@ class HandoverMixin:
             step = self.handover["sample_s"]
             path = self.paths[ue.name]
             new = [
-                self.coupling_along(ue, path.positions(np.arange(a, min(a + 512, last + 1)) * step))
+                self.geometry.coupling_along(
+                    ue, path.positions(np.arange(a, min(a + 512, last + 1)) * step)
+                )
                 for a in range(end, last + 1, 512)
             ]
             drop = max(k_lo - k0 - 1, 0)  # (the instants before are never asked again)
@@ -405,7 +190,7 @@ class HandoverMixin:
                 why = (
                     "it is in a coverage hole of the network (a lower speed, a smaller "
                     "network.isd_m or cell.cues load, or a higher UE power closes it)"
-                    if len(self.wrap)  # (a wrap-around network keeps every device inside)
+                    if len(self.geometry.wrap)  # (a wrap-around network keeps every device inside)
                     else "it left the network's coverage; keep moving devices inside it "
                     "(network.wrap_around on a hexagonal grid, or random_waypoint)"
                 )
@@ -438,7 +223,7 @@ class HandoverMixin:
         up one site's backhaul and down the other's)."""
         if edge is None:
             yield from self._backhaul(cell, direction, bits, kind, models)
-        elif self.cell_site[cell] != self.cell_site[edge]:
+        elif self.geometry.cell_site[cell] != self.geometry.cell_site[edge]:
             first, second = (cell, edge) if direction == "uplink" else (edge, cell)
             yield from self._backhaul(first, "uplink", bits, kind, models)
             yield from self._backhaul(second, "downlink", bits, kind, models)

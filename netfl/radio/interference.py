@@ -31,12 +31,12 @@ class InterferenceMixin:
         self._cue_demand_rbs = float(demand_rbs)
         self.cue_positions_m = np.asarray(positions_m, dtype=float).reshape(-1, 2)
         self.cue_cells = (
-            np.argmin(self._mean_coupling_db(self.cue_positions_m), axis=1)
+            np.argmin(self.geometry.mean_coupling_db(self.cue_positions_m), axis=1)
             if len(self.cue_positions_m)
             else np.zeros(0, dtype=int)
         )
         self._cue_loss = (
-            self._mean_coupling_db(self.cue_positions_m)
+            self.geometry.mean_coupling_db(self.cue_positions_m)
             if len(self.cue_positions_m)
             else np.zeros((0, len(self.cells)))
         )
@@ -106,7 +106,9 @@ class InterferenceMixin:
         all_cell = np.concatenate([[self.serving[d.name] for d in devices], self.cue_cells]).astype(
             int
         )
-        off = nearest_image_offsets(xy[receivers], all_xy, self.wrap)  # (receivers, members, 2)
+        off = nearest_image_offsets(
+            xy[receivers], all_xy, self.geometry.wrap
+        )  # (receivers, members, 2)
         dist = np.maximum(np.hypot(off[..., 0], off[..., 1]), 1.0)
         law = self.cells[0].d2d_pathloss
         gain = 10.0 ** (-law.mean_loss_db(dist.reshape(-1)).reshape(dist.shape) / 10.0)

@@ -51,7 +51,6 @@ import pandas as pd
 import simpy
 
 from channel_models.channel_profiles import ChannelProfile
-from channel_models.departure_rays import LinkRays
 from channel_models.units import linear_to_db
 from netfl.core.activity import TransferCut
 from netfl.core.nodes import Node
@@ -59,10 +58,10 @@ from netfl.core.records import Recorder, TransferRecord
 from netfl.radio.backhaul import Backhaul
 from netfl.radio.handover import HandoverMixin
 from netfl.radio.interference import InterferenceMixin
-from netfl.radio.link_gains import LinkGainsMixin
 from netfl.radio.ofdma_radio import OfdmaRadio
 from netfl.radio.radio import Radio, direction_of
 from netfl.radio.radio_energy import BsPowerModel
+from netfl.radio.site_geometry import SiteGeometry
 
 __all__ = ["CellRadio", "DEFAULT_HANDOVER", "MultiCellRadio"]
 
@@ -99,11 +98,13 @@ class CellRadio(OfdmaRadio):
 
     def _distances_m(self, srcs, dsts, a, b) -> np.ndarray:
         dist = super()._distances_m(srcs, dsts, a, b)
-        if self.network.wrap.size:  # (the BS at its image nearest to the UE)
+        if self.network.geometry.wrap.size:  # (the BS at its image nearest to the UE)
             rows, cols = self._cellular(srcs, dsts).nonzero()
             if rows.size:
                 ues = self._ues(srcs, dsts, rows, cols)
-                off = self.network.offsets_m(np.array([u.position_m for u in ues]), self.cell)
+                off = self.network.geometry.offsets_m(
+                    np.array([u.position_m for u in ues]), self.cell
+                )
                 dist[rows, cols] = np.hypot(off[:, 0], off[:, 1])
         return dist
 
@@ -120,7 +121,9 @@ class CellRadio(OfdmaRadio):
                 if ue.is_device and not bs.is_device and ue.name in net.mobile:
                     c = net.cell_index(bs)
                     if c is not None:
-                        fu, fz = net.site_fields(int(net.cell_site[c]), ue.position_m[None, :])
+                        fu, fz = net.geometry.site_fields(
+                            int(net.geometry.cell_site[c]), ue.position_m[None, :]
+                        )
                         u[m, i], z[m, i] = fu[0], fz[0]
         return u, z
 
@@ -140,8 +143,8 @@ class CellRadio(OfdmaRadio):
         o2i = np.array([u.o2i_loss_db for u in ues])
         if o2i.any():
             out[rows, cols] += o2i
-        if not (self.network.antenna == "omni" and self.network.array_rows == 1):
-            out[rows, cols] -= self.network.antenna_gains_db(ues, self)
+        if self.network.geometry.directional:
+            out[rows, cols] -= self.network.geometry.antenna_gains_db(ues, self)
         return out
 
     def _link(self, src: Node, dst: Node) -> tuple[float, float, float]:
@@ -161,7 +164,7 @@ class CellRadio(OfdmaRadio):
         return super().send(carrier, size_bits, psd, total, rng, **kw)
 
 
-class MultiCellRadio(LinkGainsMixin, HandoverMixin, InterferenceMixin, Radio):
+class MultiCellRadio(HandoverMixin, InterferenceMixin, Radio):
     """Cells with their own carriers, RSRP association, interference and backhaul.
 
     Parameters
@@ -208,20 +211,14 @@ class MultiCellRadio(LinkGainsMixin, HandoverMixin, InterferenceMixin, Radio):
         self.server_site = server_site
         self.interference = interference
         self.load = float(load)
-        self.antenna = antenna
-        self.array_rows = int(array_rows) if antenna == "tr38901" else 1
-        self.tilt_zenith_deg = float(tilt_zenith_deg)
         self._rng_for_transfer = rng_for_transfer
         self._count = 0
-        self.site_xy = deployment.site_xy()
-        self.cell_site = deployment.cell_site()
-        self.boresight = deployment.cell_boresight_deg()
-        self.wrap = deployment.wrap_vectors()
+        cell_site = deployment.cell_site()
         first = {}
-        for c, site in enumerate(self.cell_site):
+        for c, site in enumerate(cell_site):
             first.setdefault(int(site), cell_nodes[c])
         #: each BS node's site representative (its site's first sector)
-        self.site_node = {n.name: first[int(self.cell_site[c])] for c, n in enumerate(cell_nodes)}
+        self.site_node = {n.name: first[int(cell_site[c])] for c, n in enumerate(cell_nodes)}
         self.cells = [
             CellRadio(
                 env,
@@ -240,10 +237,18 @@ class MultiCellRadio(LinkGainsMixin, HandoverMixin, InterferenceMixin, Radio):
             )
             for c, node in enumerate(cell_nodes)
         ]
-        law = self.cells[0].pathloss
-        self._scenario = law.scenario
-        self.bs_height_m = float(law.height_tx_m)
-        self.backhaul = Backhaul(env, len(self.site_xy), backhaul_bps, backhaul_latency_s)
+        #: the sites, sector antennas and fields (a part: :mod:`netfl.radio.site_geometry`)
+        self.geometry = SiteGeometry(
+            deployment,
+            self.cells[0].pathloss,
+            self.cells[0].law_at,
+            profile.carrier_hz,
+            self.cells[0].link_seed,
+            antenna,
+            array_rows,
+            tilt_zenith_deg,
+        )
+        self.backhaul = Backhaul(env, len(self.geometry.site_xy), backhaul_bps, backhaul_latency_s)
         self.serving: dict[str, int] = {}
         n_cells = len(cell_nodes)
         #: each cell's share of RBs on air, per direction: ``load`` (load_factor), 0
@@ -264,7 +269,6 @@ class MultiCellRadio(LinkGainsMixin, HandoverMixin, InterferenceMixin, Radio):
         self.handovers: list[tuple[float, str, int, int]] = []
         self._a3: dict[str, dict] = {}
         self._busy_until: dict[str, float] = {}
-        self._fields: dict[int, tuple] = {}
         #: moving devices' paths (name → trajectory) and measurements ahead (first
         #: instant, coupling losses)
         self.paths: dict[str, Any] = {}
@@ -273,8 +277,6 @@ class MultiCellRadio(LinkGainsMixin, HandoverMixin, InterferenceMixin, Radio):
             for c, cell in enumerate(self.cells):
                 for d, carrier in cell.carriers.items():
                     carrier.listeners.append(lambda c=c, d=d: self._on_activity(c, d))
-        self._gain_cache: dict[tuple, float] = {}
-        self._rays: dict[tuple, LinkRays] = {}  # a moving UE's rays per site and state
         self.cue_positions_m = np.zeros((0, 2))
         self.cue_cells = np.zeros(0, dtype=int)
         self._devices: list[Node] = []
@@ -287,12 +289,21 @@ class MultiCellRadio(LinkGainsMixin, HandoverMixin, InterferenceMixin, Radio):
         self._count += 1
         return rng
 
+    def coupling_loss_db(self, ues: Sequence[Node]) -> np.ndarray:
+        """``(UEs, cells)`` coupling loss [dB]: each cell's path loss, shadowing and LOS
+        draw towards each UE, less its antenna gain (the cells' link budgets)."""
+        return np.stack(
+            [c.link_loss_matrix_db([c.node], ues)[0] for c in self.cells], axis=1
+        ).reshape(len(ues), len(self.cells))
+
     def cell_of(self, device: Node) -> CellRadio:
         return self.cells[self.serving[device.name]]
 
     # -- transfers -----------------------------------------------------------------
     def _site_hosts_server(self, cell: int) -> bool:
-        return self.server_site is not None and int(self.cell_site[cell]) == self.server_site
+        return (
+            self.server_site is not None and int(self.geometry.cell_site[cell]) == self.server_site
+        )
 
     def _backhaul(
         self, cell: int, direction: str, size_bits: float, kind: str, num_models: int
@@ -304,7 +315,7 @@ class MultiCellRadio(LinkGainsMixin, HandoverMixin, InterferenceMixin, Radio):
         start = self.env.now
         a, b = self.cell_nodes[cell], self.server
         src, dst = (a, b) if direction == "uplink" else (b, a)
-        hop = self.backhaul.start(int(self.cell_site[cell]), direction, size_bits)
+        hop = self.backhaul.start(int(self.geometry.cell_site[cell]), direction, size_bits)
         try:
             yield from hop.wait()
         except simpy.Interrupt as stop:  # (a moving device's transfer cut mid-hop)
@@ -444,10 +455,10 @@ class MultiCellRadio(LinkGainsMixin, HandoverMixin, InterferenceMixin, Radio):
             {
                 "cell": range(len(self.cells)),
                 "node": [n.name for n in self.cell_nodes],
-                "site": self.cell_site,
-                "x_m": self.site_xy[self.cell_site, 0],
-                "y_m": self.site_xy[self.cell_site, 1],
-                "boresight_deg": self.boresight,
+                "site": self.geometry.cell_site,
+                "x_m": self.geometry.site_xy[self.geometry.cell_site, 0],
+                "y_m": self.geometry.site_xy[self.geometry.cell_site, 1],
+                "boresight_deg": self.geometry.boresight,
                 # (with the load factor; under activity: at the end of the run's occupancy)
                 "uplink_inr_db": [
                     float(linear_to_db(max(self.eta["uplink"] @ self._ul_rx[:, c], 1e-30)))
@@ -474,6 +485,6 @@ class MultiCellRadio(LinkGainsMixin, HandoverMixin, InterferenceMixin, Radio):
 
     def __repr__(self) -> str:
         return (
-            f"MultiCellRadio({len(self.site_xy)} sites, {len(self.cells)} cells, "
+            f"MultiCellRadio({len(self.geometry.site_xy)} sites, {len(self.cells)} cells, "
             f"{self.profile.name!r}, interference={self.interference})"
         )

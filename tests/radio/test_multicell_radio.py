@@ -168,20 +168,20 @@ def test_co_sited_sectors_share_a_links_los_state_shadowing_and_rays():
     radio = world.radio
     ues = world.all_devices
     loss = radio.coupling_loss_db(ues)
-    gains = np.stack([radio.antenna_gains_db(ues, c) for c in radio.cells], axis=1)
+    gains = np.stack([radio.geometry.antenna_gains_db(ues, c) for c in radio.cells], axis=1)
     budget = (loss + gains).reshape(len(ues), 7, 3)  # path loss + shadowing + O2I per site
     np.testing.assert_allclose(budget, np.repeat(budget[:, :, :1], 3, axis=2), atol=1e-9)
     assert np.ptp(budget[:, :, 0], axis=1).min() > 0.0  # sites differ
     # a link's rays: its own generator (the same in any evaluation order), per site
     los = np.array([False])
-    one = radio.link_rays(ues[3:4], 2, los, np.zeros(1))
-    again = radio.link_rays(ues[:5], 2, np.zeros(5, bool), np.zeros(5))
+    one = radio.geometry.link_rays(ues[3:4], 2, los, np.zeros(1))
+    again = radio.geometry.link_rays(ues[:5], 2, np.zeros(5, bool), np.zeros(5))
     np.testing.assert_array_equal(one.azimuth_deg[0], again.azimuth_deg[3, : one.weight.shape[1]])
-    other = radio.link_rays(ues[3:4], 3, los, np.zeros(1))
+    other = radio.geometry.link_rays(ues[3:4], 3, los, np.zeros(1))
     assert not np.array_equal(one.azimuth_deg, other.azimuth_deg)
     # gains in any order: the third device's alone equal its gain among all
     fresh = World(s).radio
-    alone = fresh.antenna_gains_db(ues[2:3], fresh.cells[4])
+    alone = fresh.geometry.antenna_gains_db(ues[2:3], fresh.cells[4])
     assert alone[0] == pytest.approx(gains[2, 4], abs=1e-12)
 
 
@@ -197,7 +197,7 @@ def test_a_moving_devices_a3_measurement_is_its_link_budgets_coupling_loss():
     world = World(s)
     radio = world.radio
     ues = world.all_devices
-    along = np.stack([radio.coupling_along(u, u.position_m[None, :])[0] for u in ues])
+    along = np.stack([radio.geometry.coupling_along(u, u.position_m[None, :])[0] for u in ues])
     np.testing.assert_allclose(along, radio.coupling_loss_db(ues), atol=1e-9)
     assert [radio.serving[u.name] for u in ues] == list(np.argmin(along, axis=1))
 
@@ -322,10 +322,10 @@ def test_indoor_devices_get_tr38901_floors_and_their_o2i_loss():
     cell = world.radio.cells[world.radio.serving[d.name]]
     d.o2i_inside_m = 0.0  # (the LOS state at the whole distance in both: compare losses)
     with_o2i = cell.link_loss_matrix_db([cell.node], [d])[0, 0]
-    g_in = world.radio.antenna_gains_db([d], cell)[0]
+    g_in = world.radio.geometry.antenna_gains_db([d], cell)[0]
     o2i, d.o2i_loss_db = d.o2i_loss_db, 0.0
     without = cell.link_loss_matrix_db([cell.node], [d])[0, 0]
-    g_out = world.radio.antenna_gains_db([d], cell)[0]
+    g_out = world.radio.geometry.antenna_gains_db([d], cell)[0]
     assert (with_o2i + g_in) - (without + g_out) == pytest.approx(o2i)
     assert g_in != g_out
     # re-drops draw new indoor states

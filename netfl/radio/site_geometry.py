@@ -1,0 +1,440 @@
+"""The geometry of a network's links to its BSs (issue 23): the sites and their images
+nearest to a UE (wrap-around), the sector antenna's gain summed over a link's TR 38.901
+departure rays, spatially consistent fields and coupling losses along a moving UE's
+path. A part the network radio composes
+(:class:`~netfl.radio.multicell_radio.MultiCellRadio`): it holds the deployment, the
+antenna, the cellular path-loss law and its caches; the network asks it through the
+methods below (its interface, :data:`INTERFACE`)."""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from channel_models.bs_antenna import sector_gain_db, site_gains_db
+from channel_models.departure_rays import LinkRays, draw_link_rays, median_asd_deg
+from channel_models.multicell import nearest_image_offsets
+from channel_models.pathloss import los_distance_m
+from netfl.core.nodes import Node
+
+if TYPE_CHECKING:
+    from netfl.radio.multicell_radio import CellRadio
+
+__all__ = ["INTERFACE", "RAY_STATES", "SiteGeometry", "path_anchors"]
+
+RAY_STATES = ("los", "nlos", "o2i")
+#: what the network radio uses of its geometry (tested)
+INTERFACE = (
+    "site_xy",
+    "cell_site",
+    "boresight",
+    "wrap",
+    "mobile",
+    "directional",
+    "offsets_m",
+    "antenna_gains_db",
+    "link_rays",
+    "mean_coupling_db",
+    "site_fields",
+    "coupling_along",
+)
+#: largest change of the azimuth and of the zenith [deg] from any site between two points
+#: where a moving UE's antenna gains are evaluated over its rays (:func:`path_anchors`)
+ANCHOR_AZIMUTH_DEG = 1.0
+ANCHOR_ZENITH_DEG = 0.25
+#: ... and of the log of the distance (the rays' spreads and offsets follow it)
+ANCHOR_LOG_DISTANCE = 0.01
+
+
+def path_anchors(site_offsets_m: np.ndarray, dz_m: np.ndarray) -> np.ndarray:
+    """Indices of the points of a path (``site_offsets_m``: (points, sites, 2) from each
+    site, ``dz_m``: (sites,) UE − BS height) at which the BS antenna gains are evaluated
+    exactly: the first, the last, and each point where the azimuth or zenith the UE is
+    seen under from some site, or the log of its distance, has moved by more than
+    :data:`ANCHOR_AZIMUTH_DEG` / :data:`ANCHOR_ZENITH_DEG` / :data:`ANCHOR_LOG_DISTANCE`
+    since the previous anchor (summed over the steps, so a
+    path that turns back counts its way). Between anchors the gains — sums of smooth
+    antenna patterns over the link's rays, at smoothly varying angles — are interpolated
+    linearly: a few hundredths of a dB from the exact sum, at a fraction of its cost."""
+    n = len(site_offsets_m)
+    if n <= 2:
+        return np.arange(n)
+    az = np.unwrap(np.arctan2(site_offsets_m[..., 1], site_offsets_m[..., 0]), axis=0)
+    d2 = np.maximum(np.hypot(site_offsets_m[..., 0], site_offsets_m[..., 1]), 1.0)
+    zen = np.arctan2(d2, dz_m[None, :])
+    step = np.maximum.reduce(
+        [
+            np.abs(np.diff(np.degrees(az), axis=0)) / ANCHOR_AZIMUTH_DEG,
+            np.abs(np.diff(np.degrees(zen), axis=0)) / ANCHOR_ZENITH_DEG,
+            np.abs(np.diff(np.log(d2), axis=0)) / ANCHOR_LOG_DISTANCE,
+        ]
+    ).max(axis=1)
+    # greedy: a new anchor once the change since the last one passes 1
+    anchors, acc = [0], 0.0
+    for k, s in enumerate(step, start=1):
+        acc += s
+        if acc > 1.0:
+            if anchors[-1] != k - 1:
+                anchors.append(k - 1)
+            acc = s
+            if acc > 1.0:
+                anchors.append(k)
+                acc = 0.0
+    if anchors[-1] != n - 1:
+        anchors.append(n - 1)
+    return np.array(anchors)
+
+
+class SiteGeometry:
+    """Sites, sector antennas and fields of a network.
+
+    Parameters
+    ----------
+    deployment
+        :class:`channel_models.multicell.HexLayout` or ``SiteList``.
+    law
+        The cellular path-loss law (the cells'); ``law_at(law, h_tx, h_rx)`` the law at
+        other antenna heights (kept by the cells).
+    carrier_hz, link_seed
+        The profile's carrier frequency and the links' keyed-hash seed.
+    antenna, array_rows, tilt_zenith_deg
+        ``"tr38901"`` (sector element and vertical array) or ``"omni"``.
+    """
+
+    def __init__(
+        self,
+        deployment: Any,
+        law: Any,
+        law_at: Callable[[Any, float, float], Any],
+        carrier_hz: float,
+        link_seed: int,
+        antenna: str = "tr38901",
+        array_rows: int = 10,
+        tilt_zenith_deg: float = 102.0,
+    ):
+        self.site_xy = deployment.site_xy()
+        self.cell_site = deployment.cell_site()
+        self.boresight = deployment.cell_boresight_deg()
+        self.wrap = deployment.wrap_vectors()
+        self.law, self.law_at = law, law_at
+        self.scenario = law.scenario
+        self.bs_height_m = float(law.height_tx_m)
+        self.carrier_hz = float(carrier_hz)
+        self.link_seed = int(link_seed)
+        self.antenna = antenna
+        self.array_rows = int(array_rows) if antenna == "tr38901" else 1
+        self.tilt_zenith_deg = float(tilt_zenith_deg)
+        #: devices that move (their rays are kept per site and state along the path)
+        self.mobile: set[str] = set()
+        self._gain_cache: dict[tuple, float] = {}
+        self._rays: dict[tuple, LinkRays] = {}
+        self._fields: dict[Any, tuple] = {}
+
+    @property
+    def directional(self) -> bool:
+        """Whether the BS antenna has a pattern (else an omni element, one row)."""
+        return not (self.antenna == "omni" and self.array_rows == 1)
+
+    def offsets_m(self, xy: np.ndarray, cell: int) -> np.ndarray:
+        """``(P, 2)`` vectors from cell ``cell``'s site (its image nearest to each point,
+        wrap-around) to the points ``xy``."""
+        site = self.site_xy[self.cell_site[cell]]
+        return nearest_image_offsets(xy, site[None, :], self.wrap)[:, 0, :]
+
+    def antenna_gains_db(self, ues: Sequence[Node], cell: CellRadio) -> np.ndarray:
+        """Cell ``cell``'s antenna gain towards each UE [dB], kept per UE position: the
+        sector element and array summed over the link's departure rays on TR 38.901
+        UMa/UMi links (:meth:`link_rays`; the LOS state and shadowing the link's own
+        draws), else in the direct direction."""
+        keys = [
+            (u.name, u.position_m.tobytes(), u.height_m, u.o2i_loss_db > 0, cell.cell) for u in ues
+        ]
+        missing = [k for k, key in enumerate(keys) if key not in self._gain_cache]
+        if missing:
+            if len(self._gain_cache) > 500_000:
+                self._gain_cache.clear()
+            miss = [ues[k] for k in missing]
+            xy = np.array([u.position_m for u in miss], dtype=float)
+            off = self.offsets_m(xy, cell.cell)
+            law = cell.pathloss
+            h_ut = np.array([u.height_m for u in miss], dtype=float)
+            h_ut = np.where(np.isfinite(h_ut), h_ut, law.height_rx_m)
+            if self.scenario is not None and law.draws_los:
+                d2 = np.hypot(off[:, 0], off[:, 1])
+                u, z = cell.link_variates(miss, [cell.node], xy, cell.node.position_m[None, :])
+                p_los = np.empty(len(miss))
+                inside = np.array([m.o2i_inside_m if m.o2i_loss_db > 0 else 0.0 for m in miss])
+                for h in np.unique(h_ut):
+                    sel = h_ut == h
+                    at = cell.law_at(law, self.bs_height_m, float(h))
+                    p_los[sel] = at.los_probability(los_distance_m(d2[sel], inside[sel]))
+                los = u[:, 0] < p_los
+                site = int(self.cell_site[cell.cell])
+                rays = self.link_rays(miss, site, los, z[:, 0])
+                # the site's other sectors see the same rays: their gains too, at once
+                cells = np.flatnonzero(self.cell_site == site)
+                bores = self.boresight[cells]
+                gains = site_gains_db(
+                    off,
+                    h_ut - self.bs_height_m,
+                    None if self.antenna == "omni" or not np.isfinite(bores).all() else bores,
+                    los,
+                    self.scenario,
+                    self.carrier_hz,
+                    h_ut,
+                    self.bs_height_m,
+                    self.array_rows,
+                    0.8,
+                    self.tilt_zenith_deg,
+                    rays,
+                )
+                for j, c in enumerate(cells if gains.shape[1] == len(cells) else [cell.cell]):
+                    for k, g in zip(missing, gains[:, j], strict=True):
+                        self._gain_cache[keys[k][:-1] + (int(c),)] = float(g)
+                return np.array([self._gain_cache[key] for key in keys])
+            bore = self.boresight[cell.cell]
+            gain = sector_gain_db(
+                off[:, None, :],
+                (h_ut - self.bs_height_m)[:, None],
+                None if self.antenna == "omni" or not math.isfinite(bore) else np.array([[bore]]),
+                None,
+                self.scenario or "uma",
+                self.carrier_hz,
+                h_ut[:, None],
+                self.bs_height_m,
+                self.array_rows,
+                tilt_zenith_deg=self.tilt_zenith_deg,
+            )[:, 0]
+            for k, g in zip(missing, gain, strict=True):
+                self._gain_cache[keys[k]] = float(g)
+        return np.array([self._gain_cache[key] for key in keys])
+
+    def link_rays(
+        self, ues: Sequence[Node], site: int, los: np.ndarray, shadow_z: np.ndarray
+    ) -> LinkRays:
+        """The departure rays of each UE's link to ``site`` (TR 38.901 §7.5 steps 4–7,
+        :mod:`channel_models.departure_rays`) in its state (LOS, NLOS, or O2I for an
+        indoor UE), correlated with its shadowing ``shadow_z`` (loss sense). Each link's
+        rays come from its own generator — keyed by the link seed, the UE's name, the
+        site, the state and (static UEs) the position — so they are the same whatever
+        order links are evaluated in and shared by the site's sectors; a moving UE keeps
+        its rays per site and state along its path (kept here, not re-drawn)."""
+        states = [
+            "o2i" if u.o2i_loss_db > 0 else ("los" if lo else "nlos")
+            for u, lo in zip(ues, los, strict=True)
+        ]
+        seed = int(self.link_seed)
+        drawn = []
+        for u, state, z in zip(ues, states, shadow_z, strict=True):
+            mobile = u.name in self.mobile
+            key = (u.name, site, state)
+            got = self._rays.get(key) if mobile else None
+            if got is None:
+                where = () if mobile else tuple(int(v) for v in u.position_m.view(np.uint64))
+                rng = np.random.default_rng(
+                    [seed, zlib.crc32(u.name.encode()), site, RAY_STATES.index(state), *where]
+                )
+                asd = median_asd_deg(self.scenario, self.carrier_hz, state)
+                got = draw_link_rays(self.scenario, state, np.array([-z]), rng, asd)
+                if mobile:
+                    self._rays[key] = got
+            drawn.append(got)
+        return LinkRays.stack(drawn)
+
+    def mean_coupling_db(self, xy: np.ndarray) -> np.ndarray:
+        """``(points, cells)`` coupling loss without shadowing (mean path loss at the
+        wrap-around distance, less the direct-direction antenna gain): CUE association."""
+        law = self.law
+        out = np.empty((len(xy), len(self.cell_site)))
+        if not len(xy):
+            return out
+        offs = nearest_image_offsets(xy, self.site_xy, self.wrap)[:, self.cell_site, :]  # (P, C, 2)
+        d2 = np.hypot(offs[..., 0], offs[..., 1])
+        pl = law.mean_loss_db(d2.reshape(-1)).reshape(d2.shape)
+        bore = self.boresight[None, :]
+        gain = sector_gain_db(
+            offs,
+            np.full(d2.shape, law.height_rx_m - self.bs_height_m),
+            None if self.antenna == "omni" or not np.isfinite(bore).all() else bore,
+            None,
+            self.scenario or "uma",
+            self.carrier_hz,
+            np.full(d2.shape, law.height_rx_m),
+            self.bs_height_m,
+            self.array_rows,
+            tilt_zenith_deg=self.tilt_zenith_deg,
+        )
+        out[:] = pl - gain
+        return out
+
+    def site_fields(self, site: int, xy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Site ``site``'s spatially consistent LOS uniform and shadowing normal at points
+        ``xy`` (TR 38.901 §7.6.3: exponential correlation over the LOS-state and the
+        NLOS shadowing decorrelation distances of the profile's scenario)."""
+        from scipy.special import ndtr
+
+        from channel_models.mobility import ShadowField
+
+        fields = self._fields.get(site)
+        if fields is None:
+            d_los, d_sf = self.law.decorrelation_m
+            base = int(self.link_seed) % (2**31)
+            fields = self._fields[site] = (
+                ShadowField(d_los, seed=base + 2 * site + 1, num_waves=512),
+                ShadowField(d_sf, seed=base + 2 * site + 2, num_waves=512),
+            )
+        return ndtr(fields[0].values(xy)), fields[1].values(xy)
+
+    def all_site_fields(self, xy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`site_fields` of every site at once: ``(points, sites)`` uniforms and
+        normals (one product with all the sites' waves stacked)."""
+        from scipy.special import ndtr
+
+        stacked = self._fields.get("stacked")
+        if stacked is None:
+            n_sites = len(self.site_xy)
+            for site in range(n_sites):
+                self.site_fields(site, self.site_xy[:1])  # (builds the fields)
+            fields = [self._fields[site][k] for site in range(n_sites) for k in (0, 1)]
+            waves = [f._waves() for f in fields]
+            stacked = self._fields["stacked"] = (
+                np.concatenate([w[0] for w in waves]),  # (2·sites·M, 2)
+                np.concatenate([w[1] for w in waves]),
+                fields[0].num_waves,
+            )
+        omega, phase, m = stacked
+        xy = np.asarray(xy, dtype=float).reshape(-1, 2)
+        # the phases at the first point in double precision (reduced to [0, 2π)), the
+        # changes along the path from it in single: single-precision cosines are
+        # vectorised an order of magnitude faster, and a path's points lie metres
+        # apart, so the phases keep ~1e-5 rad
+        x0 = xy[0]
+        base = np.remainder(omega @ x0 + phase, 2.0 * math.pi).astype(np.float32)
+        arg = (xy - x0).astype(np.float32) @ omega.T.astype(np.float32)
+        arg += base
+        v = np.cos(arg, out=arg).reshape(len(xy), -1, 2, m).sum(-1, dtype=np.float64)
+        v *= math.sqrt(2.0 / m)
+        return ndtr(v[:, :, 0]), v[:, :, 1]
+
+    def coupling_along(self, ue: Node, xy: np.ndarray) -> np.ndarray:
+        """``(points, cells)`` coupling loss [dB] of ``ue`` were it at each of ``xy``:
+        path loss at the wrap-around distance with the sites' fields, its O2I loss, less
+        the antenna gain — on TR 38.901 UMa/UMi links summed over the link's departure
+        rays in the LOS state the field gives at each point (:meth:`link_rays`, kept per
+        site and state along the path): the RSRP the A3 rule compares is the one the
+        link budget and the association use."""
+        law0 = self.law
+        h_ut = ue.height_m if math.isfinite(ue.height_m) else law0.height_rx_m
+        law = self.law_at(law0, self.bs_height_m, h_ut)
+        site_offs = nearest_image_offsets(xy, self.site_xy, self.wrap)  # (points, sites, 2)
+        offs = site_offs[:, self.cell_site, :]
+        d2 = np.hypot(offs[..., 0], offs[..., 1])  # (points, cells)
+        u_site, z_site = self.all_site_fields(xy)
+        u, z = u_site[:, self.cell_site], z_site[:, self.cell_site]
+        indoor = np.full(d2.shape, ue.o2i_loss_db > 0) if ue.o2i_loss_db > 0 else None
+        inside = ue.o2i_inside_m if indoor is not None else None
+        out = law.loss_db_given(
+            d2, u if law.random else None, z if law.random else None, indoor, inside
+        )
+        if self.antenna == "omni" and self.array_rows == 1:
+            return out + ue.o2i_loss_db
+        bore = self.boresight[None, :]
+        omni = self.antenna == "omni" or not np.isfinite(bore).all()
+        if self.scenario is None or not law.draws_los:
+            return (
+                out
+                + ue.o2i_loss_db
+                - sector_gain_db(  # (the direct direction)
+                    offs,
+                    np.full(d2.shape, h_ut - self.bs_height_m),
+                    None if omni else bore,
+                    None,
+                    self.scenario or "uma",
+                    self.carrier_hz,
+                    np.full(d2.shape, h_ut),
+                    self.bs_height_m,
+                    self.array_rows,
+                    tilt_zenith_deg=self.tilt_zenith_deg,
+                )
+            )
+        site_d2 = los_distance_m(np.hypot(site_offs[..., 0], site_offs[..., 1]), inside)
+        los = u_site < law.los_probability(site_d2)  # (points, sites), as loss_db_given
+        n_pts, n_sites = los.shape
+        # a (site, state)'s rays are drawn at its first point (kept for the UE's path)
+        for site in range(n_sites):
+            for state in (True, False):
+                hit = np.flatnonzero(los[:, site] == state)
+                if hit.size:
+                    k = hit[:1]
+                    self.link_rays([ue], site, los[k, site], z_site[k, site])
+        # each site's gains over the rays at anchor points, linear between them (they
+        # are smooth in the direction the UE is seen from: :func:`path_anchors`); the
+        # LOS path's sharp pattern at every point
+        dz = h_ut - self.bs_height_m
+        bores = self.boresight.reshape(n_sites, -1)
+        k_sec = bores.shape[1]
+        same = omni or bool((bores == bores[:1]).all())
+        idx = np.arange(n_pts)
+        anchors = [path_anchors(site_offs[:, s : s + 1, :], np.full(1, dz)) for s in range(n_sites)]
+        for state in (True, False):
+            sites = [s for s in range(n_sites) if (los[:, s] == state).any()]
+            if not sites:
+                continue
+            rays = [self.link_rays([ue], s, np.array([state]), np.zeros(1)) for s in sites]
+            counts = [len(anchors[s]) for s in sites]
+            off = np.concatenate([site_offs[anchors[s], s, :] for s in sites])
+            which = np.repeat(np.arange(len(sites)), counts)
+            stacked = LinkRays.stack(rays).take(which)
+            groups = (
+                [np.arange(len(off))]
+                if same
+                else np.split(np.arange(len(off)), np.cumsum(counts)[:-1])
+            )
+            ray_sum = np.empty((len(off), k_sec))
+            for g, first in zip(groups, [sites[0]] if same else sites, strict=True):
+                ray_sum[g], _ = site_gains_db(
+                    off[g],
+                    np.full(len(g), dz),
+                    None if omni else bores[first],
+                    np.full(len(g), state),
+                    self.scenario,
+                    self.carrier_hz,
+                    np.full(len(g), h_ut),
+                    self.bs_height_m,
+                    self.array_rows,
+                    0.8,
+                    self.tilt_zenith_deg,
+                    stacked.take(g),
+                    split=True,
+                )
+            ray_db = np.log10(np.maximum(ray_sum, 1e-300))
+            starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+            for i, s in enumerate(sites):
+                rows = (los[:, s] == state).nonzero()[0]
+                a = anchors[s]
+                j = np.clip(np.searchsorted(a, idx[rows], side="right") - 1, 0, max(len(a) - 2, 0))
+                nxt = np.minimum(j + 1, len(a) - 1)
+                w = ((idx[rows] - a[j]) / np.maximum(a[nxt] - a[j], 1))[:, None]
+                db = ray_db[starts[i] : starts[i] + counts[i]]
+                gain = 10.0 ** ((1.0 - w) * db[j] + w * db[nxt])
+                if rays[i].direct[0] > 0:
+                    direct_db = sector_gain_db(
+                        site_offs[rows, s, None, :],
+                        np.full((len(rows), 1), dz),
+                        None if omni else bores[s][None, :],
+                        None,
+                        self.scenario,
+                        self.carrier_hz,
+                        np.full((len(rows), 1), h_ut),
+                        self.bs_height_m,
+                        self.array_rows,
+                        tilt_zenith_deg=self.tilt_zenith_deg,
+                    )
+                    gain = gain + rays[i].direct[0] * 10.0 ** (direct_db / 10.0)
+                cells = s * k_sec + np.arange(k_sec)
+                out[np.ix_(rows, cells)] -= 10.0 * np.log10(gain)
+        return out + ue.o2i_loss_db
