@@ -61,14 +61,7 @@ class MovingLink:
         psd, total = net.cells[self.cell].snr_terms(
             loss[:, self.cell], not self.uplink, self.uplink
         )
-        scale = np.ones(len(ks))
-        if net.interference != "none" and len(net.cells) > 1:
-            if self.uplink:
-                scale[:] = 1.0 / (1.0 + float(net.eta["uplink"] @ net._ul_rx[:, self.cell]))
-            else:
-                snr = net.cells[0].snr_terms(loss, True, False)[0]  # (instants, cells)
-                eta = net.eta["downlink"]
-                scale = 1.0 / (1.0 + snr @ eta - eta[self.cell] * snr[:, self.cell])
+        scale = net.interference.path_scales(self.cell, self.uplink, loss)
         return psd * scale, np.broadcast_to(total, psd.shape) * scale
 
 
@@ -157,10 +150,7 @@ class HandoverMixin:
         """``ue`` moved: its downlink SNR from every BS at its last measurement (the
         interference terms) and, as a D2D receiver, the other cells' uplinks it hears
         (``refresh_d2d``)."""
-        self._snr_dl[ue.name] = np.asarray(
-            self.cells[0].snr_terms(self.measurement(ue), True, False)[0]
-        )
-        self.refresh_d2d(ue)
+        self.interference.moved(ue, self.measurement(ue))
 
     def handover_table(self) -> pd.DataFrame:
         return pd.DataFrame(self.handovers, columns=["time_s", "device", "from_cell", "to_cell"])
@@ -203,12 +193,8 @@ class HandoverMixin:
             cell = self.cells[c]
             link = (device, cell.node) if direction == "uplink" else (cell.node, device)
             _, psd, total = self.link_terms(cell, link)
-            full = self.eta  # (judged at full load, as coverage is: no stall later)
-            self.eta = {d: np.ones(len(self.cells)) for d in full}
-            try:
+            with self.interference.at_full_load():  # (as coverage is: no stall later)
                 scale = self.snr_scale(c, link)
-            finally:
-                self.eta = full
             if cell.carriers[direction].reachable(psd * scale, total * scale):
                 return
             yield self.env.timeout(0.1)

@@ -2,27 +2,89 @@
 association of devices and CUEs, the per-drop geometry terms (downlink SNR from every
 BS, uplink interference at every BS, D2D interference at every device), the SINR factor
 of a link now, the re-rating of active flows when another cell's occupancy changes, and
-FedDif's D2D link planning. A mixin of
-:class:`~netfl.radio.multicell_radio.MultiCellRadio`, which holds the state these methods use (``cells``, ``eta``, ``serving``, the CUEs and
-the geometry); the model is described in that module's docstring."""
+the SINR factors a moving UE's link has along its path. A part the network radio
+composes (:class:`~netfl.radio.multicell_radio.MultiCellRadio`): it holds the CUEs'
+cells, the per-drop terms and each cell's share of RBs on air; the network asks it
+through its interface (:data:`INTERFACE`); the model is described in that module's
+docstring."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
 import simpy
 
 from channel_models.multicell import nearest_image_offsets
-from channel_models.units import dbm_to_w
+from channel_models.units import dbm_to_w, linear_to_db
 from netfl.core.nodes import Node
 
-__all__ = ["InterferenceMixin"]
+__all__ = ["INTERFACE", "Interference"]
+
+#: what the network radio uses of its interference (tested)
+INTERFACE = (
+    "model",
+    "cue_positions_m",
+    "cue_cells",
+    "attach_cues",
+    "drop",
+    "moved",
+    "inr",
+    "snr_scale",
+    "d2d_inr",
+    "path_scales",
+    "at_full_load",
+    "uplink_inr_db",
+)
 
 
-class InterferenceMixin:
-    """RSRP association, interference terms and SINR of a multi-cell network."""
+class Interference:
+    """The other cells' interference in a network.
+
+    Parameters
+    ----------
+    cells
+        The network's cell radios; ``geometry`` its :class:`SiteGeometry`; ``serving``
+        its association (device name → cell, kept up to date by the network).
+    model
+        ``"load_factor"`` (each cell on air on ``load`` of its RBs), ``"activity"`` (on
+        its carriers' occupancy now) or ``"none"``.
+    """
+
+    def __init__(
+        self,
+        env: simpy.Environment,
+        cells: list[Any],
+        geometry: Any,
+        profile: Any,
+        serving: dict[str, int],
+        model: str = "load_factor",
+        load: float = 1.0,
+    ):
+        self.env, self.cells, self.geometry, self.profile = env, cells, geometry, profile
+        self.serving = serving
+        self.model, self.load = model, float(load)
+        n_cells = len(cells)
+        #: each cell's share of RBs on air, per direction: ``load`` (load_factor), 0
+        #: (none), or its carriers' occupancy now (activity)
+        eta0 = self.load if model == "load_factor" else 0.0
+        self.eta = {d: np.full(n_cells, eta0) for d in ("uplink", "downlink")}
+        self._snr_dl: dict[str, np.ndarray] = {}  # device → SNR from every cell's BS
+        self._d2d_rx: dict[str, np.ndarray] = {}  # device → J_c(v) of every cell (D2D)
+        self._d2d_stale: set[str] = set()  # moved since their J_c(v) was found
+        self._ul_rx = np.zeros((n_cells, n_cells))  # [c', c]: mean UE of c' at BS c / N_RB
+        self._stale: set[str] = set()
+        self._rerate_pending = False
+        self.cue_positions_m = np.zeros((0, 2))
+        self.cue_cells = np.zeros(0, dtype=int)
+        self._cue_loss = np.zeros((0, n_cells))
+        if model == "activity" and n_cells > 1:
+            for c, cell in enumerate(cells):
+                for d, carrier in cell.carriers.items():
+                    carrier.listeners.append(lambda c=c, d=d: self._on_activity(c, d))
 
     def attach_cues(self, positions_m: np.ndarray, demand_rbs: float = 1.0) -> np.ndarray:
         """Attach CUEs at ``positions_m`` (each holding ``demand_rbs`` RBs in a session)
@@ -42,16 +104,10 @@ class InterferenceMixin:
         )
         return self.cue_cells
 
-    def attach(self, devices: Sequence[Node]) -> None:
-        """(Re-)associate every device with its highest-RSRP cell and recompute the
-        interference terms of this drop."""
+    def drop(self, devices: Sequence[Node], loss: np.ndarray, serving: np.ndarray) -> None:
+        """The terms of a drop: ``devices`` with their coupling losses ``loss`` (UEs,
+        cells) attached to ``serving``."""
         devices = list(devices)
-        self._devices = devices
-        loss = self.coupling_loss_db(devices) if devices else np.zeros((0, len(self.cells)))
-        serving = np.argmin(loss, axis=1) if devices else np.zeros(0, dtype=int)
-        self.serving = {d.name: int(c) for d, c in zip(devices, serving, strict=True)}
-        for cell in self.cells:
-            cell.forget_links()
         p = self.profile
         n_cells = len(self.cells)
         # downlink: each device's SNR from every cell's BS (the interferers' at full power)
@@ -61,11 +117,10 @@ class InterferenceMixin:
         self._ul_rx = np.zeros((n_cells, n_cells))
         self._d2d_rx = {}
         self._d2d_stale: set[str] = set()
-        if self.interference == "none" or n_cells == 1:
+        if self.model == "none" or n_cells == 1:
             return
         counts = np.bincount(serving, minlength=n_cells) if devices else np.zeros(n_cells)
-        cue_loss = getattr(self, "_cue_loss", np.zeros((0, n_cells)))
-        all_loss = np.concatenate([loss, cue_loss])
+        all_loss = np.concatenate([loss, self._cue_loss])
         all_cell = np.concatenate([serving, self.cue_cells]).astype(int)
         if not len(all_loss):
             return
@@ -122,9 +177,12 @@ class InterferenceMixin:
             terms[:, c] = rx[:, members].sum(axis=1) / np.maximum(count, 1)
         return terms
 
-    def refresh_d2d(self, ue: Node) -> None:
-        """``ue`` moved (or handed over): its J_c is found again at its position when next
-        needed (:meth:`d2d_row`), the other members at theirs then."""
+    def moved(self, ue: Node, loss: np.ndarray) -> None:
+        """``ue`` moved (or handed over), with coupling losses ``loss`` to every cell now:
+        its downlink SNR from every BS, and — as a D2D receiver — its J_c found again at
+        its position when next needed (:meth:`d2d_row`), the other members at theirs
+        then."""
+        self._snr_dl[ue.name] = np.asarray(self.cells[0].snr_terms(loss, True, False)[0])
         if ue.name in self._d2d_rx:
             self._d2d_stale.add(ue.name)
 
@@ -154,7 +212,7 @@ class InterferenceMixin:
         """Interference over noise of ``ue``'s link with ``cell`` now (linear): uplink
         Σ_{c'≠c} η_c'·[mean UE of c' at BS c]/N_RB, downlink Σ_{c'≠c} η_c'·SNR_c'(ue),
         with η the other cells' share of RBs on air (``eta``)."""
-        if self.interference == "none" or len(self.cells) == 1:
+        if self.model == "none" or len(self.cells) == 1:
             return 0.0
         if uplink:
             return float(self.eta["uplink"] @ self._ul_rx[:, cell])
@@ -174,7 +232,7 @@ class InterferenceMixin:
     def d2d_inr(self, cell: int, receiver: Node) -> float:
         """Interference over noise at ``receiver`` of a D2D pair sent on cell ``cell``'s
         uplink: Σ_{c≠cell} η_c·J_c(receiver) (the other cells' uplinks on the band)."""
-        if self.interference == "none" or len(self.cells) == 1:
+        if self.model == "none" or len(self.cells) == 1:
             return 0.0
         row = self.d2d_row(receiver.name)
         if row is None:
@@ -182,27 +240,33 @@ class InterferenceMixin:
         eta = self.eta["uplink"]
         return float(eta @ row - eta[cell] * row[cell])
 
-    def link_states(
-        self, srcs: Sequence[Node], dsts: Sequence[Node]
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """FedDif's D2D link planning on a network: ``(mean SINR, expected spectral
-        efficiency)`` of every pair ``srcs[m] → dsts[i]`` (devices), each on its sender's
-        cell's uplink with the interference now (:meth:`d2d_inr`); 0 on the diagonal."""
-        if not all(n.is_device for n in (*srcs, *dsts)):
-            raise ValueError("a network plans D2D links only (devices to devices)")
-        snr = np.zeros((len(srcs), len(dsts)))
-        for m, src in enumerate(srcs):
-            c = self.serving[src.name]
-            row, _ = self.cells[c].link_states([src], dsts)
-            scale = np.array([1.0 / (1.0 + self.d2d_inr(c, d)) for d in dsts])
-            snr[m] = row[0] * scale
-        return snr, self.cells[0].expected_efficiency(snr, "d2d")
+    def path_scales(self, cell: int, uplink: bool, loss: np.ndarray) -> np.ndarray:
+        """SINR/SNR of a moving UE's link with ``cell`` at each of its measurements
+        ``loss`` (instants, cells) with the interference now (:meth:`inr`)."""
+        scale = np.ones(len(loss))
+        if self.model == "none" or len(self.cells) == 1:
+            return scale
+        if uplink:
+            scale[:] = 1.0 / (1.0 + float(self.eta["uplink"] @ self._ul_rx[:, cell]))
+            return scale
+        snr = self.cells[0].snr_terms(loss, True, False)[0]  # (instants, cells)
+        eta = self.eta["downlink"]
+        return 1.0 / (1.0 + snr @ eta - eta[cell] * snr[:, cell])
 
-    def d2d_budget(self, senders: Sequence[Node]) -> tuple[np.ndarray, np.ndarray]:
-        """One pool per cell (a pair uses its sender's cell's uplink): each sender's cell
-        and the uplink bandwidth no CUE holds in each cell [Hz]."""
-        pool = np.array([self.serving[s.name] for s in senders], dtype=int)
-        return pool, np.array([c.d2d_free_bandwidth_hz() for c in self.cells])
+    @contextmanager
+    def at_full_load(self) -> Iterator[None]:
+        """Within it, every other cell is on air on all its RBs (coverage is judged so:
+        a device in coverage then never stalls on interference)."""
+        eta = self.eta
+        self.eta = {d: np.ones(len(self.cells)) for d in eta}
+        try:
+            yield
+        finally:
+            self.eta = eta
+
+    def uplink_inr_db(self, cell: int) -> float:
+        """Uplink interference over noise at ``cell``'s BS now [dB]."""
+        return float(linear_to_db(max(self.eta["uplink"] @ self._ul_rx[:, cell], 1e-30)))
 
     def _on_activity(self, cell: int, direction: str) -> None:
         """``interference: activity``: cell ``cell``'s ``direction`` carrier changed its

@@ -42,6 +42,7 @@ multicasts in each cell.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable, Generator, Sequence
 from typing import Any
@@ -51,13 +52,12 @@ import pandas as pd
 import simpy
 
 from channel_models.channel_profiles import ChannelProfile
-from channel_models.units import linear_to_db
 from netfl.core.activity import TransferCut
 from netfl.core.nodes import Node
 from netfl.core.records import Recorder, TransferRecord
 from netfl.radio.backhaul import Backhaul
 from netfl.radio.handover import HandoverMixin
-from netfl.radio.interference import InterferenceMixin
+from netfl.radio.interference import Interference
 from netfl.radio.ofdma_radio import OfdmaRadio
 from netfl.radio.radio import Radio, direction_of
 from netfl.radio.radio_energy import BsPowerModel
@@ -147,7 +147,7 @@ class CellRadio(OfdmaRadio):
             out[rows, cols] -= self.network.geometry.antenna_gains_db(ues, self)
         return out
 
-    def _link(self, src: Node, dst: Node) -> tuple[float, float, float]:
+    def link_now(self, src: Node, dst: Node) -> tuple[float, float, float]:
         """``(loss, SINR per RB, SINR of all power in one RB)`` with the interference now."""
         loss, psd, total = self.network.link_terms(self, (src, dst))
         scale = self.network.snr_scale(self.cell, (src, dst))
@@ -164,7 +164,7 @@ class CellRadio(OfdmaRadio):
         return super().send(carrier, size_bits, psd, total, rng, **kw)
 
 
-class MultiCellRadio(HandoverMixin, InterferenceMixin, Radio):
+class MultiCellRadio(HandoverMixin, Radio):
     """Cells with their own carriers, RSRP association, interference and backhaul.
 
     Parameters
@@ -209,8 +209,6 @@ class MultiCellRadio(HandoverMixin, InterferenceMixin, Radio):
         self.cell_nodes = cell_nodes
         self.server = server
         self.server_site = server_site
-        self.interference = interference
-        self.load = float(load)
         self._rng_for_transfer = rng_for_transfer
         self._count = 0
         cell_site = deployment.cell_site()
@@ -249,18 +247,12 @@ class MultiCellRadio(HandoverMixin, InterferenceMixin, Radio):
             tilt_zenith_deg,
         )
         self.backhaul = Backhaul(env, len(self.geometry.site_xy), backhaul_bps, backhaul_latency_s)
+        #: each device's serving cell (association at a drop, then the A3 rule)
         self.serving: dict[str, int] = {}
-        n_cells = len(cell_nodes)
-        #: each cell's share of RBs on air, per direction: ``load`` (load_factor), 0
-        #: (none), or its carriers' occupancy now (activity)
-        eta0 = self.load if interference == "load_factor" else 0.0
-        self.eta = {d: np.full(n_cells, eta0) for d in ("uplink", "downlink")}
-        self._snr_dl: dict[str, np.ndarray] = {}  # device → SNR from every cell's BS
-        self._d2d_rx: dict[str, np.ndarray] = {}  # device → J_c(v) of every cell (D2D)
-        self._d2d_stale: set[str] = set()  # moved since their J_c(v) was found
-        self._ul_rx = np.zeros((n_cells, n_cells))  # [c', c]: mean UE of c' at BS c / N_RB
-        self._stale: set[str] = set()
-        self._rerate_pending = False
+        #: the other cells' interference (a part: :mod:`netfl.radio.interference`)
+        self.interference = Interference(
+            env, self.cells, self.geometry, profile, self.serving, interference, load
+        )
         #: moving devices (names), their A3 state, handovers and interruptions
         self.mobile: set[str] = set()
         #: the A3 rule's hysteresis [dB] and time-to-trigger [s], the interruption [s],
@@ -273,13 +265,6 @@ class MultiCellRadio(HandoverMixin, InterferenceMixin, Radio):
         #: instant, coupling losses)
         self.paths: dict[str, Any] = {}
         self._plans: dict[str, tuple[int, np.ndarray]] = {}
-        if interference == "activity" and n_cells > 1:
-            for c, cell in enumerate(self.cells):
-                for d, carrier in cell.carriers.items():
-                    carrier.listeners.append(lambda c=c, d=d: self._on_activity(c, d))
-        self.cue_positions_m = np.zeros((0, 2))
-        self.cue_cells = np.zeros(0, dtype=int)
-        self._devices: list[Node] = []
 
     # -- geometry ------------------------------------------------------------------
     def next_fading_rng(self) -> np.random.Generator:
@@ -295,6 +280,49 @@ class MultiCellRadio(HandoverMixin, InterferenceMixin, Radio):
         return np.stack(
             [c.link_loss_matrix_db([c.node], ues)[0] for c in self.cells], axis=1
         ).reshape(len(ues), len(self.cells))
+
+    def attach_cues(self, positions_m: np.ndarray, demand_rbs: float = 1.0) -> np.ndarray:
+        """Attach CUEs at ``positions_m`` to their best cells (mean coupling loss); the
+        cell of each (:meth:`Interference.attach_cues`)."""
+        return self.interference.attach_cues(positions_m, demand_rbs)
+
+    def attach(self, devices: Sequence[Node]) -> None:
+        """(Re-)associate every device with its highest-RSRP cell and recompute the
+        interference terms of this drop."""
+        devices = list(devices)
+        loss = self.coupling_loss_db(devices) if devices else np.zeros((0, len(self.cells)))
+        serving = np.argmin(loss, axis=1) if devices else np.zeros(0, dtype=int)
+        self.serving.clear()  # (in place: the parts hold it)
+        self.serving.update({d.name: int(c) for d, c in zip(devices, serving, strict=True)})
+        for cell in self.cells:
+            cell.forget_links()
+        self.interference.drop(devices, loss, serving)
+
+    def snr_scale(self, cell: int, link: tuple) -> float:
+        """SINR/SNR of a link ``(src, dst)`` of cell ``cell`` now."""
+        return self.interference.snr_scale(cell, link)
+
+    def link_states(
+        self, srcs: Sequence[Node], dsts: Sequence[Node]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """FedDif's D2D link planning on a network: ``(mean SINR, expected spectral
+        efficiency)`` of every pair ``srcs[m] → dsts[i]`` (devices), each on its sender's
+        cell's uplink with the interference now (:meth:`d2d_inr`); 0 on the diagonal."""
+        if not all(n.is_device for n in (*srcs, *dsts)):
+            raise ValueError("a network plans D2D links only (devices to devices)")
+        snr = np.zeros((len(srcs), len(dsts)))
+        for m, src in enumerate(srcs):
+            c = self.serving[src.name]
+            row, _ = self.cells[c].link_states([src], dsts)
+            scale = np.array([1.0 / (1.0 + self.interference.d2d_inr(c, d)) for d in dsts])
+            snr[m] = row[0] * scale
+        return snr, self.cells[0].expected_efficiency(snr, "d2d")
+
+    def d2d_budget(self, senders: Sequence[Node]) -> tuple[np.ndarray, np.ndarray]:
+        """One pool per cell (a pair uses its sender's cell's uplink): each sender's cell
+        and the uplink bandwidth no CUE holds in each cell [Hz]."""
+        pool = np.array([self.serving[s.name] for s in senders], dtype=int)
+        return pool, np.array([c.d2d_free_bandwidth_hz() for c in self.cells])
 
     def cell_of(self, device: Node) -> CellRadio:
         return self.cells[self.serving[device.name]]
@@ -424,17 +452,17 @@ class MultiCellRadio(HandoverMixin, InterferenceMixin, Radio):
         never stall on interference."""
         self.attach(devices)
         frames = []
-        eta = self.eta
-        if self.interference == "activity":  # judged at full load: never stalls later
-            self.eta = {d: np.ones(len(self.cells)) for d in eta}
-        try:
+        judged = (  # (at full load under activity: never stalls later)
+            self.interference.at_full_load()
+            if self.interference.model == "activity"
+            else contextlib.nullcontext()
+        )
+        with judged:
             for d in devices:
                 c = self.serving[d.name]
                 f = self.cells[c].coverage(self.cell_nodes[c], [d])
                 f.insert(1, "cell", c)
                 frames.append(f)
-        finally:
-            self.eta = eta
         if not frames:
             return pd.DataFrame(
                 columns=["device", "cell", "uplink_snr_db", "downlink_snr_db", "starved"]
@@ -461,8 +489,7 @@ class MultiCellRadio(HandoverMixin, InterferenceMixin, Radio):
                 "boresight_deg": self.geometry.boresight,
                 # (with the load factor; under activity: at the end of the run's occupancy)
                 "uplink_inr_db": [
-                    float(linear_to_db(max(self.eta["uplink"] @ self._ul_rx[:, c], 1e-30)))
-                    for c in range(len(self.cells))
+                    self.interference.uplink_inr_db(c) for c in range(len(self.cells))
                 ],
                 "devices": [int(attached.get(c, 0)) for c in range(len(self.cells))],
                 "bs_radio_energy_j": [n.energy.bs_radio_j for n in self.cell_nodes],
@@ -470,9 +497,9 @@ class MultiCellRadio(HandoverMixin, InterferenceMixin, Radio):
         )
         cues = pd.DataFrame(
             {
-                "x_m": self.cue_positions_m[:, 0],
-                "y_m": self.cue_positions_m[:, 1],
-                "cell": self.cue_cells,
+                "x_m": self.interference.cue_positions_m[:, 0],
+                "y_m": self.interference.cue_positions_m[:, 1],
+                "cell": self.interference.cue_cells,
             }
         )
         occupancy = pd.concat(occ, ignore_index=True).astype(
@@ -486,5 +513,5 @@ class MultiCellRadio(HandoverMixin, InterferenceMixin, Radio):
     def __repr__(self) -> str:
         return (
             f"MultiCellRadio({len(self.geometry.site_xy)} sites, {len(self.cells)} cells, "
-            f"{self.profile.name!r}, interference={self.interference})"
+            f"{self.profile.name!r}, interference={self.interference.model})"
         )

@@ -127,9 +127,9 @@ class OfdmaRadio(LinkRadio):
     def link_loss_db(self, src: Node, dst: Node) -> float:
         """Large-scale loss of the link ``src → dst`` [dB]: :meth:`link_loss_matrix_db`
         of one link, kept per link and positions (it is fixed per link and drop)."""
-        return self._link(src, dst)[0]
+        return self.link_now(src, dst)[0]
 
-    def _link(self, src: Node, dst: Node) -> tuple[float, float, float]:
+    def link_now(self, src: Node, dst: Node) -> tuple[float, float, float]:
         """``(loss_db, snr_per_rb, snr_total)`` of a link now (a network's cell: with its
         interference, a moving UE at its last measurement)."""
         return self.link_at_positions(src, dst)
@@ -294,7 +294,7 @@ class OfdmaRadio(LinkRadio):
 
     def mean_snr(self, src: Node, dst: Node, num_rbs: float = 1.0) -> float:
         """Mean per-RB SNR of ``src → dst`` holding ``num_rbs`` RBs (no fading) [linear]."""
-        _, psd, total = self._link(src, dst)
+        _, psd, total = self.link_now(src, dst)
         return float(min(psd, total / num_rbs))
 
     def link_states(
@@ -399,7 +399,7 @@ class OfdmaRadio(LinkRadio):
         self, src: Node, dst: Node, size_bits: float, direction: str
     ) -> Generator[simpy.Event, Any, dict[str, float] | None]:
         carrier = self.carrier_for(direction)
-        _, psd, total = self._link(src, dst)
+        _, psd, total = self.link_now(src, dst)
         start = self.env.now
         grant = self.profile.uplink_grant
         sent: list[OfdmaFlow] = []  # (the flows started; a grant cycle's each)
@@ -432,7 +432,7 @@ class OfdmaRadio(LinkRadio):
         self, src: Node, receivers: list[Node], size_bits: float, progress: list
     ) -> Generator[simpy.Event, Any, dict[str, float] | None]:
         carrier = self.carriers["downlink"]
-        snrs = np.array([self._link(src, r)[1] for r in receivers])
+        snrs = np.array([self.link_now(src, r)[1] for r in receivers])
         start = self.env.now
         flow = self.send(carrier, size_bits, float(snrs.min()), math.inf, multicast_snrs=snrs)
         progress.append(lambda: carrier.progress(flow))
@@ -461,8 +461,8 @@ class OfdmaRadio(LinkRadio):
         — ns-3's schedulers never serve a UE whose CQI is 0."""
         rows = []
         for d in devices:
-            _, up_psd, up_total = self._link(d, bs)
-            _, down, _ = self._link(bs, d)
+            _, up_psd, up_total = self.link_now(d, bs)
+            _, down, _ = self.link_now(bs, d)
             up_ok = self.carriers["uplink"].reachable(up_psd, up_total)
             down_ok = self.carriers["downlink"].reachable(down)
             rows.append(

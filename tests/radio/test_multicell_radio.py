@@ -93,7 +93,7 @@ def test_two_cells_downlink_and_uplink_sinr_by_hand():
     # downlink of ue0 from cell 0, cell 1 interfering at load η
     snr = [p.bs_tx_power_w * 10 ** (-loss_db(d) / 10) / p.noise_w("ue") for d in (100.0, 400.0)]
     expected_dl = snr[0] / (1.0 + eta * snr[1])
-    got_dl = radio.cells[0]._link(radio.cell_nodes[0], a)[1]
+    got_dl = radio.cells[0].link_now(radio.cell_nodes[0], a)[1]
     assert got_dl == pytest.approx(expected_dl, rel=1e-12)
     # uplink at cell 0: ue1 (cell 1's only UE) on every RB with its per-RB power
     pc = p.uplink_power_control
@@ -102,10 +102,8 @@ def test_two_cells_downlink_and_uplink_sinr_by_hand():
     psd = dbm_to_w(pc["p0_dbm"] + 10 * math.log10(2.0**p.numerology) + pc["alpha"] * own)
     p_rb = min(p.ue_tx_power_w / n_rb, psd)
     inr = eta * p_rb * 10 ** (-loss_db(420.0) / 10) / p.noise_w("bs", p.rb_bandwidth_hz)
-    _, psd0, total0 = (
-        radio.cells[0].__class__.__mro__[1]._link(radio.cells[0], a, radio.cell_nodes[0])
-    )
-    _, psd_i, total_i = radio.cells[0]._link(a, radio.cell_nodes[0])
+    _, psd0, total0 = radio.cells[0].link_at_positions(a, radio.cell_nodes[0])
+    _, psd_i, total_i = radio.cells[0].link_now(a, radio.cell_nodes[0])
     assert psd_i == pytest.approx(psd0 / (1 + inr), rel=1e-12)
     assert total_i == pytest.approx(total0 / (1 + inr), rel=1e-12)
     # no interference: the SNR
@@ -119,7 +117,7 @@ def test_two_cells_downlink_and_uplink_sinr_by_hand():
             },
         )
     )
-    assert world0.radio.cells[0]._link(world0.radio.cell_nodes[0], world0.all_devices[0])[
+    assert world0.radio.cells[0].link_now(world0.radio.cell_nodes[0], world0.all_devices[0])[
         1
     ] == pytest.approx(snr[0], rel=1e-12)
 
@@ -384,7 +382,7 @@ def test_activity_interference_rerates_a_flow_while_the_other_cell_transmits():
     # while cell 1 transmits alone on its carrier (all RBs: η1 = 1) ue0 is interfered
     left = size_a - rate["alone"] * t1 - rate["interfered"] * (t2 - t1)
     assert rec_a.end_s == pytest.approx(t2 + left / rate["alone"], rel=1e-9)
-    assert radio.eta["downlink"][1] == 0.0  # idle again
+    assert radio.interference.eta["downlink"][1] == 0.0  # idle again
 
 
 def test_a_network_run_writes_its_tables_and_figures(tmp_path):
@@ -653,7 +651,7 @@ def test_d2d_sinr_on_a_network_by_hand():
     inr = 0.5 * p_rb * g / p.noise_w("ue", p.rb_bandwidth_hz)
     cell0 = radio.cells[0]
     _, snr_psd, snr_total = cell0.link_at_positions(a, b)
-    _, sinr_psd, sinr_total = cell0._link(a, b)
+    _, sinr_psd, sinr_total = cell0.link_now(a, b)
     assert sinr_psd == pytest.approx(snr_psd / (1 + inr), rel=1e-12)
     assert sinr_total == pytest.approx(snr_total / (1 + inr), rel=1e-12)
     snr, gamma = radio.link_states([a], [a, b])
@@ -664,10 +662,10 @@ def test_d2d_sinr_on_a_network_by_hand():
     assert list(pool) == [0, 1] and len(available) == 2
     # the receiver moves 100 m towards ue2 (still in cell 0): its term follows it
     b.position_m = np.array([250.0, 0.0])
-    radio.refresh_d2d(b)
+    radio.interference.moved(b, radio.coupling_loss_db([b])[0])
     g2 = 10 ** (-float(law.mean_loss_db(np.array([170.0]))[0]) / 10)
     want = p_rb * g2 / p.noise_w("ue", p.rb_bandwidth_hz)
-    assert radio.d2d_row("ue1")[1] == pytest.approx(want, rel=1e-12)
+    assert radio.interference.d2d_row("ue1")[1] == pytest.approx(want, rel=1e-12)
 
 
 @pytest.mark.parametrize("name", ["feddif", "fedswap"])
@@ -750,13 +748,13 @@ def test_a_d2d_flow_is_rerated_while_another_cell_uploads():
 
     def watch():
         yield env.timeout(0.01)
-        seen.append(("before", carrier.flows[0].snr_scale, radio.eta["uplink"][1]))
+        seen.append(("before", carrier.flows[0].snr_scale, radio.interference.eta["uplink"][1]))
         up = radio.transfer(c, radio.cell_nodes[1], 2e6, "probe")
         yield env.timeout(1e-4)
-        seen.append(("during", carrier.flows[0].snr_scale, radio.eta["uplink"][1]))
+        seen.append(("during", carrier.flows[0].snr_scale, radio.interference.eta["uplink"][1]))
         yield up
         yield env.timeout(1e-4)
-        seen.append(("after", carrier.flows[0].snr_scale, radio.eta["uplink"][1]))
+        seen.append(("after", carrier.flows[0].snr_scale, radio.interference.eta["uplink"][1]))
 
     d2d = radio.transfer(a, b, 4e8, "probe")
     env.process(watch())
@@ -764,7 +762,7 @@ def test_a_d2d_flow_is_rerated_while_another_cell_uploads():
     (_, s0, e0), (_, s1, e1), (_, s2, e2) = seen
     assert s0 == 1.0 and e0 == 0.0 and e2 == 0.0 and s2 == 1.0
     assert 0.0 < e1 <= 1.0
-    assert s1 == pytest.approx(1.0 / (1.0 + e1 * radio._d2d_rx["ue1"][1]), rel=1e-12)
+    assert s1 == pytest.approx(1.0 / (1.0 + e1 * radio.interference.d2d_row("ue1")[1]), rel=1e-12)
     assert s1 < 1.0
 
 
