@@ -88,6 +88,7 @@ LAYERS: list[list[str]] = [
         "netfl.radio.handover",
         "netfl.radio.interference",
         "netfl.radio.site_geometry",
+        "netfl.radio.moving_transfers",
         "netfl.radio.multicell_radio",
         "netfl.radio.radio",
         "netfl.radio.ofdma",

@@ -30,7 +30,7 @@ already happens, never a new one), a constant ``load`` (``load_factor``), or 0.
 
 The geometry terms (SNR_c(u), I_c'c, J_c(v)) are computed when devices are (re-)dropped;
 a multicast keeps the SINRs of its start. A moving device's unicast with the server follows it in flight
-(:meth:`HandoverMixin._moving_transfer`).
+(:meth:`MovingTransfers.carry`).
 
 A transfer between a device and the FL server (``world.bs``) is an access hop over the
 device's serving cell plus, unless the server sits at that cell's site, a
@@ -56,8 +56,9 @@ from netfl.core.activity import TransferCut
 from netfl.core.nodes import Node
 from netfl.core.records import Recorder, TransferRecord
 from netfl.radio.backhaul import Backhaul
-from netfl.radio.handover import HandoverMixin
+from netfl.radio.handover import HandoverControl
 from netfl.radio.interference import Interference
+from netfl.radio.moving_transfers import MovingTransfers
 from netfl.radio.ofdma_radio import OfdmaRadio
 from netfl.radio.radio import Radio, direction_of
 from netfl.radio.radio_energy import BsPowerModel
@@ -113,12 +114,12 @@ class CellRadio(OfdmaRadio):
         consistent fields of the BS's site at the UE's position (TR 38.901 §7.6.3)."""
         u, z = super().link_variates(srcs, dsts, a, b)
         net = self.network
-        if not net.mobile:
+        if not net.handover.mobile:
             return u, z
         for m, sn in enumerate(srcs):
             for i, dn in enumerate(dsts):
                 ue, bs = (sn, dn) if sn.is_device else (dn, sn)
-                if ue.is_device and not bs.is_device and ue.name in net.mobile:
+                if ue.is_device and not bs.is_device and ue.name in net.handover.mobile:
                     c = net.cell_index(bs)
                     if c is not None:
                         fu, fz = net.geometry.site_fields(
@@ -164,7 +165,7 @@ class CellRadio(OfdmaRadio):
         return super().send(carrier, size_bits, psd, total, rng, **kw)
 
 
-class MultiCellRadio(HandoverMixin, Radio):
+class MultiCellRadio(Radio):
     """Cells with their own carriers, RSRP association, interference and backhaul.
 
     Parameters
@@ -253,18 +254,16 @@ class MultiCellRadio(HandoverMixin, Radio):
         self.interference = Interference(
             env, self.cells, self.geometry, profile, self.serving, interference, load
         )
-        #: moving devices (names), their A3 state, handovers and interruptions
-        self.mobile: set[str] = set()
-        #: the A3 rule's hysteresis [dB] and time-to-trigger [s], the interruption [s],
-        #: the measurement period [s] and the layer-3 filter coefficient
-        self.handover = {**DEFAULT_HANDOVER, **(handover or {})}
-        self.handovers: list[tuple[float, str, int, int]] = []
-        self._a3: dict[str, dict] = {}
-        self._busy_until: dict[str, float] = {}
-        #: moving devices' paths (name → trajectory) and measurements ahead (first
-        #: instant, coupling losses)
-        self.paths: dict[str, Any] = {}
-        self._plans: dict[str, tuple[int, np.ndarray]] = {}
+        #: moving devices' measurements and A3 rule (a part: :mod:`netfl.radio.handover`)
+        self.handover = HandoverControl(
+            env,
+            self.geometry,
+            self.serving,
+            len(cell_nodes),
+            {**DEFAULT_HANDOVER, **(handover or {})},
+        )
+        #: their transfers (a part: :mod:`netfl.radio.moving_transfers`)
+        self.moving = MovingTransfers(self)
 
     # -- geometry ------------------------------------------------------------------
     def next_fading_rng(self) -> np.random.Generator:
@@ -273,6 +272,32 @@ class MultiCellRadio(HandoverMixin, Radio):
         rng = self._rng_for_transfer(self._count)
         self._count += 1
         return rng
+
+    def follow(self, paths: dict[str, Any]) -> None:
+        """Devices (name → trajectory: ``positions(t)``) that move along known paths:
+        measured along them, handed over by the A3 rule, followed in flight."""
+        self.handover.follow(paths)
+
+    def track(self, ue: Node, t0_s: float, t1_s: float) -> None:
+        """Apply the A3 rule along ``ue``'s path over (t0, t1] (:meth:`HandoverControl.track`)."""
+        self.handover.track(ue, t0_s, t1_s)
+
+    def refresh(self, ue: Node) -> None:
+        """``ue`` moved: the interference terms at its last measurement."""
+        self.interference.moved(ue, self.handover.measurement(ue))
+
+    def link_terms(self, cell: CellRadio, link: tuple[Node, Node]) -> tuple[float, float, float]:
+        """``(loss, SNR per RB, SNR of all power in one RB)`` of ``link`` of cell ``cell``
+        without interference: a moving UE's cellular link at its last measurement
+        (:meth:`HandoverControl.measurement`; the link adaptation follows its reports),
+        any other link at the nodes' positions."""
+        src, dst = link
+        ue = src if src.is_device else dst
+        if ue.name in self.handover.mobile and not (src.is_device and dst.is_device):
+            loss = float(self.handover.measurement(ue)[cell.cell])
+            psd, total = cell.snr_terms(loss, not src.is_device, not dst.is_device)
+            return loss, float(psd), float(total)
+        return cell.link_at_positions(src, dst)
 
     def coupling_loss_db(self, ues: Sequence[Node]) -> np.ndarray:
         """``(UEs, cells)`` coupling loss [dB]: each cell's path loss, shadowing and LOS
@@ -333,7 +358,7 @@ class MultiCellRadio(HandoverMixin, Radio):
             self.server_site is not None and int(self.geometry.cell_site[cell]) == self.server_site
         )
 
-    def _backhaul(
+    def backhaul_hop(
         self, cell: int, direction: str, size_bits: float, kind: str, num_models: int
     ) -> Generator[simpy.Event, Any, TransferRecord | None]:
         """The hop between cell ``cell``'s site and the server, recorded (none when the
@@ -370,24 +395,24 @@ class MultiCellRadio(HandoverMixin, Radio):
     def carry(
         self, src: Node, dst: Node, size_bits: float, kind: str, num_models: int
     ) -> Generator[simpy.Event, Any, TransferRecord | None]:
-        yield from self._wait_handover([n for n in (src, dst) if n.is_device])
+        yield from self.moving.wait_handover([n for n in (src, dst) if n.is_device])
         if not src.is_device and not dst.is_device:  # a cell's BS ↔ the server
             to_server = dst is self.server
             c = self.cell_index(src if to_server else dst)
             if c is None or (dst if to_server else src) is not self.server:
                 raise ValueError(f"no backhaul from {src.name} to {dst.name}")
             direction = "uplink" if to_server else "downlink"
-            return (yield from self._backhaul(c, direction, size_bits, kind, num_models))
+            return (yield from self.backhaul_hop(c, direction, size_bits, kind, num_models))
         bs_end = dst if src.is_device else src
         if bs_end is not self.server and bs_end is not None and not bs_end.is_device:
             c = self.cell_index(bs_end)  # a device ↔ a cell's BS (an edge server)
             if c is None:
                 raise ValueError(f"{bs_end.name} is not a cell of the network")
             device = src if src.is_device else dst
-            if device.name in self.mobile:  # (over its serving cell, wherever it is)
-                yield from self._wait_coverage(device, direction_of(src, dst))
+            if device.name in self.handover.mobile:  # (over its serving cell, wherever it is)
+                yield from self.moving.wait_coverage(device, direction_of(src, dst))
                 return (
-                    yield from self._moving_transfer(
+                    yield from self.moving.carry(
                         device, direction_of(src, dst), size_bits, kind, num_models, edge=c
                     )
                 )
@@ -397,24 +422,22 @@ class MultiCellRadio(HandoverMixin, Radio):
             cell = self.cell_of(src)
             return (yield from cell.carry(src, dst, size_bits, kind, num_models))
         device = src if direction == "uplink" else dst
-        yield from self._wait_coverage(device, direction)
-        if device.name in self.mobile:
-            return (
-                yield from self._moving_transfer(device, direction, size_bits, kind, num_models)
-            )
+        yield from self.moving.wait_coverage(device, direction)
+        if device.name in self.handover.mobile:
+            return (yield from self.moving.carry(device, direction, size_bits, kind, num_models))
         c = self.serving[device.name]
         cell, node = self.cells[c], self.cell_nodes[c]
         if direction == "downlink":
-            yield from self._backhaul(c, "downlink", size_bits, kind, num_models)
+            yield from self.backhaul_hop(c, "downlink", size_bits, kind, num_models)
             return (yield from cell.carry(node, device, size_bits, kind, num_models))
         record = yield from cell.carry(device, node, size_bits, kind, num_models)
-        yield from self._backhaul(c, "uplink", size_bits, kind, num_models)
+        yield from self.backhaul_hop(c, "uplink", size_bits, kind, num_models)
         return record
 
     def carry_multicast(
         self, src: Node, receivers: list[Node], size_bits: float, kind: str, num_models: int
     ) -> Generator[simpy.Event, Any, list[TransferRecord]]:
-        yield from self._wait_handover(receivers)
+        yield from self.moving.wait_handover(receivers)
         c = self.cell_index(src)
         if src is not self.server and c is not None:  # a cell's BS to its own UEs
             return (
@@ -427,7 +450,7 @@ class MultiCellRadio(HandoverMixin, Radio):
             by_cell.setdefault(self.serving[r.name], []).append(r)
 
         def one(c: int, members: list[Node]) -> Generator[simpy.Event, Any, list]:
-            yield from self._backhaul(c, "downlink", size_bits, kind, num_models)
+            yield from self.backhaul_hop(c, "downlink", size_bits, kind, num_models)
             return (
                 yield from self.cells[c].carry_multicast(
                     self.cell_nodes[c], members, size_bits, kind, num_models
@@ -506,8 +529,8 @@ class MultiCellRadio(HandoverMixin, Radio):
             {"cell": int, "time_s": float, "session_rbs": float, "flow_rbs": float}
         )  # (a cell that never carried anything has an empty, untyped frame)
         tables = {"occupancy": occupancy, "cues": cues, "cells": cells}
-        if self.mobile:
-            tables["handovers"] = self.handover_table()
+        if self.handover.mobile:
+            tables["handovers"] = self.handover.table()
         return tables
 
     def __repr__(self) -> str:

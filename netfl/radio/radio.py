@@ -225,7 +225,7 @@ class Radio(ABC):
         self.recorder.transfers.append(record)
         return record
 
-    def _enter(self, nodes: Sequence[Node]) -> object:
+    def enter(self, nodes: Sequence[Node]) -> object:
         """Register the running process as the devices' activity (fails with the
         :class:`~netfl.core.activity.DeviceCut` of one that is cut); returns its key."""
         key = self.env.active_process
@@ -233,7 +233,7 @@ class Radio(ABC):
             self.activities.enter(nodes, key)
         return key
 
-    def _leave(self, nodes: Sequence[Node], key: object) -> None:
+    def leave(self, nodes: Sequence[Node], key: object) -> None:
         if self.activities is not None:
             self.activities.leave(nodes, key)
 
@@ -264,7 +264,7 @@ class LinkRadio(Radio):
             self.mover((src, dst))
         direction = direction_of(src, dst)
         start = self.env.now
-        key = self._enter((src, dst))
+        key = self.enter((src, dst))
         self.begin((src, dst), direction)
         try:
             extra = yield from self._deliver(src, dst, size_bits, direction)
@@ -272,7 +272,7 @@ class LinkRadio(Radio):
             self.end((src, dst), direction)
             self.record(src, dst, kind, direction, size_bits, start, num_models, cut.extra, cut=cut)
             raise cut.cause from None
-        self._leave((src, dst), key)
+        self.leave((src, dst), key)
         self.end((src, dst), direction)
         return self.record(src, dst, kind, direction, size_bits, start, num_models, extra or {})
 
@@ -326,7 +326,7 @@ class LinkRadio(Radio):
             extra = None  # (every receiver has its record)
         stayed = [r for r in receivers if r.name not in records]
         for r in stayed:
-            self._leave((r,), (group, r.name))
+            self.leave((r,), (group, r.name))
         self.end((src, *stayed), "downlink")  # (the counters once; the cut UEs ended)
         for r in stayed:
             records[r.name] = self.record(

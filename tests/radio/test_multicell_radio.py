@@ -444,11 +444,11 @@ def test_a_device_crossing_the_border_hands_over_when_a3_says():
     expected = (500.0 * q / (1.0 + q) - x0) / v + ttt
     env.run(until=expected - 1.0)
     world.move([ue])
-    assert radio.handovers == []  # (not yet: the time-to-trigger carries over calls)
+    assert radio.handover.handovers == []  # (not yet: the time-to-trigger carries over calls)
     env.run(until=expected + 0.02)
     world.move([ue])
     assert ue.position_m == pytest.approx([x0 + v * env.now, 0.0])
-    ((when, name, src, dst),) = radio.handovers
+    ((when, name, src, dst),) = radio.handover.handovers
     assert (name, src, dst) == ("ue0", 0, 1) and abs(when - expected) <= 0.011
     assert radio.serving["ue0"] == 1
     # a transfer asked for within the interruption starts when it ends, on the new cell
@@ -569,7 +569,7 @@ def test_a_transfer_in_flight_follows_the_ue_and_resumes_on_the_new_cell():
     assert rate(0.0, 0.0) > 1.5 * rate(0.0, 4.0)  # (the rate falls as it drives away)
     size = rate(0.0, 0.0) * 4.5
     rec = env.run(until=radio.transfer(world.bs, ue, size, "probe"))
-    ((when, _, src, dst),) = radio.handovers
+    ((when, _, src, dst),) = radio.handover.handovers
     assert (src, dst) == (0, 1) and 0.0 < when < rec.end_s
     # cell 0: from 0 at x0, re-rated at every 10 ms tick until the handover tick
     ticks = np.arange(0.0, when - 1e-9, step)
@@ -622,7 +622,7 @@ def test_a_moving_device_costs_events_only_while_it_transfers():
     assert duration > 10.0
     ticks = [t for t in calls if rec.start_s < t < rec.end_s]
     instants = duration / 0.04
-    flying = [h for h in world.radio.handovers if rec.start_s < h[0] < rec.end_s]
+    flying = [h for h in world.radio.handover.handovers if rec.start_s < h[0] < rec.end_s]
     # (a handover wakes the transfer, moves the UE over the interruption and again after
     # its downlink's rest crossed the new site's backhaul)
     assert 1 <= len(ticks) <= instants / PLAN_SAMPLES + 5 * len(flying) + 2
@@ -788,7 +788,7 @@ def test_an_edge_upload_in_flight_reaches_its_edge_through_the_core():
     (ue,) = world.all_devices
     size = 2e7  # (~6 s at the ~3 Mbit/s this power-limited uplink has)
     rec = env.run(until=radio.transfer(ue, radio.cell_nodes[0], size, "model_up", 1))
-    ((when, _, src, dst),) = radio.handovers
+    ((when, _, src, dst),) = radio.handover.handovers
     assert (src, dst) == (0, 1) and rec.start_s < when < rec.end_s
     assert (rec.src, rec.dst, rec.size_bits) == ("ue0", "cell1", size)
     (hop,) = [t for t in world.recorder.transfers if t.direction == "backhaul"]
@@ -907,13 +907,13 @@ def test_path_wise_a3_hands_over_when_the_per_sample_reference_does():
         return World(s)
 
     path_wise, reference = world(), world()
-    h = path_wise.radio.handover
+    h = path_wise.radio.handover.settings
     step, horizon = h["sample_s"], 14.0
     t = np.arange(1, int(horizon / step) + 1) * step
     expected, errors = [], []
     for ue, ref_ue in zip(path_wise.all_devices, reference.all_devices, strict=True):
         path_wise.radio.track(ue, 0.0, horizon)
-        traj = reference.radio.paths[ref_ue.name]
+        traj = reference.radio.handover.paths[ref_ue.name]
         serving, state, rows = reference.radio.serving[ref_ue.name], {}, []
         for when, xy in zip(t, traj.positions(t), strict=True):
             ref_ue.position_m = xy
@@ -929,8 +929,8 @@ def test_path_wise_a3_hands_over_when_the_per_sample_reference_does():
             ):
                 expected.append((when, ref_ue.name, src, dst))
                 serving = dst
-        errors.append(np.abs(path_wise.radio.measured(ue, 1, len(t)) - rows).ravel())
-    got = sorted(path_wise.radio.handovers, key=lambda e: (e[1], e[0]))
+        errors.append(np.abs(path_wise.radio.handover.measured(ue, 1, len(t)) - rows).ravel())
+    got = sorted(path_wise.radio.handover.handovers, key=lambda e: (e[1], e[0]))
     expected.sort(key=lambda e: (e[1], e[0]))
     assert len(expected) >= 3  # (the paths cross cells)
     assert [e[1:] for e in got] == [e[1:] for e in expected]
@@ -958,7 +958,7 @@ def test_a_moving_power_limited_flow_never_holds_rbs_it_cannot_use():
     )
     world = World(s)
     radio, env = world.radio, world.env
-    step = radio.handover["sample_s"]
+    step = radio.handover.settings["sample_s"]
     binding = 0
     for now in (0.0, 3.0, 7.5):
         if now > env.now:
@@ -967,8 +967,16 @@ def test_a_moving_power_limited_flow_never_holds_rbs_it_cannot_use():
         for ue in world.all_devices:
             c = radio.serving[ue.name]
             carrier = radio.cells[c].carriers["uplink"]
-            path = MovingLink(radio, ue, c, "uplink", env.now, carrier.block_s)
-            wake, cap = radio.look_ahead(ue, path, carrier, math.inf)
+            path = MovingLink(
+                radio.handover,
+                radio.cells[c],
+                radio.interference,
+                ue,
+                "uplink",
+                env.now,
+                carrier.block_s,
+            )
+            wake, cap = radio.moving.look_ahead(ue, path, carrier, math.inf)
             k_now = math.floor(env.now / step + 1e-9)
             ks = np.arange(k_now, k_now + PLAN_SAMPLES + 1)
             _, total = path.sample_terms(ks)
