@@ -82,6 +82,7 @@ LAYERS: list[list[str]] = [
         "netfl.radio",
         "netfl.radio.backhaul",
         "netfl.radio.block_grid",
+        "netfl.radio.cell_radio",
         "netfl.radio.cues",
         "netfl.radio.radio_energy",
         "netfl.radio.geometry",

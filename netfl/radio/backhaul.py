@@ -12,7 +12,10 @@ import simpy
 
 from netfl.radio.sharing import ProcessorSharing
 
-__all__ = ["Backhaul", "BackhaulHop"]
+__all__ = ["INTERFACE", "Backhaul", "BackhaulHop"]
+
+#: what the network radio uses of its backhaul (tested)
+INTERFACE = ("start",)
 
 
 class BackhaulHop:
