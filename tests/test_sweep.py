@@ -314,7 +314,7 @@ def test_runs_with_checkpoints_resume_where_an_interrupted_sweep_stopped(tmp_pat
     checkpoint (not from round 0) and gets the uninterrupted run's rows; a checkpoint of
     another scenario (other --set values) is not resumed."""
     import netfl.sim.runner
-    from netfl.sweep.run import _prepare_checkpoint
+    from netfl.output.rundir import RunDirectory
 
     base = tiny_scenario(training={"rounds": 5}, outputs={"checkpoint_every": 1})
     path = _write(tmp_path, {"grid": {"devices.count": [2, 3]}}, base=base)
@@ -359,10 +359,10 @@ def test_runs_with_checkpoints_resume_where_an_interrupted_sweep_stopped(tmp_pat
     # a checkpoint of another scenario in the way is not resumed: that run starts over
     other = expand(*load_sweep(path), {"training.lr": 0.5})
     (out / "other").mkdir()
-    assert _prepare_checkpoint(out / "other", runs[1].scenario) is False  # none yet
+    assert RunDirectory.in_sweep(out / "other", runs[1].scenario)[1] is False  # none yet
     (out / "other" / ".checkpoint" / "state.pt").write_bytes(b"")
-    assert _prepare_checkpoint(out / "other", runs[1].scenario) is True
-    assert _prepare_checkpoint(out / "other", other[1].scenario) is False
+    assert RunDirectory.in_sweep(out / "other", runs[1].scenario)[1] is True
+    assert RunDirectory.in_sweep(out / "other", other[1].scenario)[1] is False
     assert not (out / "other" / ".checkpoint" / "state.pt").exists()
 
 

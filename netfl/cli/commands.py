@@ -52,23 +52,10 @@ def _output_dir(path: Path, key: str, create: bool = False) -> Path:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    import yaml
     from tqdm import tqdm
 
-    from netfl.output.rundir import (
-        INCOMPLETE,
-        is_complete,
-        release_run_dir,
-        reserve_run_dir,
-        write_run,
-    )
-    from netfl.scenario.files import load_scenario, resolved
-    from netfl.sim.checkpoint import (
-        CHECKPOINT_DIR,
-        checkpoint_path,
-        load_checkpoint,
-        scenario_fingerprint,
-    )
+    from netfl.output.rundir import INCOMPLETE, RunDirectory
+    from netfl.scenario.files import load_scenario
     from netfl.sim.runner import run
 
     _last_interrupt.clear()
@@ -76,30 +63,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.resume:
         if args.scenario or args.set or args.out:
             raise UserError("--resume RUN_DIR takes no scenario, --set or --out")
-        out = Path(args.resume)
-        saved = out / CHECKPOINT_DIR / "scenario.yaml"
-        if is_complete(out):
-            raise UserError(f"--resume: {out} is a complete run; nothing to resume")
-        if not saved.is_file():
-            raise UserError(f"--resume: {out} holds no checkpoint (outputs.checkpoint_every)")
-        # nothing of the interrupted run is removed: its finished rounds and manifest stay
-        # until the resumed run has written its own (a damaged or foreign checkpoint fails here)
-        source = str(saved)
-        scenario = load_scenario(saved)
-        resume = checkpoint_path(out).is_file()  # else killed before the first checkpoint
-        if resume:
-            load_checkpoint(out, scenario_fingerprint(scenario))
+        rundir, scenario, resume = RunDirectory.to_resume(args.resume)
+        source = str(rundir.checkpoint_dir / "scenario.yaml")
     else:
         if not args.scenario:
             raise UserError("run: give a scenario file, or --resume RUN_DIR")
         source = args.scenario
         scenario = load_scenario(args.scenario, args.set)
-        out = reserve_run_dir(scenario, args.out)
-        if scenario.outputs.checkpoint_every:
-            (out / CHECKPOINT_DIR).mkdir()
-            (out / CHECKPOINT_DIR / "scenario.yaml").write_text(
-                yaml.safe_dump(resolved(scenario), sort_keys=False)
-            )
+        rundir = RunDirectory.reserve(scenario, args.out)
+    out = rundir.path
     show = scenario.outputs.progress and not args.no_progress
     bar = tqdm(
         total=scenario.training.rounds,
@@ -130,22 +102,17 @@ def cmd_run(args: argparse.Namespace) -> int:
                 partial_on_interrupt=True,
             )
         except KeyboardInterrupt as err:  # before a round finished: nothing to write
-            if checkpoint_path(out).is_file():
+            if rundir.has_checkpoint:
                 err.args = (f"resume with: netfl run --resume {out}",)
             raise
         if result.stop_reason == "interrupted":
             signal_seen.append(_last_interrupt[0] if _last_interrupt else KeyboardInterrupt())
-        run_dir = write_run(result, out)
+        run_dir = rundir.write(result)
     finally:
         bar.close()
-        if not (out / CHECKPOINT_DIR).is_dir():
-            release_run_dir(out)  # only if still empty: the run failed or was interrupted
+        rundir.release()  # only if still empty: the run failed or was interrupted
     if result.stop_reason in INCOMPLETE:
-        hint = (
-            f"; resume with: netfl run --resume {run_dir}"
-            if checkpoint_path(run_dir).is_file()
-            else ""
-        )
+        hint = f"; resume with: netfl run --resume {run_dir}" if rundir.has_checkpoint else ""
         written = (
             f"{len(result.rounds)} finished rounds written to {run_dir}, marked "
             f"incomplete in manifest.json{hint}"

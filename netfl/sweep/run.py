@@ -9,7 +9,6 @@ failing run's error without stopping the others, and writes the index
 from __future__ import annotations
 
 import json
-import shutil
 import traceback
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -21,10 +20,8 @@ import pandas as pd
 
 from netfl.algorithms import ALGORITHMS
 from netfl.errors import ScenarioError, WorkerLost
-from netfl.output.rundir import is_complete, is_incomplete
-from netfl.scenario.files import parse_scenario, resolved
+from netfl.output.rundir import is_complete, is_incomplete, scenario_mismatch
 from netfl.scenario.schema import Scenario
-from netfl.sim.checkpoint import CHECKPOINT_DIR, checkpoint_path
 from netfl.sim.result import RunResult
 from netfl.sweep.spec import SweepRun, SweepSpec, expand, is_sweep_file, load_sweep
 
@@ -87,7 +84,7 @@ def _run_one(
     ``outputs.checkpoint_every`` and a ``run_dir`` it checkpoints there and resumes an
     earlier invocation's checkpoint of the same scenario (:func:`_prepare_checkpoint`).
     """
-    from netfl.output.rundir import write_run
+    from netfl.output.rundir import RunDirectory
     from netfl.scenario.plugins import load_entry_point, load_plugins
     from netfl.sim.runner import run
 
@@ -100,29 +97,13 @@ def _run_one(
 
         torch.set_num_threads(threads)
 
-    checkpoints = run_dir is not None and bool(scenario.outputs.checkpoint_every)
-    resume = checkpoints and _prepare_checkpoint(Path(run_dir), scenario)
+    if run_dir is None:  # (the driver writes it)
+        return run(scenario, source=source)
+    rundir, resume = RunDirectory.in_sweep(run_dir, scenario)
+    checkpoints = bool(scenario.outputs.checkpoint_every)
     result = run(scenario, source=source, run_dir=run_dir if checkpoints else None, resume=resume)
-    if run_dir is None:
-        return result
-    write_run(result, run_dir)
+    rundir.write(result)
     return {"stop_reason": result.stop_reason, "wall_time_s": result.wall_time_s}
-
-
-def _prepare_checkpoint(run_dir: Path, scenario: Scenario) -> bool:
-    """A run of a sweep with ``outputs.checkpoint_every``: whether ``run_dir`` holds a
-    checkpoint of this very scenario (an earlier invocation stopped: Ctrl-C, a kill, a
-    lost worker) to resume from; otherwise its checkpoint folder is made afresh."""
-    import yaml
-
-    folder = run_dir / CHECKPOINT_DIR
-    saved = folder / "scenario.yaml"
-    if checkpoint_path(run_dir).is_file() and saved.is_file() and not _stale(folder, scenario):
-        return True
-    shutil.rmtree(folder, ignore_errors=True)  # none, or one of another scenario
-    folder.mkdir(parents=True)
-    saved.write_text(yaml.safe_dump(resolved(scenario), sort_keys=False))
-    return False
 
 
 def _error(err: BaseException) -> str:
@@ -200,7 +181,7 @@ def _run_ray(todo: list[SweepRun], out: Path, workers: int | None, address, done
     (a cluster's machines need not share this file system). Ray reuses its worker
     processes, so their data caches serve later runs too."""
     from netfl.learning.parallel import start_ray
-    from netfl.output.rundir import write_run
+    from netfl.output.rundir import RunDirectory
 
     ray, own = start_ray(address)
     try:
@@ -219,28 +200,13 @@ def _run_ray(todo: list[SweepRun], out: Path, workers: int | None, address, done
             try:
                 result = ray.get(ready[0])
                 if isinstance(result, RunResult):  # run on another machine
-                    write_run(result, out / r.name)
+                    RunDirectory(out / r.name).write(result)
                 done(r.name, "")
             except Exception as err:  # noqa: BLE001 - a failing run must not stop the sweep
                 _failed(out, r.name, err, done)
     finally:
         if own:
             ray.shutdown()
-
-
-def _stale(run_dir: Path, scenario: Scenario) -> str:
-    """Why a complete run directory cannot stand for ``scenario`` ("" if it can): it
-    must hold the same resolved scenario (e.g. not one run with other ``--set`` values)."""
-    import yaml
-
-    try:
-        stored = yaml.safe_load((run_dir / "scenario.yaml").read_text(encoding="utf-8"))
-        same = resolved(parse_scenario(stored, str(run_dir))) == resolved(scenario)
-    except Exception as err:  # noqa: BLE001 - any unreadable directory is stale
-        return f"stale: {run_dir} is unreadable ({type(err).__name__}); delete it to rerun"
-    if same:
-        return ""
-    return f"stale: {run_dir} holds a run of a different scenario; delete it or use another --out"
 
 
 def run_sweep(
@@ -286,7 +252,7 @@ def run_sweep(
         # an interrupted run (marked incomplete) runs again, from its checkpoint if any; its
         # finished rounds stay until the new run has written its own
         if (out / r.name / "manifest.json").is_file() and not is_incomplete(out / r.name):
-            stale = _stale(out / r.name, r.scenario)
+            stale = scenario_mismatch(out / r.name, r.scenario)
             status[r.name] = ("failed", stale) if stale else ("skipped", "")
             if on_done:
                 on_done(r.name, status[r.name][0])
