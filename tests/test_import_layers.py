@@ -144,6 +144,9 @@ LAYERS: list[list[str]] = [
         "netfl.sim.result",
         "netfl.sim.runner",
         "netfl.sim.world",
+        "netfl.sim.coverage",
+        "netfl.sim.faults",
+        "netfl.sim.evaluation",
     ],
     [  # run directories and figures
         "netfl.output",

@@ -44,6 +44,7 @@ __all__ = [
     "LearningParts",
     "build_infrastructure",
     "build_devices",
+    "initial_state",
     "build_radio",
     "build_models",
     "build_executor",
@@ -77,6 +78,17 @@ class LearningParts:
     job_threads_source: str | None = None
     #: the caller's torch thread count (given back when the world closes)
     threads_before: int | None = None
+
+    def close(self) -> None:
+        """Stop the executor's workers (a no-op for the serial executor) and give this
+        process back the torch thread count it had before (``learning.num_threads``
+        applies to the run, not to what the caller does next)."""
+        if self.executor is not None:
+            self.executor.close()
+        if self.threads_before is not None:
+            import torch
+
+            torch.set_num_threads(self.threads_before)
 
 
 def build_infrastructure(scenario: Scenario) -> Infrastructure:
@@ -357,3 +369,14 @@ def build_executor(
         "divided among its parallel runs)"
     )
     return parts
+
+
+def initial_state(spec: Any, dataset: Any, seed: int) -> dict[str, torch.Tensor]:
+    """A model's initial parameters (``spec`` built for ``dataset``) under torch seed
+    ``seed``, the caller's torch generator left as it was."""
+    import torch
+
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        model = spec.build(dataset.input_shape, dataset.num_classes)
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}

@@ -1,15 +1,13 @@
 """The run-time world of a run: the :class:`~netfl.algorithms.context.RoundContext`
 algorithms use.
 
-It holds the simulation clock, the random streams, the cell and its nodes, the
-federated data, the models' sizes and FLOPs, the radio, the compute engine, the
-learning executor and the recorder — built by :mod:`netfl.sim.build` from a validated
-:class:`~netfl.scenario.schema.Scenario`, each part from what it names explicitly.
+It holds the clock, the random streams, the nodes, the federated data, the models, the
+radio, the compute engine, the learning executor and the recorder — built by
+:mod:`netfl.sim.build` from a validated :class:`~netfl.scenario.schema.Scenario`.
 """
 
 from __future__ import annotations
 
-import logging
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
@@ -21,8 +19,7 @@ from netfl.core.activity import Activities
 from netfl.core.nodes import Node
 from netfl.core.records import Recorder
 from netfl.core.rng import Streams
-from netfl.errors import UserError
-from netfl.learning.tasks import EvalTask, Executor, TrainConfig
+from netfl.learning.tasks import Executor, TrainConfig
 from netfl.scenario.schema import Scenario
 from netfl.sim.build import (
     build_devices,
@@ -30,11 +27,15 @@ from netfl.sim.build import (
     build_infrastructure,
     build_models,
     build_radio,
+    initial_state,
     train_config,
 )
+from netfl.sim.coverage import CoverageLog
 from netfl.sim.data import build_data
 from netfl.sim.device_availability import DeviceAvailability
 from netfl.sim.device_mobility import DeviceMobility
+from netfl.sim.evaluation import evaluate_many
+from netfl.sim.faults import keep_finite
 from netfl.sim.placement import Placement
 
 if TYPE_CHECKING:
@@ -43,8 +44,6 @@ if TYPE_CHECKING:
 
 #: ModelInfo (netfl.algorithms.context) and build_data (netfl.sim.data) are re-exported
 __all__ = ["World", "ModelInfo", "build_data"]
-
-log = logging.getLogger(__name__)
 
 
 class World:
@@ -88,7 +87,7 @@ class World:
         self.availability = DeviceAvailability(
             scenario, self.env, self.streams, self.all_devices, self.activities
         )
-        self.coverage_frames: list[pd.DataFrame] = []
+        self.coverage = CoverageLog(source)
         self.update_coverage()
         self.compute = ComputeEngine(self.env, self.recorder)
         self.radio.watch(self.activities)
@@ -96,25 +95,17 @@ class World:
         self.models, self.device_model_names = build_models(scenario, self.dataset)
         self.model = self.models[scenario.model.name]
         self.train_config = train_config(scenario)
-        learning = build_executor(scenario, self.dataset, self.models, source)
+        self._learning = learning = build_executor(scenario, self.dataset, self.models, source)
         self.executor: Executor | None = learning.executor
         self.torch_device: torch.device | None = learning.torch_device
         #: torch threads of a training job (None in timing mode: no torch work, and no
         #: torch import — a timing run of models counted before starts in a fraction of it)
         self.job_threads = learning.job_threads
         self.job_threads_source = learning.job_threads_source
-        self._threads_before = learning.threads_before
 
     def close(self) -> None:
-        """Stop the executor's workers (a no-op for the serial executor) and give this
-        process back the torch thread count it had before (``learning.num_threads``
-        applies to the run, not to what the caller does next)."""
-        if self.executor is not None:
-            self.executor.close()
-        if self._threads_before is not None:
-            import torch
-
-            torch.set_num_threads(self._threads_before)
+        """Stop the executor's workers and give back the caller's torch threads."""
+        self._learning.close()
 
     @property
     def infrastructure(self) -> list[Node]:
@@ -168,42 +159,16 @@ class World:
         self.update_coverage()
 
     def update_coverage(self) -> None:
-        """Which devices the cell can serve at their positions: a device whose uplink or
-        downlink to the BS has no rate even at a fading peak (e.g. below the lowest CQI of
-        an LTE profile) is *starved* — a scheduler never serves it, so it takes no part
-        in the rounds (``devices`` leaves it out). Each drop appends one row per device to
-        the ``coverage`` table (mean SNRs, starved or not); a starved device is logged;
-        no device in coverage is a :class:`~netfl.errors.UserError`."""
-        frame = self.radio.coverage(self.bs, self.all_devices)
-        frame.insert(0, "round", self.recorder.round)
-        self.coverage_frames.append(frame)
-        starved = set(frame.loc[frame["starved"], "device"])
-        self.devices = [d for d in self.all_devices if d.name not in starved]
-        if not self.devices:
-            raise UserError(
-                f"{self.source}: no device is in coverage of the BS (all {len(starved)} "
-                "starved: no rate even at the lowest CQI/MCS); shrink cell.radius_m, move "
-                "the devices closer (devices.layout) or raise the transmit power"
-            )
-        if starved:
-            log.warning(
-                "round %d: %d device(s) out of coverage (no rate at the lowest CQI/MCS), "
-                "left out: %s",
-                self.recorder.round,
-                len(starved),
-                ", ".join(sorted(starved, key=lambda n: (len(n), n))),
-            )
-
-    def coverage_table(self) -> pd.DataFrame:
-        """Every drop's per-device coverage rows (:meth:`update_coverage`)."""
-        import pandas as pd
-
-        return pd.concat(self.coverage_frames, ignore_index=True)
+        """Which devices the cell can serve at their positions (:class:`CoverageLog`):
+        ``devices`` are those in coverage."""
+        self.devices = self.coverage.update(
+            self.radio, self.bs, self.all_devices, self.recorder.round
+        )
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """``coverage`` on OFDMA links (which devices the cell can serve, at each drop;
         fixed-rate links serve every device)."""
-        return {"coverage": self.coverage_table()} if self.radio.mode == "ofdma" else {}
+        return {"coverage": self.coverage.table()} if self.radio.mode == "ofdma" else {}
 
     def device_model(self, device: Node) -> ModelInfo:
         """The architecture device ``device`` runs (``model`` unless the scenario assigns
@@ -212,32 +177,13 @@ class World:
 
     # -- helpers for algorithms --------------------------------------------
     def keep_finite(self, items: list, names: list[str]) -> list:
-        """The items (device results, states, scores) whose tensors are all finite.
-
-        Each dropped one is recorded in ``round_faults`` (the runner writes the count
-        as ``nonfinite_updates``); with ``training.on_nonfinite: abort`` the first one
-        raises :class:`~netfl.errors.NumericalFault`. A global model is therefore
-        never aggregated from NaN/Inf values.
-        """
-        from netfl.errors import NumericalFault
-        from netfl.learning.params import all_finite
-
-        kept = []
-        for item, name in zip(items, names, strict=True):
-            if item is None or all_finite(item):
-                kept.append(item)
-                continue
-            if self.scenario.training.on_nonfinite == "abort":
-                raise NumericalFault(
-                    f"{self.source}: training.on_nonfinite: round {self.recorder.round}: "
-                    f"{name}'s update holds NaN/Inf values (lower training.lr, or set "
-                    "on_nonfinite: drop to leave such updates out)"
-                )
-            log.warning(
-                "round %d: %s's update holds NaN/Inf values; dropped", self.recorder.round, name
-            )
-            self.round_faults.append(name)
-        return kept
+        """The items (device results, states, scores) whose tensors are all finite; each
+        dropped one is recorded in ``round_faults`` (:func:`netfl.sim.faults.keep_finite`:
+        ``training.on_nonfinite: abort`` raises at the first)."""
+        policy = self.scenario.training.on_nonfinite
+        return keep_finite(
+            items, names, policy, self.recorder.round, self.source, self.round_faults
+        )
 
     def num_samples(self, device: Node) -> int:
         return len(self.partitions[device.index])
@@ -278,12 +224,7 @@ class World:
         """Initial parameters of model ``name`` (default: the global model), seeded from
         the ``model_init`` stream (of ``keys`` too, e.g. a device index, when given)."""
         spec = self.models[name or self.model.name].spec
-        import torch
-
-        with torch.random.fork_rng():
-            torch.manual_seed(self.streams.torch_seed("model_init", *keys))
-            model = spec.build(self.dataset.input_shape, self.dataset.num_classes)
-        return {k: v.detach().clone() for k, v in model.state_dict().items()}
+        return initial_state(spec, self.dataset, self.streams.torch_seed("model_init", *keys))
 
     def evaluate(
         self, state: dict[str, torch.Tensor], name: str | None = None
@@ -295,31 +236,12 @@ class World:
     def evaluate_many(
         self, items: list[tuple[dict[str, torch.Tensor], str | None]]
     ) -> list[tuple[float, float]]:
-        """:meth:`evaluate` of every ``(state, model name)``, as jobs of the executor: on a
-        pool the evaluations run in parallel, and a single one is split into runs of whole
-        test batches over the workers. The per-batch scores are summed in batch order, so
-        the results are the serial executor's (with the same job threads)."""
-        n = len(self.dataset.test_y_np)
-        batch = self.scenario.learning.eval_batch_size
-        batches = -(-n // batch)
-        workers = getattr(self.executor, "workers", 1)
-        chunks = max(1, min(batches, -(-workers // max(len(items), 1))))
-        bounds = [
-            (batches * i // chunks * batch, min(batches * (i + 1) // chunks * batch, n))
-            for i in range(chunks)
-        ]
-        jobs = [
-            [
-                self.executor.submit(
-                    EvalTask(self.models[name or self.model.name].name, state, a, b, batch)
-                )
-                for a, b in bounds
-            ]
-            for state, name in items
-        ]
-        from netfl.learning.train import combine_scores
-
-        return [combine_scores([s for job in row for s in job.result()], n) for row in jobs]
+        """:meth:`evaluate` of every ``(state, model name)``, as jobs of the executor
+        (:func:`netfl.sim.evaluation.evaluate_many`: in parallel on a pool, the serial
+        executor's results)."""
+        named = [(state, self.models[name or self.model.name].name) for state, name in items]
+        n, batch = len(self.dataset.test_y_np), self.scenario.learning.eval_batch_size
+        return evaluate_many(self.executor, n, batch, named)
 
     def __repr__(self) -> str:
         return (
