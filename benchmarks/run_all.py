@@ -28,6 +28,7 @@ BENCHMARKS = [
     "startup",
     "link_models",
     "multicell_scale",
+    "carrier_scale",
     "threads",
     "flower_bridge",
 ]

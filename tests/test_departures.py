@@ -352,7 +352,7 @@ def test_multicast_receivers_leaving_keep_the_radio_counters_whole(tmp_path):
         algorithm=multicast,
     )
     world, _, _ = _round_of(s)
-    assert world.radio._active_downlink == 0 and world.radio.bs_meter.active == 0
+    assert world.radio.downlink_load() == 0.0 and world.radio.bs_meter.active == 0
     world.close()
     everyone = {i: (0.0, (0.2 + 0.1 * i) * c["down"]) for i in range(2)}
     world, _, summary = _round_of(_scenario(tmp_path, everyone, count=2, algorithm=multicast))
@@ -360,7 +360,7 @@ def test_multicast_receivers_leaving_keep_the_radio_counters_whole(tmp_path):
     assert (t["outcome"] == "left").all() and len(t) == 2
     assert world.env.now < c["down"]  # (stopped when the last receiver left)
     assert t["delivered_bits"].max() == pytest.approx(0.3 * c["size"], rel=1e-9)
-    assert world.radio._active_downlink == 0 and world.radio.bs_meter.active == 0
+    assert world.radio.downlink_load() == 0.0 and world.radio.bs_meter.active == 0
     assert summary.extra["clients_left"] == 2
     world.close()
 

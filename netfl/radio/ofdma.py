@@ -246,6 +246,11 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
                 return min(cap_rbs, usable_rbs)
         return cap_rbs
 
+    @property
+    def min_usable_snr(self) -> float:
+        """The smallest linear SNR with a positive efficiency (0: every SNR > 0 has one)."""
+        return self._min_usable_snr
+
     def reachable(self, mean_snr: float, snr_total: float = math.inf) -> bool:
         """Whether a transfer at this mean per-RB SNR can ever be delivered: some rate at
         a fading peak exceeded with probability 1e-9 (without fading: at the mean SNR).

@@ -468,11 +468,14 @@ def test_relink_moves_a_power_limited_flows_rb_cap():
     SNR holds at most 10 RBs; its UE comes 4× closer in gain: at most 40."""
     env = simpy.Environment()
     carrier = OfdmaCarrier(env, "ul", 100, RB_HZ, NoFading(BLOCK_S), _floor_efficiency)
-    low = carrier._min_usable_snr
+    low = carrier.min_usable_snr
     f = carrier.send(1e9, 100.0, np.random.default_rng(0), snr_total=10 * low)
     assert f.cap == pytest.approx(10.0)
+    env.run(until=0.001)
+    assert carrier.held()[1] == pytest.approx(10.0)  # (the flow holds its cap)
     carrier.relink([f], [100.0], [40 * low], [1.0])
-    assert f.cap == pytest.approx(40.0) and carrier._cap[0] == pytest.approx(40.0)
+    env.run(until=0.002)
+    assert f.cap == pytest.approx(40.0) and carrier.held()[1] == pytest.approx(40.0)
 
 
 def _floor_efficiency(snr):
