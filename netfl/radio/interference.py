@@ -294,13 +294,19 @@ class Interference:
             for k, other in enumerate(self.cells):
                 c = other.carriers[direction]
                 flows = [f for f in c.flows if f.link is not None and f.multicast_snrs is None]
-                c.refresh_paths([f for f in flows if f.path is not None])  # (moving UEs)
-                flows = [f for f in flows if f.path is None]
                 if not flows:
                     continue
                 scales = np.array([self.snr_scale(k, f.link) for f in flows])
                 moved = np.abs(scales - np.array([f.snr_scale for f in flows])) > 1e-12 * scales
-                if moved.any():
+                if not moved.any():
+                    continue  # (e.g. only this cell's own share changed)
+                along = [f for f, m in zip(flows, moved, strict=True) if m and f.path is not None]
+                for f, sc in zip(flows, scales, strict=True):
+                    if f.path is not None:
+                        f.snr_scale = float(sc)
+                c.refresh_paths(along)  # (moving UEs: their path's terms, from now on)
+                fixed = moved & np.array([f.path is None for f in flows])
+                if fixed.any():
                     c.rescale_snr(
-                        [f for f, m in zip(flows, moved, strict=True) if m], scales[moved]
+                        [f for f, m in zip(flows, fixed, strict=True) if m], scales[fixed]
                     )
