@@ -552,9 +552,11 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
             # all flows uncapped: sessions grouped by demand plus one group of n flows
             share, session_total = uncapped_equal_share(self.capacity, self._demand_counts, n)
             if n:
-                self._share[:n] = share
-                if self.scheduler.per_block:
-                    self._share[:n] = self._proportional_fair(self._share[:n])
+                if self.scheduler.per_block:  # (the averages credit the shares of the blocks
+                    # gone, so they are brought up to now before the shares change)
+                    self._share[:n] = self._proportional_fair(np.full(n, share))
+                else:
+                    self._share[:n] = share
             return session_total
         else:
             shares, session_total = self._equal_share(self._cap[:n])

@@ -53,3 +53,44 @@ def test_the_schedulers_registry_is_the_schemas_choices_and_drives_the_carrier()
         env.run(until=1e-9)  # (the instant's re-allocation)
         wakes = carrier._next_change_s() < np.inf
         assert wakes == scheduler.per_block, name
+
+
+@pytest.mark.parametrize("capped", [False, True])
+def test_pf_with_equal_constant_rates_gives_equal_time_shares(capped):
+    """Without fading and at equal SNRs, r/R̄ falls for the UE just served (its average
+    is credited with what it was served, the others' decay), so PF alternates: equal
+    uploads get equal time shares and end one block after another, the last when round
+    robin ends them all — not one after the other as a queue. (Capped flows take the
+    carrier's other allocation path; both credit the shares of the blocks gone.)"""
+    import simpy
+
+    from channel_models.fading import NoFading
+    from channel_models.link_budget import shannon_efficiency
+    from netfl.radio.ofdma import OfdmaCarrier
+
+    block, n = 1e-3, 4
+
+    def ends(scheduler):
+        env = simpy.Environment()
+        carrier = OfdmaCarrier(
+            env, "ul", 100, 180e3, NoFading(block), shannon_efficiency, scheduler
+        )
+        done = {}
+
+        def upload(i):
+            f = carrier.send(
+                3.2e6, 100.0, np.random.default_rng(i), cap_rbs=1000.0 if capped else np.inf
+            )
+            yield f.done
+            done[i] = env.now
+
+        for i in range(n):
+            env.process(upload(i))
+        env.run()
+        return np.array([done[i] for i in range(n)])
+
+    rr, pf = ends("round_robin"), ends("proportional_fair")
+    assert np.ptp(rr) < 1e-9  # (round robin: together)
+    assert pf.max() == pytest.approx(rr.max(), rel=1e-9)  # (no capacity lost)
+    gaps = np.diff(np.sort(pf))
+    assert np.all(gaps <= block + 1e-9) and pf.min() >= rr.max() - (n - 1) * block - 1e-9
