@@ -4,7 +4,8 @@ A device's power is its platform power (``busy_power_w`` while computing,
 ``idle_power_w`` otherwise; idle is derived from the meters by the round
 accounting) plus its modem's power: ``tx``/``rx`` while the transfer holds
 resource blocks (airtime), ``wait`` while a transfer is active but queued
-(RRC connected, no RBs), ``tail`` in the RRC tail after its last transfer.
+(RRC connected, no RBs), ``tail`` in the RRC tail after its last transfer,
+``promotion`` from RRC idle to connected before a transfer of an idle UE.
 The BS is charged by its load-dependent power model while it carries FL
 traffic (``bs_radio``), never per concurrent flow.
 """
@@ -30,12 +31,16 @@ class EnergyMeter:
     wait_j: float = 0.0
     tail_s: float = 0.0
     tail_j: float = 0.0
+    promotion_s: float = 0.0
+    promotion_j: float = 0.0
     bs_radio_s: float = 0.0
     bs_radio_j: float = 0.0
 
     @property
     def radio_j(self) -> float:
-        return self.tx_j + self.rx_j + self.wait_j + self.tail_j + self.bs_radio_j
+        return (
+            self.tx_j + self.rx_j + self.wait_j + self.tail_j + self.promotion_j + self.bs_radio_j
+        )
 
     @property
     def total_j(self) -> float:

@@ -38,6 +38,13 @@ class ComputeProfile:
     rrc_tail_power_w, rrc_tail_s : float
         Modem power [W] and length [s] of the RRC tail after the last transfer
         ends (cut short when the next transfer starts).
+    tx_power_per_mbps_w, rx_power_per_mbps_w : float
+        Radio power that grows with the transfer's throughput on air [W per Mbit/s]
+        (Huang et al. 2012's α_u, α_d: P = α·R + β with β the ``tx``/``rx`` power);
+        0: a constant power.
+    rrc_promotion_power_w, rrc_promotion_s : float
+        Modem power [W] and length [s] of the promotion from RRC idle to connected
+        that a transfer of an idle UE waits for (0: none).
     """
 
     name: str
@@ -51,6 +58,10 @@ class ComputeProfile:
     reference_flops_per_s: float = 0.0
     rrc_tail_power_w: float = 0.0
     rrc_tail_s: float = 0.0
+    tx_power_per_mbps_w: float = 0.0
+    rx_power_per_mbps_w: float = 0.0
+    rrc_promotion_power_w: float = 0.0
+    rrc_promotion_s: float = 0.0
     description: str = ""
     sources: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
@@ -89,6 +100,10 @@ def compute_profiles() -> dict[str, ComputeProfile]:
             reference_flops_per_s=float(p["reference_flops_per_s"]),
             rrc_tail_power_w=float(p.get("rrc_tail_power_w", 0.0)),
             rrc_tail_s=float(p.get("rrc_tail_s", 0.0)),
+            tx_power_per_mbps_w=float(p.get("tx_power_per_mbps_w", 0.0)),
+            rx_power_per_mbps_w=float(p.get("rx_power_per_mbps_w", 0.0)),
+            rrc_promotion_power_w=float(p.get("rrc_promotion_power_w", 0.0)),
+            rrc_promotion_s=float(p.get("rrc_promotion_s", 0.0)),
             description=p.get("description", ""),
             sources={k: " ".join(str(v).split()) for k, v in p["sources"].items()},
         )

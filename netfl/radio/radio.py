@@ -170,12 +170,23 @@ class Radio(ABC):
             self.bs_meter.update()
 
     @staticmethod
-    def _charge(node: Node, role: str, duration_s: float, airtime_s: float) -> float:
-        """A UE's radio energy of one transfer: tx/rx power × airtime + wait power × queueing."""
+    def _charge(
+        node: Node, role: str, duration_s: float, airtime_s: float, bits: float = 0.0
+    ) -> float:
+        """A UE's radio energy of one transfer: tx/rx power × airtime + wait power ×
+        queueing; the tx/rx power P = β + α·R grows with the throughput on air R = bits /
+        airtime [Mbit/s] where the profile has a slope α (Huang et al. 2012)."""
         if not node.is_device:
             return 0.0  # the BS is charged by its power model (BsRadioMeter)
         wait_s = max(duration_s - airtime_s, 0.0)
-        p = node.compute.tx_power_w if role == "tx" else node.compute.rx_power_w
+        c = node.compute
+        p, slope = (
+            (c.tx_power_w, c.tx_power_per_mbps_w)
+            if role == "tx"
+            else (c.rx_power_w, c.rx_power_per_mbps_w)
+        )
+        if slope and airtime_s > 0:
+            p += slope * bits / airtime_s / 1e6
         e = node.energy
         if role == "tx":
             e.tx_s += airtime_s
@@ -206,6 +217,7 @@ class Radio(ABC):
             extra = {**extra, "delivered_bits": cut.delivered_bits, "outcome": cut.cause.reason}
         duration = self.env.now - start_s
         airtime = float(extra.pop("airtime_s", duration))
+        delivered = float(extra.get("delivered_bits", size_bits))
         record = TransferRecord(
             round=self.recorder.round,
             src=src.name,
@@ -216,14 +228,22 @@ class Radio(ABC):
             start_s=start_s,
             end_s=self.env.now,
             num_models=num_models,
-            tx_energy_j=self._charge(src, "tx", duration, airtime),
-            rx_energy_j=self._charge(dst, "rx", duration, airtime),
+            tx_energy_j=self._charge(src, "tx", duration, airtime, delivered),
+            rx_energy_j=self._charge(dst, "rx", duration, airtime, delivered),
             airtime_s=airtime,
             multicast_group=group,
             **extra,
         )
         self.recorder.transfers.append(record)
         return record
+
+    def promote(self, nodes: Sequence[Node]) -> Generator[simpy.Event, Any, None]:
+        """Wait until the devices among ``nodes`` are RRC connected: an idle one (no
+        transfer, its tail over) with a promotion in its profile is promoted now, and
+        charged for it (:meth:`UeRadioStates.promote`)."""
+        until = max((self.ue_states.promote(n) for n in nodes if n.is_device), default=0.0)
+        if until > self.env.now:
+            yield self.env.timeout(until - self.env.now)
 
     def enter(self, nodes: Sequence[Node]) -> object:
         """Register the running process as the devices' activity (fails with the
@@ -262,6 +282,7 @@ class LinkRadio(Radio):
     ) -> Generator[simpy.Event, Any, TransferRecord]:
         if self.mover is not None:
             self.mover((src, dst))
+        yield from self.promote((src, dst))
         direction = direction_of(src, dst)
         start = self.env.now
         key = self.enter((src, dst))
@@ -289,6 +310,7 @@ class LinkRadio(Radio):
                 return []
         if self.mover is not None:
             self.mover(receivers)
+        yield from self.promote(receivers)
         start = self.env.now
         group = next(self.group_ids)
         progress: list[Progress] = []

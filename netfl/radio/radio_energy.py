@@ -1,8 +1,11 @@
 """Radio energy by state: UE airtime, queueing and RRC tail; BS load-dependent power.
 
 UE (Huang et al., MobiSys 2012): a transfer costs ``tx_power_w`` (sender) or
-``rx_power_w`` (receiver) × its *airtime* (the time it holds resource blocks),
-plus ``radio_wait_power_w`` × the time it is active but queued. When a UE's
+``rx_power_w`` (receiver) — plus, where the profile has one, a slope per Mbit/s of the
+transfer's throughput on air (their P = α·R + β) — × its *airtime* (the time it holds
+resource blocks), plus ``radio_wait_power_w`` × the time it is active but queued. A
+transfer of an idle UE (no transfer, tail over) waits for its promotion to RRC
+connected (``rrc_promotion_s`` at ``rrc_promotion_power_w``) where the profile has one. When a UE's
 last active transfer ends, its modem stays connected for ``rrc_tail_s`` at
 ``rrc_tail_power_w``; the tail ends early when the next transfer starts.
 Tails are charged lazily (at the next transfer start or when the runner
@@ -85,12 +88,32 @@ class BsRadioMeter:
 
 
 class UeRadioStates:
-    """RRC state of every UE: active transfer count, and its pending tail."""
+    """RRC state of every UE: active transfer count, its pending tail, its promotion."""
 
     def __init__(self, env: simpy.Environment):
         self.env = env
         self._active: dict[str, int] = {}
         self._tail: dict[str, tuple[float, float, Node]] = {}  # name → (charged to, tail end)
+        self._promoted_until: dict[str, float] = {}
+
+    def promote(self, node: Node) -> float:
+        """When ``node`` is RRC connected: now if it is (a transfer or its tail), else —
+        with a promotion in its profile — after it, charged now (``promotion``); a
+        promotion under way is shared by the transfers that wait for it."""
+        c = node.compute
+        if c.rrc_promotion_s <= 0:
+            return self.env.now
+        self.charge_tail(node)
+        until = self._promoted_until.get(node.name, -1.0)
+        if until >= self.env.now:
+            return until
+        if self._active.get(node.name, 0) or node.name in self._tail:
+            return self.env.now
+        until = self.env.now + c.rrc_promotion_s
+        self._promoted_until[node.name] = until
+        node.energy.promotion_s += c.rrc_promotion_s
+        node.energy.promotion_j += c.rrc_promotion_power_w * c.rrc_promotion_s
+        return until
 
     def charge_tail(self, node: Node) -> None:
         """Charge ``node``'s pending tail up to now."""

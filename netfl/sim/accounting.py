@@ -5,7 +5,7 @@ they went on air once); energy from the nodes' meters, read before and after
 the round (after the radio settled pending RRC tails and the BS meter), so
 every joule a meter holds is in exactly one round. A device's idle energy is
 its platform's idle power over the round minus its compute time; modem
-energy (tx, rx, wait, tail) adds to it.
+energy (tx, rx, wait, tail, promotion) adds to it.
 """
 
 from __future__ import annotations
@@ -75,7 +75,8 @@ def round_row(
     devices = [n for n, node in nodes.items() if node.is_device]
     servers = [n for n, node in nodes.items() if not node.is_device]
     dev = {
-        k: _delta(before, after, devices, f"{k}_j") for k in ("compute", "tx", "rx", "wait", "tail")
+        k: _delta(before, after, devices, f"{k}_j")
+        for k in ("compute", "tx", "rx", "wait", "tail", "promotion")
     }
     duration = t1_s - t0_s
     idle_j = 0.0
@@ -114,6 +115,7 @@ def round_row(
         "device_rx_energy_j": dev["rx"],
         "device_wait_energy_j": dev["wait"],
         "device_tail_energy_j": dev["tail"],
+        "device_promotion_energy_j": dev["promotion"],
         "device_idle_energy_j": idle_j,
         "server_energy_j": server_compute_j + bs_radio_j,
         "bs_radio_energy_j": bs_radio_j,

@@ -248,3 +248,36 @@ def test_multicast_under_fading_is_no_faster_than_its_weakest_block():
         multi.append(d["m"])
         single.append(d["u"])
     assert np.mean(multi) > np.mean(single)
+
+
+@pytest.mark.parametrize("direction", ["uplink", "downlink"])
+def test_ue_energy_follows_huang_2012_lte_power_model(direction):
+    """A ``huang2012_lte`` UE idle before, transferring S bytes at R Mbit/s (the fixed
+    ``4g_lte`` link: 5 up, 20 down), then idle for good: it spends what Huang et al.'s
+    LTE model gives (MobiSys 2012, Tables 3-4) — promotion 260 ms at 1210.7 mW, then
+    P = α·R + β (α_u 438.39, α_d 51.97 mW/Mbit/s, β 1288.04 mW) for S·8/R, then the
+    11.576 s tail at 1060 mW — within 1 %; the transfer starts after the promotion."""
+    env, rec = simpy.Environment(), Recorder()
+    radio = FixedRateRadio(env, rec)
+    bs = make_node("bs", "bs", link=None, compute="edge_server_cpu")
+    ue = make_node("ue0", compute="huang2012_lte")
+    size_bytes = 2.5e6
+    up = direction == "uplink"
+    rate_mbps = (ue.link.uplink_bps if up else ue.link.downlink_bps) / 1e6
+    src, dst = (ue, bs) if up else (bs, ue)
+    record = env.run(until=radio.transfer(src, dst, 8 * size_bytes, "probe"))
+    env.run(until=env.now + 60.0)
+    radio.settle()
+    t = 8 * size_bytes / (rate_mbps * 1e6)
+    alpha = 0.43839 if up else 0.05197
+    want = 0.2601 * 1.2107 + (alpha * rate_mbps + 1.28804) * t + 11.576 * 1.060
+    assert ue.energy.radio_j == pytest.approx(want, rel=0.01)
+    assert record.start_s == pytest.approx(0.2601, rel=1e-12)  # (promoted first)
+    assert record.end_s - record.start_s == pytest.approx(t, rel=1e-9)
+    # a second transfer within the tail needs no promotion
+    again = env.now
+    ue2 = make_node("ue1", compute="huang2012_lte")
+    first = env.run(until=radio.transfer(ue2, bs, 1e6, "a"))
+    second = env.run(until=radio.transfer(ue2, bs, 1e6, "b"))
+    assert first.start_s == pytest.approx(again + 0.2601) and second.start_s == first.end_s
+    assert ue2.energy.promotion_s == pytest.approx(0.2601)
