@@ -159,6 +159,9 @@ class ChannelProfile:
     #: status report → grant) and is granted at most ``bsr_max_bytes`` (the top level
     #: of a buffer status report) per cycle, cycles ``cycle_gap_s`` apart
     uplink_grant: dict[str, float] | None = None
+    #: time from a downlink transfer's arrival at the BS to its first transport block
+    #: [s] (the scheduler's and PDCCH's pipeline; ns-3 LENA: about 3 ms), 0: none
+    downlink_delay_s: float = 0.0
     #: the SINR link adaptation follows on a full-carrier uplink: ``wideband`` (power
     #: over the carrier, as a full-band sounding signal measures it; ns-3's rule) or
     #: ``allocation`` (the UE's power on the RBs it holds). Open-loop power control
@@ -213,6 +216,7 @@ class ChannelProfile:
                 raise ValueError(f"uplink_grant: needs exactly {', '.join(sorted(keys))}")
             for k, v in self.uplink_grant.items():
                 check_range(f"uplink_grant.{k}", v, *UPLINK_GRANT_BOUNDS[k])
+        check_range("downlink_delay_s", self.downlink_delay_s, 0.0, 1.0)
         if self.cqi_sinr not in ("wideband", "allocation"):
             raise ValueError(f"cqi_sinr: {self.cqi_sinr!r} (valid: wideband, allocation)")
         if self.power_spread not in ("carrier", "rbs"):

@@ -177,6 +177,9 @@ class MovingTransfers:
         try:
             if grant is not None and grant["startup_delay_s"] > 0:
                 yield env.timeout(grant["startup_delay_s"])
+            delay = 0.0 if uplink else self.network.profile.downlink_delay_s
+            if delay > 0 and size_bits > 0:
+                yield env.timeout(delay)
             while True:
                 self.network.mover([device])  # (a no-op when its position is up to date)
                 if self.network.serving[device.name] != c:  # handed over: the rest via the new cell

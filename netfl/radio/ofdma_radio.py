@@ -410,6 +410,8 @@ class OfdmaRadio(LinkRadio):
 
         extra: dict[str, Any] = {}
         try:
+            if direction == "downlink" and self.profile.downlink_delay_s > 0 and size_bits > 0:
+                yield self.env.timeout(self.profile.downlink_delay_s)
             if direction != "uplink" or grant is None or size_bits <= 0:
                 flow = send(size_bits)
                 yield flow.done
@@ -434,6 +436,8 @@ class OfdmaRadio(LinkRadio):
         carrier = self.carriers["downlink"]
         snrs = np.array([self.link_now(src, r)[1] for r in receivers])
         start = self.env.now
+        if self.profile.downlink_delay_s > 0 and size_bits > 0:
+            yield self.env.timeout(self.profile.downlink_delay_s)
         flow = self.send(carrier, size_bits, float(snrs.min()), math.inf, multicast_snrs=snrs)
         progress.append(lambda: carrier.progress(flow))
         try:

@@ -186,6 +186,13 @@ class LinkSection(_Strict):
     max_mcs: NonNegativeInt | None = Field(
         None, description="MCS cap of the LTE/NR link abstractions (LTE 0..28; NR per table)", le=31
     )
+    downlink_delay_s: float | None = Field(
+        None,
+        ge=0.0,
+        le=1.0,
+        description="from a download's arrival to its first TB [s] "
+        "(the LTE profiles: ns-3 LENA's 3 ms; 0 for an idealised scheduler)",
+    )
     phy_overhead_uplink: float | None = Field(None, ge=0.0, lt=1.0, description="TS 38.306 OH")
     phy_overhead_downlink: float | None = Field(None, ge=0.0, lt=1.0, description="TS 38.306 OH")
     overheads: dict[str, Any] | None = Field(
@@ -363,6 +370,7 @@ class LinkSection(_Strict):
             phy_overhead=overhead,
             overheads={**base.overheads, **(self.overheads or {})},
             cqi_sinr=self.cqi_sinr,
+            downlink_delay_s=self.downlink_delay_s,
             pathloss=self._shadowed(self.pathloss or base.pathloss, "pathloss"),
             d2d_pathloss=self._shadowed(base.d2d_pathloss, "d2d"),
         )

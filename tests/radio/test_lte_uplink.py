@@ -280,3 +280,35 @@ def test_uma_los_probability_rises_for_high_ues():
     expected = np.where(d <= 18, 1.0, base * (1 + c * 1.25 * (d / 100) ** 3 * np.exp(-d / 150)))
     np.testing.assert_allclose(high.los_probability(d), expected)
     np.testing.assert_allclose(low.los_probability(d), np.where(d <= 18, 1.0, base))
+
+
+def test_an_lte_download_waits_for_the_schedulers_pipeline():
+    """``lte_20mhz``'s first downlink TB leaves ``downlink_delay_s`` = 3 ms after the
+    transfer reaches the BS (ns-3 LENA's pipeline): a single download lasts exactly that
+    much longer than with the delay set to 0, and holds RBs as long; a multicast too."""
+
+    def download(delay):
+        link = {"mode": "ofdma", "channel_profile": "lte_20mhz", "fading": "none"}
+        if delay is not None:
+            link["downlink_delay_s"] = delay
+        s = parse_scenario(
+            tiny_scenario(
+                cell={"radius_m": 100, "link": link},
+                devices={
+                    "count": 2,
+                    "layout": {"kind": "positions", "positions_m": [[80, 0], [0, 90]]},
+                },
+            )
+        )
+        world = World(s)
+        radio, env = world.radio, world.env
+        a, b = world.devices
+        one = env.run(until=radio.transfer(world.bs, a, 4e6, "probe"))
+        both = env.run(until=radio.broadcast(world.bs, [a, b], 4e6, "probe"))
+        return one, both[0], s.cell.link.channel_profile_resolved().downlink_delay_s
+
+    (one, multi, delay), (one0, multi0, none) = download(None), download(0.0)
+    assert delay == 0.003 and none == 0.0
+    for with_delay, without in ((one, one0), (multi, multi0)):
+        assert with_delay.duration_s == pytest.approx(without.duration_s + 0.003, rel=1e-9)
+        assert with_delay.airtime_s == pytest.approx(without.airtime_s, rel=1e-9)
