@@ -23,7 +23,8 @@ data       ``dataset``, ``partitions``, ``num_samples``
 models     ``model``, ``models``, ``device_model``, ``init_model_state``,
            ``train_config``, ``evaluate``, ``evaluate_many``
 nodes      ``bs``, ``devices`` (those in coverage: a starved device — no rate at the
-           lowest CQI — takes no part), ``all_devices``, ``edge_of`` (the BS node
+           lowest CQI either way — takes no part), ``all_devices``,
+           ``downlink_devices`` (those whose downlink is served), ``edge_of`` (the BS node
            of a device's serving cell: an edge server; ``bs`` in a single cell),
            ``available_devices`` (those on at a round's start, ``devices.availability``)
            and ``next_available_s`` (when the next one off turns on),
@@ -117,6 +118,7 @@ class RoundContext(Protocol):
     bs: Node
     devices: list[Node]  # those in coverage (World.update_coverage)
     all_devices: list[Node]  # every device, starved ones included
+    downlink_devices: list[Node]  # those whose downlink is served (downlink-only traffic)
     radio: Radio
     compute: ComputeEngine
     # scenario, learning switch, executor

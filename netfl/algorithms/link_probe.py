@@ -14,7 +14,7 @@ from collections.abc import Generator
 from typing import Any, Literal
 
 import simpy
-from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
+from pydantic import Field, NonNegativeFloat, PositiveInt
 
 from channel_models.protocol_overhead import bytes_on_air
 from netfl.algorithms.algorithm import Algorithm, AlgorithmConfig, RoundSummary, register
@@ -25,9 +25,10 @@ __all__ = ["TransferTest", "TransferTestConfig"]
 
 
 class TransferTestConfig(AlgorithmConfig):
-    upload_bytes: PositiveFloat = Field(
+    upload_bytes: NonNegativeFloat = Field(
         796_840.0,
-        description="payload each device uploads per round [byte]",
+        description="payload each device uploads per round [byte] (0: a download test, "
+        "which reaches every device whose downlink is served, whatever its uplink)",
         le=1e12,
     )
     download_bytes: NonNegativeFloat = Field(
@@ -87,8 +88,9 @@ class TransferTest(Algorithm):
         if self.config.download_bytes > 0:
             bits = self.config.on_air_bits(self.config.download_bytes)
             yield world.radio.transfer(world.bs, device, bits, "test_down")
-        bits = self.config.on_air_bits(self.config.upload_bytes)
-        yield world.radio.transfer(device, world.bs, bits, "test_up")
+        if self.config.upload_bytes > 0:
+            bits = self.config.on_air_bits(self.config.upload_bytes)
+            yield world.radio.transfer(device, world.bs, bits, "test_up")
 
     def round(self, r: int) -> Generator[simpy.Event, Any, RoundSummary]:
         world = self.world
@@ -102,7 +104,9 @@ class TransferTest(Algorithm):
                 for d in world.all_devices
                 if d.name not in served
             ]
-        jobs = [env.process(self._device(d)) for d in world.devices]
+        # (a download test reaches the devices whose uplink alone is starved)
+        devices = world.devices if self.config.upload_bytes > 0 else world.downlink_devices
+        jobs = [env.process(self._device(d)) for d in devices]
         yield simpy.AllOf(env, jobs)
         for handle in held:
             uplink.remove_session(handle)

@@ -60,7 +60,7 @@ from netfl.radio.cell_radio import CellRadio
 from netfl.radio.handover import HandoverControl
 from netfl.radio.interference import Interference
 from netfl.radio.moving_transfers import MovingTransfers
-from netfl.radio.radio import Radio, direction_of
+from netfl.radio.radio import COVERAGE_COLUMNS, Radio, direction_of
 from netfl.radio.radio_energy import BsPowerModel
 from netfl.radio.site_geometry import SiteGeometry
 
@@ -399,9 +399,7 @@ class MultiCellRadio(Radio):
                 f.insert(1, "cell", c)
                 frames.append(f)
         if not frames:
-            return pd.DataFrame(
-                columns=["device", "cell", "uplink_snr_db", "downlink_snr_db", "starved"]
-            )
+            return pd.DataFrame(columns=[COVERAGE_COLUMNS[0], "cell", *COVERAGE_COLUMNS[1:]])
         return pd.concat(frames, ignore_index=True)
 
     def tables(self) -> dict[str, pd.DataFrame]:

@@ -37,7 +37,7 @@ from channel_models.units import dbm_to_w, linear_to_db
 from netfl.core.nodes import Node
 from netfl.core.records import Recorder
 from netfl.radio.ofdma import OfdmaCarrier, OfdmaFlow
-from netfl.radio.radio import LinkRadio, direction_of
+from netfl.radio.radio import COVERAGE_COLUMNS, LinkRadio, direction_of
 from netfl.radio.radio_energy import BsPowerModel
 from netfl.radio.uplink_mac import cut_flows, deliver_in_grant_cycles, harq_tail
 
@@ -460,9 +460,10 @@ class OfdmaRadio(LinkRadio):
 
     def coverage(self, bs: Node, devices: Sequence[Node]) -> pd.DataFrame:
         """Per device the mean per-RB SNR [dB] of its uplink (all power in one RB under
-        power control) and downlink, and ``starved``: either direction has no rate even
-        at a fading peak exceeded with probability 1e-9 (:meth:`OfdmaCarrier.reachable`)
-        — ns-3's schedulers never serve a UE whose CQI is 0."""
+        power control) and downlink, whether each direction is starved — no rate even at
+        a fading peak exceeded with probability 1e-9 (:meth:`OfdmaCarrier.reachable`):
+        ns-3's schedulers never serve a UE whose CQI is 0 — and ``starved``: either is
+        (an FL round needs both)."""
         rows = []
         for d in devices:
             _, up_psd, up_total = self.link_now(d, bs)
@@ -474,10 +475,12 @@ class OfdmaRadio(LinkRadio):
                     "device": d.name,
                     "uplink_snr_db": float(linear_to_db(min(up_psd, up_total))),
                     "downlink_snr_db": float(linear_to_db(down)),
+                    "uplink_starved": not up_ok,
+                    "downlink_starved": not down_ok,
                     "starved": not (up_ok and down_ok),
                 }
             )
-        return pd.DataFrame(rows, columns=["device", "uplink_snr_db", "downlink_snr_db", "starved"])
+        return pd.DataFrame(rows, columns=COVERAGE_COLUMNS)
 
     def __repr__(self) -> str:
         return f"OfdmaRadio({self.profile.name!r}, {self.carriers['uplink']!r})"

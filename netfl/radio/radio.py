@@ -26,7 +26,18 @@ from netfl.radio.sharing import ProcessorSharing
 #: a multicast's progress now: ``(bits delivered, airtime so far [s])``
 Progress = Callable[[], tuple[float, float]]
 
-__all__ = ["LinkRadio", "Radio", "FixedRateRadio", "direction_of"]
+__all__ = ["COVERAGE_COLUMNS", "LinkRadio", "Radio", "FixedRateRadio", "direction_of"]
+
+
+#: the columns of a radio's coverage frame (:meth:`Radio.coverage`)
+COVERAGE_COLUMNS = [
+    "device",
+    "uplink_snr_db",
+    "downlink_snr_db",
+    "uplink_starved",
+    "downlink_starved",
+    "starved",
+]
 
 
 def direction_of(src: Node, dst: Node) -> str:
@@ -142,14 +153,17 @@ class Radio(ABC):
         return {}
 
     def coverage(self, bs: Node, devices: Sequence[Node]) -> pd.DataFrame:
-        """Per device: ``device``, mean uplink/downlink SNR [dB] and whether it is
-        ``starved`` (no rate either way; fixed-rate links serve every device)."""
+        """Per device: ``device``, mean uplink/downlink SNR [dB], whether each direction
+        is starved (no rate) and ``starved``: either is (fixed-rate links serve every
+        device)."""
         nan = [math.nan] * len(devices)
         return pd.DataFrame(
             {
                 "device": [d.name for d in devices],
                 "uplink_snr_db": nan,
                 "downlink_snr_db": nan,
+                "uplink_starved": [False] * len(devices),
+                "downlink_starved": [False] * len(devices),
                 "starved": [False] * len(devices),
             }
         )

@@ -23,6 +23,9 @@ class CoverageLog:
     def __init__(self, source: str):
         self.source = source
         self.frames: list[pd.DataFrame] = []
+        #: the devices whose downlink is served at the last drop (downlink-only traffic
+        #: reaches them, whatever their uplink)
+        self.downlink_served: list[Node] = []
 
     def update(self, radio: Any, bs: Node, devices: list[Node], round_: int) -> list[Node]:
         """The devices ``radio`` can serve at their positions: a device whose uplink or
@@ -36,6 +39,16 @@ class CoverageLog:
         self.frames.append(frame)
         starved = set(frame.loc[frame["starved"], "device"])
         covered = [d for d in devices if d.name not in starved]
+        no_down = set(frame.loc[frame["downlink_starved"], "device"])
+        self.downlink_served = [d for d in devices if d.name not in no_down]
+        which = {
+            row.device: "both"
+            if row.uplink_starved and row.downlink_starved
+            else "uplink"
+            if row.uplink_starved
+            else "downlink"
+            for row in frame[frame["starved"]].itertuples()
+        }
         if not covered:
             raise UserError(
                 f"{self.source}: no device is in coverage of the BS (all {len(starved)} "
@@ -45,10 +58,10 @@ class CoverageLog:
         if starved:
             log.warning(
                 "round %d: %d device(s) out of coverage (no rate at the lowest CQI/MCS), "
-                "left out: %s",
+                "left out (the starved direction): %s",
                 round_,
                 len(starved),
-                ", ".join(sorted(starved, key=lambda n: (len(n), n))),
+                ", ".join(f"{n} ({which[n]})" for n in sorted(starved, key=lambda n: (len(n), n))),
             )
         return covered
 

@@ -164,6 +164,8 @@ class World:
         self.devices = self.coverage.update(
             self.radio, self.bs, self.all_devices, self.recorder.round
         )
+        #: the devices whose downlink is served (downlink-only traffic reaches them)
+        self.downlink_devices = self.coverage.downlink_served
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """``coverage`` on OFDMA links (which devices the cell can serve, at each drop;

@@ -312,3 +312,27 @@ def test_an_lte_download_waits_for_the_schedulers_pipeline():
     for with_delay, without in ((one, one0), (multi, multi0)):
         assert with_delay.duration_s == pytest.approx(without.duration_s + 0.003, rel=1e-9)
         assert with_delay.airtime_s == pytest.approx(without.airtime_s, rel=1e-9)
+
+
+def test_a_ue_whose_uplink_alone_is_starved_still_gets_downloads(caplog):
+    """At 280 m on ``lte_20mhz`` without fading a UE's downlink SNR is ~16.6 dB but its
+    uplink is below CQI 1 (ns-3 served it a download): the coverage table says which
+    direction starved; a round needing both leaves it out and the log names the
+    direction; a download test (``upload_bytes: 0``) reaches it."""
+    import logging
+
+    def scenario(upload, download):  # (the ns-3 fixtures' cell: NS3_LAW)
+        return _scenario(upload, [[100.0, 0.0], [280.0, 0.0]], {"download_bytes": download})
+
+    with caplog.at_level(logging.WARNING):
+        both = run(scenario(100_000, 400_000))
+    cov = both.tables["coverage"].set_index("device")
+    assert cov.loc["ue1", "uplink_starved"] and not cov.loc["ue1", "downlink_starved"]
+    assert cov.loc["ue1", "starved"] and not cov.loc["ue0", "starved"]
+    assert cov.loc["ue1", "downlink_snr_db"] > 10.0
+    assert set(both.transfers["dst"]) | set(both.transfers["src"]) == {"bs", "ue0"}
+    assert "ue1 (uplink)" in caplog.text
+    down = run(scenario(0, 400_000)).transfers
+    assert set(down["dst"]) == {"ue0", "ue1"} and set(down["kind"]) == {"test_down"}
+    far = down.set_index("dst").loc["ue1"]
+    assert far["end_s"] > far["start_s"] and far["outcome"] == "delivered"
