@@ -25,20 +25,24 @@ PARTS = {
 }
 
 
-def _uses(part: str) -> set[str]:
+def _accesses() -> list[tuple[str, str, str]]:
     """Every ``<x>.<part>.<name>`` (``self.geometry.wrap``, ``net.handover.track``,
-    ``self.network.interference.eta``) on the network's side."""
-    names = set()
+    ``self.network.interference.eta``) on the network's side: ``(module, part, name)``."""
+    found = []
     for module in NETWORK_SIDE:
         tree = ast.parse((RADIO / module).read_text())
         for node in ast.walk(tree):
             if (
                 isinstance(node, ast.Attribute)
                 and isinstance(node.value, ast.Attribute)
-                and node.value.attr == part
+                and node.value.attr in PARTS
             ):
-                names.add(node.attr)
-    return names
+                found.append((module, node.value.attr, node.attr))
+    return found
+
+
+def _uses(part: str) -> set[str]:
+    return {name for _, p, name in _accesses() if p == part}
 
 
 @pytest.mark.parametrize("part", sorted(PARTS))
@@ -60,15 +64,8 @@ def test_the_network_uses_only_a_parts_declared_interface(part):
 
 
 def test_no_network_module_reaches_into_a_parts_private_members():
-    for module in NETWORK_SIDE:
-        tree = ast.parse((RADIO / module).read_text())
-        for node in ast.walk(tree):
-            if (
-                isinstance(node, ast.Attribute)
-                and isinstance(node.value, ast.Attribute)
-                and node.value.attr in PARTS
-            ):
-                assert not node.attr.startswith("_"), f"{module}: .{node.value.attr}.{node.attr}"
+    for module, part, name in _accesses():
+        assert not name.startswith("_"), f"{module}: .{part}.{name}"
 
 
 def test_the_network_radio_has_no_mixins_and_no_dead_bodies():
