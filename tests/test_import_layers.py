@@ -129,6 +129,7 @@ LAYERS: list[list[str]] = [
         "netfl.scenario.registries",
         "netfl.scenario.layout",
         "netfl.scenario.network_section",
+        "netfl.scenario.plausibility",
         "netfl.scenario.schema",
     ],
     [  # one simulation: world, runner, records into rows, checkpoints, result

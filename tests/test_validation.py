@@ -271,3 +271,28 @@ def test_a_half_written_run_directory_is_swept_away(tmp_path):
     (stale / "rounds.csv").write_text("partial")
     write_run(run(parse_scenario(tiny_scenario())), tmp_path / "r", figures=False)
     assert not stale.exists() and (tmp_path / "r" / "manifest.json").is_file()
+
+
+def test_an_implausible_link_budget_is_a_one_line_warning_naming_the_key(tmp_path, caplog):
+    """``beta0_db: 30`` (a gain where a loss is meant: mean SNR ~100 dB) is accepted but
+    warned about — one line naming the key, exit 0 (a transmit power above 60 dBm is
+    refused by the schema already). No bundled scenario warns."""
+    import logging
+
+    from netfl.scenario.plausibility import link_budget_warnings
+    from netfl.sweep.spec import is_sweep_file
+
+    lte = {"mode": "ofdma", "channel_profile": "lte_20mhz"}
+    gain = {**lte, "pathloss": {"model": "log_distance", "beta0_db": 30.0, "kappa": 3.76}}
+    path = tmp_path / "gain.yaml"
+    path.write_text(yaml.safe_dump(tiny_scenario(cell={"radius_m": 150, "link": gain})))
+    with caplog.at_level(logging.WARNING):
+        assert main(["validate", str(path)]) == 0
+    (line,) = [r.getMessage() for r in caplog.records if "beta0_db" in r.getMessage()]
+    assert line.startswith(f"{path}: cell.link.pathloss.beta0_db: ") and "gain" in line
+    fine = parse_scenario(tiny_scenario(cell={"radius_m": 150, "link": lte}))
+    assert link_budget_warnings(fine) == []
+    root = Path(__file__).resolve().parents[1] / "scenarios"
+    for f in sorted(root.rglob("*.yaml")):
+        if not is_sweep_file(f):
+            assert link_budget_warnings(load_scenario(f)) == [], f

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 from netfl.algorithms import ALGORITHMS, get_algorithm
 from netfl.errors import ScenarioError
 from netfl.scenario.layout import KIND_KEYS
+from netfl.scenario.plausibility import warn_implausible
 from netfl.scenario.plugins import PluginError, load_entry_point, load_plugins
 from netfl.scenario.reading import excerpt as _excerpt
 from netfl.scenario.reading import parse_yaml_text, read_yaml
@@ -351,7 +352,9 @@ def load_scenario(path: str | Path, overrides: list[str] | None = None) -> Scena
         if not isinstance(data, dict):
             raise ScenarioError(str(path), [("", "a scenario must be a mapping of sections")])
         data = apply_overrides(data, overrides)
-    return parse_scenario(data, str(path))
+    scenario = parse_scenario(data, str(path))
+    warn_implausible(scenario, str(path))  # (one line per implausible link budget value)
+    return scenario
 
 
 def scenario_schema() -> dict[str, Any]:
