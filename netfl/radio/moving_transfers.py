@@ -167,7 +167,7 @@ class MovingTransfers:
 
         grant = self.network.profile.uplink_grant if uplink else None
         chunk = 8.0 * grant["bsr_max_bytes"] if grant is not None else math.inf
-        yield from self.network.promote([device])
+        yield from self.network.cells[c].promote([device])  # (its RRC state is the cell's)
         start = env.now
         key = self.network.enter([device])
         self.network.cells[c].begin(link_of(c), direction)

@@ -992,3 +992,26 @@ def test_a_moving_power_limited_flow_never_holds_rbs_it_cannot_use():
                 if moved.any() and after.size:
                     assert ks[after[0]] <= ks[1 + np.argmax(moved)]
     assert binding >= 3  # (edge devices whose power limits their RBs)
+
+
+def test_a_moving_devices_promotion_is_its_serving_cells_rrc_state():
+    """A moving ``huang2012_lte`` device: its first upload waits for the promotion, a
+    second one within the tail does not (the RRC state is its serving cell's)."""
+    s = _scenario(
+        cell={"link": {"mode": "ofdma", "channel_profile": "nr_fr1_uma"}},
+        network={"sites": 7, "sectors": 3},
+        devices={
+            "count": 1,
+            "compute_profile": "huang2012_lte",
+            "mobility": {"model": "constant_velocity", "speed_kmh": 3.6},
+        },
+        seed=2,
+    )
+    world = World(s)
+    env, radio = world.env, world.radio
+    (ue,) = world.all_devices
+    first = env.run(until=radio.transfer(ue, world.bs, 1e6, "a"))
+    second = env.run(until=radio.transfer(ue, world.bs, 1e6, "b"))
+    promotion = ue.compute.rrc_promotion_s
+    assert first.start_s == pytest.approx(promotion) and second.start_s >= first.end_s
+    assert ue.energy.promotion_s == pytest.approx(promotion)
