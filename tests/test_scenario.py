@@ -235,3 +235,27 @@ def test_the_shadowing_switch():
     assert not law("feddif", False, pathloss=with_std).random
     with pytest.raises(ScenarioError, match="no shadowing_std_db"):
         law("feddif", True)
+
+
+def test_a_group_may_be_a_fraction_of_the_devices():
+    """``fraction: 0.3`` of 20 devices is a group of 6 (the nearest device, at least one);
+    the resolved scenario records the count beside it and parses back to itself; a group
+    with neither, or a count that is not the fraction, is one line naming the group."""
+    from netfl.scenario.files import resolved
+
+    def devices(count, groups):
+        return parse_scenario(tiny_scenario(devices={"count": count, "groups": groups}))
+
+    s = devices(20, [{"fraction": 0.3, "compute_profile": "smartphone"}])
+    assert s.devices.groups[0].count == 6
+    world_profiles = [g.compute_profile for g in s.devices.groups]
+    assert world_profiles == ["smartphone"]
+    assert devices(3, [{"fraction": 0.01}]).devices.groups[0].count == 1
+    again = parse_scenario(resolved(s))
+    assert resolved(again) == resolved(s)
+    for groups, message in (
+        ([{"compute_profile": "smartphone"}], "groups.0: give count or fraction"),
+        ([{"fraction": 0.3, "count": 5}], "groups.0: count 5 is not fraction 0.3"),
+    ):
+        with pytest.raises(ScenarioError, match=message):
+            devices(20, groups)

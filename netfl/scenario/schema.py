@@ -13,6 +13,7 @@ the algorithm's options against the registry and the resolved form live in
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -77,7 +78,16 @@ class ComputeOverrides(_Strict):
 class DeviceGroup(_Strict):
     """A group of devices with their own profiles (heterogeneous fleets)."""
 
-    count: PositiveInt = Field(le=MAX_DEVICES)
+    count: PositiveInt | None = Field(
+        None, le=MAX_DEVICES, description="this group's devices (or give fraction)"
+    )
+    fraction: float | None = Field(
+        None,
+        gt=0.0,
+        le=1.0,
+        description="this group's share of devices.count, rounded to the nearest device "
+        "(at least one); the resolved scenario records both",
+    )
     compute_profile: str | None = None
     link_profile: str | None = None
     model: str | None = Field(
@@ -165,6 +175,17 @@ class DevicesSection(_Strict):
 
     @model_validator(mode="after")
     def _groups_fit(self) -> DevicesSection:
+        for k, g in enumerate(self.groups):
+            if g.fraction is not None:  # (a share of count: resolved to a count here)
+                n = max(1, math.floor(g.fraction * self.count + 0.5))
+                if g.count is not None and g.count != n:
+                    raise ValueError(
+                        f"groups.{k}: count {g.count} is not fraction {g.fraction:g} of "
+                        f"count {self.count} ({n}); give one of them"
+                    )
+                g.count = n
+            elif g.count is None:
+                raise ValueError(f"groups.{k}: give count or fraction")
         total = sum(g.count for g in self.groups)
         if total > self.count:
             raise ValueError(f"groups hold {total} devices but count is {self.count}")
