@@ -32,6 +32,7 @@ from channel_models.numerology import SUBFRAME_S, max_resource_blocks, rb_bandwi
 from channel_models.overheads import overhead_share, validate_overheads
 from channel_models.pathloss import PATHLOSS_MODELS, PathLoss
 from channel_models.registry import lookup
+from channel_models.resource_groups import group_sizes, rbg_size
 from channel_models.units import db_to_linear, dbm_to_w
 from channel_models.value_ranges import (
     FADING_BOUNDS,
@@ -162,6 +163,12 @@ class ChannelProfile:
     #: time from a downlink transfer's arrival at the BS to its first transport block
     #: [s] (the scheduler's and PDCCH's pipeline; ns-3 LENA: about 3 ms), 0: none
     downlink_delay_s: float = 0.0
+    #: how the round-robin downlink hands out RBs: ``fractional`` (any share of the RBs,
+    #: an idealised scheduler) or ``rbg_round_robin`` (whole resource-block groups, ns-3
+    #: LENA's rule: ⌊groups/n⌋ each, the rest unused; :mod:`channel_models.resource_groups`)
+    downlink_allocation: str = "fractional"
+    #: NR RBG size configuration (TS 38.214 Table 5.1.2.2.1-1: 1 or 2; LTE has one table)
+    rbg_configuration: int = 1
     #: the SINR link adaptation follows on a full-carrier uplink: ``wideband`` (power
     #: over the carrier, as a full-band sounding signal measures it; ns-3's rule) or
     #: ``allocation`` (the UE's power on the RBs it holds). Open-loop power control
@@ -217,6 +224,13 @@ class ChannelProfile:
             for k, v in self.uplink_grant.items():
                 check_range(f"uplink_grant.{k}", v, *UPLINK_GRANT_BOUNDS[k])
         check_range("downlink_delay_s", self.downlink_delay_s, 0.0, 1.0)
+        if self.downlink_allocation not in ("fractional", "rbg_round_robin"):
+            raise ValueError(
+                f"downlink_allocation: {self.downlink_allocation!r} "
+                "(valid: fractional, rbg_round_robin)"
+            )
+        if self.downlink_allocation == "rbg_round_robin":
+            self.rbg_size()  # (the RB count within the standard's table, a known configuration)
         if self.cqi_sinr not in ("wideband", "allocation"):
             raise ValueError(f"cqi_sinr: {self.cqi_sinr!r} (valid: wideband, allocation)")
         if self.power_spread not in ("carrier", "rbs"):
@@ -265,6 +279,23 @@ class ChannelProfile:
         if direction == "downlink":
             return self.num_rbs
         return self.num_rbs - int(self.overheads.get("pucch_rbs", 0))
+
+    @property
+    def rbg_standard(self) -> str:
+        """Whose RBG table applies: ``lte`` for the LTE link abstractions, else ``nr``."""
+        return "lte" if self.efficiency.get("model") in ("lte_amc", "lte_bler") else "nr"
+
+    def rbg_size(self) -> int:
+        """The downlink RBG size P [RBs] (TS 36.213 Table 7.1.6.1-1 / TS 38.214 Table
+        5.1.2.2.1-1, :func:`channel_models.resource_groups.rbg_size`)."""
+        return rbg_size(self.num_rbs, self.rbg_standard, self.rbg_configuration)
+
+    def rb_groups(self, direction: str) -> np.ndarray | None:
+        """RBs in each downlink group where the round robin hands out whole groups
+        (``downlink_allocation: rbg_round_robin``); None: any fraction of the RBs."""
+        if direction != "downlink" or self.downlink_allocation != "rbg_round_robin":
+            return None
+        return group_sizes(self.data_rbs(direction), self.rbg_size())
 
     @property
     def rb_bandwidth_hz(self) -> float:

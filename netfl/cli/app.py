@@ -73,7 +73,13 @@ def _cmd_list(args: argparse.Namespace) -> int:
         },
         "channel-profiles": {
             n: f"{p.num_rbs} RBs, {p.bandwidth_hz / 1e6:g} MHz, {p.pathloss['model']}, "
-            f"{p.fading['model']}, {p.efficiency['model']}  {p.description}"
+            f"{p.fading['model']}, {p.efficiency['model']}, downlink "
+            + (
+                f"in groups of {p.rbg_size()} RBs (ns-3 LENA's round robin)"
+                if p.downlink_allocation == "rbg_round_robin"
+                else "fractional RBs"
+            )
+            + f"  {p.description}"
             for n, p in channel_profiles().items()
         },
         "compute-profiles": {

@@ -53,6 +53,8 @@ import simpy
 
 from channel_models.fading import BlockFading
 from channel_models.registry import lookup
+from channel_models.resource_groups import round_robin_group_rbs
+from channel_models.resource_groups import round_robin_group_rbs
 from netfl.errors import LinkBudgetError
 from netfl.radio.block_grid import HORIZON_BLOCKS, BlockGrid
 from netfl.radio.proportional_fair import pf_average, pf_shares
@@ -138,6 +140,10 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
         Proportional fair: time constant of the served-rate average [blocks].
     time_fraction : float
         Share of time the carrier serves this direction (TDD slot pattern; 1 for FDD).
+    rb_groups : ndarray, optional
+        RBs in each resource-block group where round robin hands out whole groups
+        (:func:`channel_models.resource_groups.round_robin_group_rbs`: ⌊groups/n⌋ per
+        flow, the rest unused); None: any fraction of the RBs.
     """
 
     def __init__(
@@ -151,6 +157,7 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
         scheduler: str = "round_robin",
         pf_window_blocks: float = 100.0,
         time_fraction: float = 1.0,
+        rb_groups: np.ndarray | None = None,
     ):
         super().__init__(env, num_rbs)
         #: how the RBs are shared (:data:`netfl.radio.schedulers.SCHEDULERS`)
@@ -162,6 +169,10 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
         self.block_s = fading.coherence_time_s
         self.efficiency = efficiency
         self.time_fraction = float(time_fraction)
+        #: whole groups under round robin (None: fractional RBs)
+        self.rb_groups = None
+        if rb_groups is not None and self.scheduler.name == "round_robin":
+            self.rb_groups = np.asarray(rb_groups, dtype=float)
         #: bits one RB carries in one block per bit/s/Hz
         self._bit_scale = self.rb_bandwidth_hz * self.time_fraction * self.block_s
         self._min_usable_snr = _min_usable_snr(efficiency)
@@ -551,6 +562,8 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
         elif not self._n_capped and len(self._demand_counts) < 8:
             # all flows uncapped: sessions grouped by demand plus one group of n flows
             share, session_total = uncapped_equal_share(self.capacity, self._demand_counts, n)
+            if n and self.rb_groups is not None:
+                share = round_robin_group_rbs(self.rb_groups, n, n * share)
             if n:
                 if self.scheduler.per_block:  # (the averages credit the shares of the blocks
                     # gone, so they are brought up to now before the shares change)
@@ -560,6 +573,8 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
             return session_total
         else:
             shares, session_total = self._equal_share(self._cap[:n])
+            if n and self.rb_groups is not None and not self._n_capped:
+                shares = np.full(n, round_robin_group_rbs(self.rb_groups, n, shares.sum()))
             if self.scheduler.per_block and n > 0:
                 shares = self._proportional_fair(shares)
         self._share[:n] = shares

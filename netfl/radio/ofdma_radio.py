@@ -115,6 +115,7 @@ class OfdmaRadio(LinkRadio):
                 scheduler,
                 pf_window_blocks,
                 time_fraction=profile.time_fraction(d),
+                rb_groups=profile.rb_groups(d),
             )
             for d in ("uplink", "downlink")
         }

@@ -63,6 +63,9 @@ _OFDMA_KEYS = {
     "bler_target",
     "max_mcs",
     "cqi_sinr",
+    "downlink_delay_s",
+    "downlink_allocation",
+    "rbg_configuration",
     "phy_overhead_uplink",
     "phy_overhead_downlink",
     "overheads",
@@ -192,6 +195,15 @@ class LinkSection(_Strict):
         le=1.0,
         description="from a download's arrival to its first TB [s] "
         "(the LTE profiles: ns-3 LENA's 3 ms; 0 for an idealised scheduler)",
+    )
+    downlink_allocation: Literal["fractional", "rbg_round_robin"] | None = Field(
+        None,
+        description="round-robin downlink: whole resource-block groups, ⌊groups/n⌋ per UE "
+        "and the rest unused (rbg_round_robin: ns-3 LENA's rule, the LTE profiles' default) "
+        "or any fraction of the RBs (fractional: idealised, the NR profiles' default)",
+    )
+    rbg_configuration: Literal[1, 2] | None = Field(
+        None, description="NR RBG size configuration (TS 38.214 Table 5.1.2.2.1-1; default 1)"
     )
     phy_overhead_uplink: float | None = Field(None, ge=0.0, lt=1.0, description="TS 38.306 OH")
     phy_overhead_downlink: float | None = Field(None, ge=0.0, lt=1.0, description="TS 38.306 OH")
@@ -371,6 +383,8 @@ class LinkSection(_Strict):
             overheads={**base.overheads, **(self.overheads or {})},
             cqi_sinr=self.cqi_sinr,
             downlink_delay_s=self.downlink_delay_s,
+            downlink_allocation=self.downlink_allocation,
+            rbg_configuration=self.rbg_configuration,
             pathloss=self._shadowed(self.pathloss or base.pathloss, "pathloss"),
             d2d_pathloss=self._shadowed(base.d2d_pathloss, "d2d"),
         )
