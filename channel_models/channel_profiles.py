@@ -24,8 +24,10 @@ from channel_models.lte import (
     HARQ_RTT_S,
     LteAmcEfficiency,
     LteBlerEfficiency,
+    LteMiCqiEfficiency,
     lte_amc_efficiency,
     lte_bler_efficiency,
+    lte_mi_cqi_efficiency,
 )
 from channel_models.nr import NrBlerEfficiency, nr_bler_efficiency
 from channel_models.numerology import SUBFRAME_S, max_resource_blocks, rb_bandwidth_hz
@@ -238,6 +240,11 @@ class ChannelProfile:
         eff = self.efficiency.get("model")
         if eff not in EFFICIENCY_MODELS:
             raise ValueError(f"efficiency.model: {eff!r} (valid: {', '.join(EFFICIENCY_MODELS)})")
+        if self.efficiency.get("downlink_cqi", "gap") not in ("gap", "mi_error_model"):
+            raise ValueError(
+                f"efficiency.downlink_cqi: {self.efficiency['downlink_cqi']!r} "
+                "(valid: gap, mi_error_model)"
+            )
         if eff in TBS_MODELS:
             self.link_adaptation("uplink")  # (reference_prbs within the TBS table)
         if set(self.harq) != {"rtt_s", "max_transmissions"}:
@@ -363,9 +370,11 @@ class ChannelProfile:
 
     def link_adaptation(
         self, direction: str
-    ) -> LteAmcEfficiency | LteBlerEfficiency | NrBlerEfficiency:
+    ) -> LteAmcEfficiency | LteBlerEfficiency | LteMiCqiEfficiency | NrBlerEfficiency:
         """The TBS-based link abstraction of ``direction``: ``lte_amc`` (ns-3's gap-based
-        CQI → MCS, no errors), ``lte_bler`` or ``nr_bler`` (BLER curves, OLLA, HARQ)."""
+        CQI → MCS, no errors; with ``downlink_cqi: mi_error_model`` the downlink follows
+        the CQI ns-3's UE reports from its MI error model, TB errors and HARQ included),
+        ``lte_bler`` or ``nr_bler`` (BLER curves, OLLA, HARQ)."""
         p = self.efficiency
         target = 0.1 if p.get("bler_target") is None else float(p["bler_target"])
         cap = p.get("max_mcs")
@@ -383,6 +392,8 @@ class ChannelProfile:
         cap = 28 if cap is None else int(cap)
         if p["model"] == "lte_bler":
             return lte_bler_efficiency(direction, prbs, self.rb_bandwidth_hz, target, cap)
+        if direction == "downlink" and p.get("downlink_cqi") == "mi_error_model":
+            return lte_mi_cqi_efficiency(prbs, self.rb_bandwidth_hz, cap)
         return lte_amc_efficiency(direction, prbs, self.rb_bandwidth_hz, p.get("gap_db"), cap)
 
     def efficiency_for(self, direction: str) -> Efficiency:

@@ -15,6 +15,11 @@ two MCSs around the target — ``m`` (the highest with ``BLER_m ≤ T``) and the
 BLER)`` per slot (a failed block's resources are spent, its bits arrive with a HARQ
 retransmission charged the same way). Where even the lowest MCS misses ``T`` the UE is
 out of range: 0, not scheduled (starved). MCSs without a curve are never chosen.
+
+A fixed rule may choose the MCS instead of OLLA (``choose_mcs``: SINR → MCS): ns-3
+LENA's LTE downlink, whose UE reports the CQI of the highest MCS with a TB error rate
+of at most 10 % (:class:`channel_models.lte.LteMiCqiEfficiency`); the goodput is then
+that MCS's ``TBS·(1 − BLER)`` and its BLER the first transmission's.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["BlerLinkAdaptation", "olla_steady_state"]
+__all__ = ["BlerLinkAdaptation", "fixed_mcs", "olla_steady_state"]
 
 
 def olla_steady_state(
@@ -48,6 +53,18 @@ def olla_steady_state(
     return np.where(out, 0.0, goodput), np.where(out, 1.0, first), m
 
 
+def fixed_mcs(
+    bler: np.ndarray, tbs_bits: np.ndarray, rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`olla_steady_state`'s outputs for an MCS row chosen at each SINR (``rows``,
+    −1 out of range): that MCS's goodput ``TBS·(1 − BLER)`` and BLER."""
+    cols = np.arange(bler.shape[1])
+    r = np.clip(rows, 0, None)
+    b = bler[r, cols]
+    out = rows < 0
+    return np.where(out, 0.0, tbs_bits[r] * (1 - b)), np.where(out, 1.0, b), rows
+
+
 class BlerLinkAdaptation:
     """OLLA's steady state and HARQ over per-MCS transport block sizes and error curves.
 
@@ -63,6 +80,8 @@ class BlerLinkAdaptation:
         Bandwidth of the reference grant [Hz] (PRBs × PRB bandwidth).
     bler_target : float
         OLLA's target BLER.
+    choose_mcs : callable, optional
+        ``sinr_db array → MCS`` (−1: out of range) in place of OLLA (:func:`fixed_mcs`).
 
     Tabulated once on a 0.01-dB grid from −12 to 35 dB; a call reads the grid point at
     or below the SINR (never optimistic by more than 0.01 dB).
@@ -79,6 +98,7 @@ class BlerLinkAdaptation:
         grant_hz: float,
         bler_target: float = 0.1,
         label: str = "",
+        choose_mcs: Callable[[np.ndarray], np.ndarray] | None = None,
     ):
         if not 0.0 < bler_target < 1.0:
             raise ValueError(f"bler_target: {bler_target} must be in (0, 1)")
@@ -93,9 +113,19 @@ class BlerLinkAdaptation:
         self._curve = curve
         self.bler = np.array([b for _, b in rows if b is not None])
         self.tbs_bits = np.asarray(tbs_bits, dtype=float)[self.mcs]
-        goodput, self.first_bler, self.lower = olla_steady_state(
-            self.bler, self.tbs_bits, self.bler_target
-        )
+        if choose_mcs is None:
+            goodput, self.first_bler, self.lower = olla_steady_state(
+                self.bler, self.tbs_bits, self.bler_target
+            )
+        else:
+            chosen = np.asarray(choose_mcs(self.grid_db), dtype=int)
+            rows = np.searchsorted(self.mcs, chosen)
+            known = (chosen >= 0) & (rows < self.mcs.size)
+            known[known] = self.mcs[rows[known]] == chosen[known]
+            if not known[chosen >= 0].all():
+                raise ValueError(f"{label}: the rule chose an MCS without a BLER curve")
+            rows = np.where(chosen >= 0, rows, -1)
+            goodput, self.first_bler, self.lower = fixed_mcs(self.bler, self.tbs_bits, rows)
         self.eff = goodput / (grant_hz * slot_s)
         self._eff0 = np.concatenate([[0.0], self.eff])  # (index −1: below the grid)
         self.thresholds = 10.0 ** (self.grid_db / 10.0)

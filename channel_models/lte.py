@@ -257,3 +257,45 @@ class LteBlerEfficiency(BlerLinkAdaptation):
 
 #: a shared :class:`LteBlerEfficiency` per argument tuple (tabulating one takes ~0.1 s)
 lte_bler_efficiency = lru_cache(maxsize=64)(LteBlerEfficiency)
+
+
+def mi_cqi_from_sinr_db(sinr_db: ArrayLike) -> np.ndarray:
+    """The wideband CQI an ns-3 LTE UE reports at a flat downlink SINR [dB]: LteAmc's
+    default ``MiErrorModel`` rule (the highest MCS whose TB error rate under
+    ``LteMiErrorModel`` is at most 10 %, as a CQI), read from the thresholds ns-3 gave
+    (``data/lte_bler_ns3.json``, ``downlink_cqi``; 0: out of range). The thresholds lie
+    on ns-3's 0.01-dB grid: an SINR within 1e-6 dB below one (a float's rounding) reaches it."""
+    rule = _bler_data()["downlink_cqi"]
+    thresholds = np.array([np.inf if t is None else t for t in rule["thresholds_db"]])
+    return np.searchsorted(thresholds, np.asarray(sinr_db, dtype=float) + 1e-6, side="right")
+
+
+class LteMiCqiEfficiency(BlerLinkAdaptation):
+    """ns-3 LENA's LTE downlink: the UE reports the CQI of :func:`mi_cqi_from_sinr_db`,
+    the eNB sends the CQI's MCS (:func:`mcs_from_cqi`), and each TB fails with that MCS's
+    ``LteMiErrorModel`` error rate (HARQ resends it): goodput ``TBS·(1 − BLER)`` of the
+    TS 36.213 downlink TBS on ``reference_prbs`` PRBs per 1-ms TTI, no OLLA."""
+
+    def __init__(self, reference_prbs: int, rb_bandwidth_hz: float = 180e3, max_mcs: int = 28):
+        if not 1 <= reference_prbs <= 110:
+            raise ValueError(f"reference_prbs: {reference_prbs} outside the TBS table's 1..110")
+        if not 0 <= max_mcs <= 28:
+            raise ValueError(f"max_mcs: {max_mcs} outside the LTE MCS range 0..28")
+        tbs = dl_tbs_bits(np.arange(max_mcs + 1), reference_prbs).astype(float)
+
+        def choose(sinr_db: np.ndarray) -> np.ndarray:
+            cqi = mi_cqi_from_sinr_db(sinr_db)
+            return np.where(cqi > 0, np.minimum(mcs_from_cqi(cqi), max_mcs), -1)
+
+        super().__init__(
+            tbs,
+            lambda m, db: bler_curve_db("downlink", reference_prbs, m, db),
+            TTI_S,
+            reference_prbs * rb_bandwidth_hz,
+            label="LTE downlink, ns-3's MI-error-model CQI",
+            choose_mcs=choose,
+        )
+
+
+#: a shared :class:`LteMiCqiEfficiency` per argument tuple
+lte_mi_cqi_efficiency = lru_cache(maxsize=16)(LteMiCqiEfficiency)

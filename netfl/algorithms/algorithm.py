@@ -94,6 +94,12 @@ class Algorithm(ABC):
         return options
 
     @classmethod
+    def directions(cls, options: dict[str, Any]) -> frozenset[str]:
+        """The link directions a device must be served in to take part (a run stops with
+        one line when no device is): both for FL; a download-only test needs the downlink."""
+        return frozenset({"uplink", "downlink"})
+
+    @classmethod
     def check_scenario(cls, scenario: Any) -> list[tuple[str, str]]:
         """Problems ``(key path, message)`` of a scenario this algorithm cannot run
         (beyond its Config), reported with the file name when the scenario is parsed."""

@@ -67,6 +67,12 @@ class TransferTest(Algorithm):
     config: TransferTestConfig
 
     @classmethod
+    def directions(cls, options: dict[str, Any]) -> frozenset[str]:
+        if float(options.get("upload_bytes", cls.Config().upload_bytes)) > 0:
+            return super().directions(options)
+        return frozenset({"downlink"})  # (a download test reaches uplink-starved devices)
+
+    @classmethod
     def check_scenario(cls, scenario: Any) -> list[tuple[str, str]]:
         """The upload takes at most ``MAX_GRANT_CYCLES`` grant cycles (LTE cells)."""
         from netfl.radio.uplink_mac import MAX_GRANT_CYCLES

@@ -54,7 +54,6 @@ import simpy
 from channel_models.fading import BlockFading
 from channel_models.registry import lookup
 from channel_models.resource_groups import round_robin_group_rbs
-from channel_models.resource_groups import round_robin_group_rbs
 from netfl.errors import LinkBudgetError
 from netfl.radio.block_grid import HORIZON_BLOCKS, BlockGrid
 from netfl.radio.proportional_fair import pf_average, pf_shares

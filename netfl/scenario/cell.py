@@ -175,8 +175,10 @@ class LinkSection(_Strict):
     )
     link_abstraction: Literal["gap", "bler"] | None = Field(
         None,
-        description="LTE profiles: gap (ns-3's CQI from a BER-5e-5 SNR gap, no errors; the "
-        "default) or bler (BLER curves of ns-3's LteMiErrorModel, OLLA to bler_target, HARQ)",
+        description="LTE profiles: unset, ns-3 LENA's own (uplink: its schedulers' CQI from a "
+        "BER-5e-5 SNR gap; downlink: the CQI its UE reports from LteMiErrorModel at 10 % "
+        "BLER, TB errors and HARQ), gap (the gap rule both ways, no errors) or bler (BLER "
+        "curves of ns-3's LteMiErrorModel, OLLA to bler_target, HARQ)",
     )
     bler_target: float | None = Field(
         None, gt=0.0, lt=1.0, description="bler abstraction: OLLA's BLER target (default 0.1)"

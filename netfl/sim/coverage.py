@@ -20,20 +20,30 @@ log = logging.getLogger(__name__)
 class CoverageLog:
     """Every drop's per-device coverage rows, and the devices in coverage now."""
 
-    def __init__(self, source: str):
+    def __init__(self, source: str, directions: frozenset[str] = frozenset({"uplink", "downlink"})):
         self.source = source
+        #: the directions the run's traffic needs (``downlink`` alone: a download test)
+        self.directions = directions
         self.frames: list[pd.DataFrame] = []
         #: the devices whose downlink is served at the last drop (downlink-only traffic
         #: reaches them, whatever their uplink)
         self.downlink_served: list[Node] = []
+
+    @classmethod
+    def for_run(cls, scenario: Any, source: str) -> CoverageLog:
+        """The log of a run of ``scenario``, needing what its algorithm's traffic needs."""
+        from netfl.algorithms import get_algorithm
+
+        algorithm = get_algorithm(scenario.algorithm.name)
+        return cls(source, algorithm.directions(scenario.algorithm.options()))
 
     def update(self, radio: Any, bs: Node, devices: list[Node], round_: int) -> list[Node]:
         """The devices ``radio`` can serve at their positions: a device whose uplink or
         downlink to the BS has no rate even at a fading peak (e.g. below the lowest CQI
         of an LTE profile) is *starved* — a scheduler never serves it, so it takes no
         part in the rounds. Appends one row per device to the table (mean SNRs, starved
-        or not); a starved device is logged; no device in coverage is a
-        :class:`~netfl.errors.UserError`."""
+        or not); a starved device is logged; no device served in the directions the run
+        needs is a :class:`~netfl.errors.UserError`."""
         frame = radio.coverage(bs, devices)
         frame.insert(0, "round", round_)
         self.frames.append(frame)
@@ -49,7 +59,7 @@ class CoverageLog:
             else "downlink"
             for row in frame[frame["starved"]].itertuples()
         }
-        if not covered:
+        if not (covered if "uplink" in self.directions else self.downlink_served):
             raise UserError(
                 f"{self.source}: no device is in coverage of the BS (all {len(starved)} "
                 "starved: no rate even at the lowest CQI/MCS); shrink cell.radius_m, move "

@@ -87,7 +87,7 @@ class World:
         self.availability = DeviceAvailability(
             scenario, self.env, self.streams, self.all_devices, self.activities
         )
-        self.coverage = CoverageLog(source)
+        self.coverage = CoverageLog.for_run(scenario, source)
         self.update_coverage()
         self.compute = ComputeEngine(self.env, self.recorder)
         self.radio.watch(self.activities)

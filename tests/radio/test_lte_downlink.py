@@ -1,20 +1,34 @@
 """The LTE downlink of the ``lte_20mhz`` family: resource-block groups (TS 36.213 Table
 7.1.6.1-1, TS 38.214 Table 5.1.2.2.1-1) and ns-3 LENA's round robin over them, by hand
-and on the carrier; the scheduler's pipeline delay; downloads to a UE whose uplink is
-starved."""
+and on the carrier; the UE's CQI from ns-3's MI error model; the scheduler's pipeline
+delay; downloads to a UE whose uplink is starved; and against the ns-3 LENA downlink
+fixture (``tests/reference/ns3_lte_downlink.json``): the issue's bars on every run, the
+same MCS as ns-3 for every UE, single UEs within ~1.5 %."""
 
 from __future__ import annotations
 
+import json
 import logging
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from channel_models.channel_profiles import get_channel_profile
+from channel_models.lte import (
+    LteMiCqiEfficiency,
+    bler_curve_db,
+    dl_tbs_bits,
+    mcs_from_cqi,
+    mi_cqi_from_sinr_db,
+)
 from channel_models.resource_groups import group_sizes, rbg_size, round_robin_group_rbs
 from netfl import World, parse_scenario, run
 from tests.conftest import tiny_scenario
-from tests.radio.test_lte_uplink import _scenario
+from tests.radio.test_lte_uplink import FIXTURE_SETS, _scenario
+from validation.ns3.compare import compare
+
+FIXTURE = Path(__file__).resolve().parents[1] / "reference" / "ns3_lte_downlink.json"
 
 
 @pytest.mark.parametrize(
@@ -181,3 +195,78 @@ def test_netfl_list_says_how_each_profile_allocates_the_downlink(capsys):
     assert "in groups of 4 RBs (ns-3 LENA's round robin)" in lines["lte_20mhz"]
     assert "in groups of 3 RBs" in lines["lte_10mhz"]
     assert "downlink fractional RBs" in lines["nr_fr1_uma"]
+
+
+def test_the_ues_cqi_follows_ns3s_mi_error_model_thresholds():
+    """The CQI steps at each threshold ns-3 reported (not a step before), and the
+    downlink efficiency is the CQI's MCS's TBS·(1 − BLER) on 100 PRBs per TTI, the SINR
+    read on the 0.01-dB grid at or below it; below CQI 1: nothing (not scheduled)."""
+    data = json.loads(
+        (Path(__file__).resolve().parents[2] / "channel_models/data/lte_bler_ns3.json").read_text()
+    )
+    thresholds = data["downlink_cqi"]["thresholds_db"]
+    assert len(thresholds) == 15 and thresholds == sorted(thresholds)
+    for c, t in enumerate(thresholds, start=1):
+        assert mi_cqi_from_sinr_db([t - 0.005, t])[0] == c - 1
+        assert mi_cqi_from_sinr_db([t])[0] == c
+    eff = LteMiCqiEfficiency(100)
+    for db in (-7.0, 0.0, 9.876, 16.6, 25.0):
+        grid_db = np.floor(round((db + 12.0) / 0.01, 6)) * 0.01 - 12.0
+        cqi = int(mi_cqi_from_sinr_db([grid_db])[0])
+        got = float(eff(np.array([10 ** (db / 10)]))[0])
+        if cqi == 0:
+            assert got == 0.0
+            continue
+        mcs = int(mcs_from_cqi(cqi))
+        bler = float(bler_curve_db("downlink", 100, mcs, [grid_db])[0])
+        expected = dl_tbs_bits(mcs, 100) * (1 - bler) / (100 * 180e3 * 1e-3)
+        assert got == pytest.approx(expected, rel=1e-9), db
+
+
+@pytest.fixture(scope="module")
+def ns3_downlink_rows() -> dict[tuple, list[dict]]:
+    fixture = json.loads(FIXTURE.read_text())
+    return {key: compare(fixture, key[0], None, key[1], key[2]) for key in FIXTURE_SETS}
+
+
+@pytest.mark.parametrize("key", FIXTURE_SETS, ids=lambda k: "-".join(map(str, k)))
+def test_against_ns3_downlink_the_issue_bars_hold(ns3_downlink_rows, key):
+    """Every run of the downlink fixture (1, 2, 5, 10, 20 UEs from 30 to 300 m, RR and
+    PF): median |netfl/ns-3 − 1| ≤ 10 %, every UE within ±25 %, the same UEs served (all:
+    the 280-m UE whose uplink is starved gets its download on both sides)."""
+    rows = ns3_downlink_rows[key]
+    assert len(rows) == 42  # 1+1+1 + 5+10+20 + 2+2 UEs
+    for r in rows:
+        assert r["netfl_s"] is not None and r["ns3_s"] is not None, r
+    dev = np.array([abs(r["netfl_s"] / r["ns3_s"] - 1) for r in rows])
+    assert np.median(dev) <= 0.10
+    assert dev.max() <= 0.25
+
+
+def test_against_ns3_downlink_single_ues_within_1_5_percent(ns3_downlink_rows):
+    singles = [
+        r for r in ns3_downlink_rows[("rr", 796_840, 1000)] if r["geometry"].startswith("single")
+    ]
+    assert len(singles) == 3
+    for r in singles:
+        assert r["netfl_s"] / r["ns3_s"] == pytest.approx(1.0, abs=0.015), r
+
+
+def test_every_ue_gets_ns3s_downlink_mcs():
+    """For every UE of the fixture, the MCS netfl's downlink link adaptation picks at its
+    mean SNR is the one ns-3's eNB sent it most (28 near the eNB, 22 at 280–300 m)."""
+    fixture = json.loads(FIXTURE.read_text())
+    profile = get_channel_profile("lte_20mhz")
+    checked = set()
+    for spec in fixture["runs"]:
+        for ue in spec["ues"]:
+            key = (ue["x_m"], ue["y_m"])
+            if key in checked:
+                continue
+            checked.add(key)
+            s = _scenario(0, [[ue["x_m"], ue["y_m"]]], {"download_bytes": 1000})
+            world = World(s)
+            snr = world.radio.mean_snr(world.bs, world.all_devices[0])
+            mcs = int(mcs_from_cqi(mi_cqi_from_sinr_db([10 * np.log10(snr)])[0]))
+            assert mcs == ue["mode_mcs"], (ue["distance_m"], mcs, ue["mode_mcs"])
+    assert len(checked) >= 30 and profile.efficiency["downlink_cqi"] == "mi_error_model"

@@ -1,13 +1,14 @@
-"""netfl against the ns-3 LTE uplink fixture: each UE's upload duration, netfl / ns-3.
+"""netfl against the ns-3 LTE fixtures: each UE's upload (download) duration, netfl / ns-3.
 
-    .venv/bin/python validation/ns3/compare.py [--set KEY=VALUE ...] [--runs rr]
+    .venv/bin/python validation/ns3/compare.py [--downlink] [--set KEY=VALUE ...] [--runs rr]
 
-For every run of ``tests/reference/ns3_lte_uplink.json`` (scheduler ``--runs``, the
-796,840-byte payload), netfl's ``transfer_test`` uploads the same payload from the
-same positions (``devices.layout: positions``) on an OFDMA cell with the same path
-loss, powers and noise figures, and the ratio of each UE's duration to ns-3's is
-printed with its median, spread and the UEs starved on each side. ``--set`` applies
-scenario overrides (e.g. ``cell.link.snr_gap_db=7.43``) to try a link model.
+For every run of ``tests/reference/ns3_lte_uplink.json`` (``--downlink``:
+``ns3_lte_downlink.json``; scheduler ``--runs``, the 796,840-byte payload), netfl's
+``transfer_test`` moves the same payload from (to) the same positions
+(``devices.layout: positions``) on an OFDMA cell with the same path loss, powers and
+noise figures, and the ratio of each UE's duration to ns-3's is printed with its
+median, spread and the UEs starved on each side. ``--set`` applies scenario
+overrides (e.g. ``cell.link.snr_gap_db=7.43``) to try a link model.
 """
 
 from __future__ import annotations
@@ -28,9 +29,26 @@ from netfl import parse_scenario, run  # noqa: E402
 from netfl.errors import UserError  # noqa: E402
 from netfl.scenario.files import apply_overrides  # noqa: E402
 
+#: the fixtures' generators → the direction they measured
+DIRECTIONS = {
+    "validation/ns3/lte_uplink.py": "uplink",
+    "validation/ns3/lte_downlink.py": "downlink",
+}
+#: LENA's schedulers → netfl's, per direction
+SCHEDULERS = {
+    # LENA's PF splits the uplink RBs equally, as its RR does
+    # (PfFfMacScheduler::DoSchedUlTriggerReq: rbPerFlow = bandwidth / nflows; its PF
+    # metric acts on the downlink only): netfl's round robin matches both
+    "uplink": {"rr": "round_robin", "pf": "round_robin"},
+    "downlink": {"rr": "round_robin", "pf": "proportional_fair"},
+}
 
-def scenario_for(run_spec: dict, cell: dict, overrides: list[str]) -> dict:
+
+def scenario_for(
+    run_spec: dict, cell: dict, overrides: list[str], direction: str = "uplink"
+) -> dict:
     ues = run_spec["ues"]
+    payload = run_spec["payload_bytes"]
     data = {
         "name": "ns3-compare",
         "seed": 1,
@@ -57,12 +75,7 @@ def scenario_for(run_spec: dict, cell: dict, overrides: list[str]) -> dict:
                 "bs_tx_power_dbm": cell["bs_tx_power_dbm"],
                 "noise_figure_ue_db": cell["ue_noise_figure_db"],
                 "noise_figure_bs_db": cell["bs_noise_figure_db"],
-                # LENA's PF scheduler splits the uplink RBs equally, as its RR does
-                # (PfFfMacScheduler::DoSchedUlTriggerReq: rbPerFlow = bandwidth / nflows;
-                # its PF metric acts on the downlink only): netfl's round robin matches
-                # both. netfl's proportional_fair (r/R̄ per fading block) has no LENA
-                # uplink counterpart.
-                "scheduler": "round_robin",
+                "scheduler": SCHEDULERS[direction][run_spec["scheduler"]],
             },
         },
         "data": {"dataset": "digits"},
@@ -71,7 +84,8 @@ def scenario_for(run_spec: dict, cell: dict, overrides: list[str]) -> dict:
         "learning": {"mode": "timing"},
         "algorithm": {
             "name": "transfer_test",
-            "upload_bytes": run_spec["payload_bytes"],
+            "upload_bytes": payload if direction == "uplink" else 0,
+            "download_bytes": payload if direction == "downlink" else 0,
             "datagram_bytes": run_spec["datagram_bytes"],
             # LENA's RR counts a CQI-0 UE with a buffer in its split (its RBs go unused)
             "starved": "hold_share",
@@ -89,8 +103,10 @@ def compare(
     datagram_bytes: int = 1000,
 ) -> list[dict]:
     """One row per UE of the fixture's runs of ``scheduler`` and payload: geometry,
-    distance, ns-3's and netfl's upload durations [s] (None: starved on that side),
-    and the wall time of each side's run."""
+    distance, ns-3's and netfl's durations [s] (None: starved on that side), and the
+    wall time of each side's run (the direction is the fixture's)."""
+    direction = DIRECTIONS[fixture["generator"]]
+    kind, peer = ("test_up", "src") if direction == "uplink" else ("test_down", "dst")
     rows = []
     for spec in fixture["runs"]:
         if spec["scheduler"] != scheduler or spec["payload_bytes"] != payload_bytes:
@@ -99,9 +115,10 @@ def compare(
             continue
         t0 = time.perf_counter()
         try:
-            result = run(parse_scenario(scenario_for(spec, fixture["cell"], overrides or [])))
-            up = result.transfers[result.transfers["kind"] == "test_up"].set_index("src")
-            starved = set(result.tables["coverage"].query("starved")["device"])
+            data = scenario_for(spec, fixture["cell"], overrides or [], direction)
+            result = run(parse_scenario(data))
+            moved = result.transfers[result.transfers["kind"] == kind].set_index(peer)
+            starved = set(result.tables["coverage"].query(f"{direction}_starved")["device"])
         except UserError as err:  # every UE starved: nothing to run
             assert "no device is in coverage" in str(err), err
             starved = {f"ue{i}" for i in range(len(spec["ues"]))}
@@ -110,7 +127,7 @@ def compare(
             name = f"ue{i}"
             ours = None
             if name not in starved:
-                ours = float(up.loc[name, "end_s"] - up.loc[name, "start_s"])
+                ours = float(moved.loc[name, "end_s"] - moved.loc[name, "start_s"])
             rows.append(
                 {
                     "geometry": spec["geometry"],
@@ -124,45 +141,51 @@ def compare(
     return rows
 
 
-def draw(series: dict[str, list[dict]], out: Path) -> None:
-    """netfl's duration against ns-3's per UE (log-log), one colour per netfl link
-    abstraction (``series``: label → rows), with y = x and a ±25 % band; UEs starved on
-    one side only are listed in the legend."""
+FIXTURES = {d: ROOT / f"tests/reference/ns3_lte_{d}.json" for d in ("uplink", "downlink")}
+
+
+def draw(panels: dict[str, dict[str, list[dict]]], out: Path) -> None:
+    """netfl's duration against ns-3's per UE (log-log), one panel per direction
+    (``panels``: direction → series), one colour per netfl link abstraction (series:
+    label → rows), with y = x and a ±25 % band; UEs starved on one side only are
+    listed in the legend."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6, 5.5))
-    everything = [r for rows in series.values() for r in rows if r["netfl_s"] and r["ns3_s"]]
-    lo = min(min(r["ns3_s"], r["netfl_s"]) for r in everything) * 0.8
-    hi = max(max(r["ns3_s"], r["netfl_s"]) for r in everything) * 1.2
-    for (label, rows), marker in zip(series.items(), "os^", strict=False):
-        pairs = [r for r in rows if r["netfl_s"] and r["ns3_s"]]
-        dev = sorted(abs(r["netfl_s"] / r["ns3_s"] - 1) for r in pairs)
-        one_side = sum((r["netfl_s"] is None) != (r["ns3_s"] is None) for r in rows)
-        ax.scatter(
-            [r["ns3_s"] for r in pairs],
-            [r["netfl_s"] for r in pairs],
-            s=20,
-            marker=marker,
-            alpha=0.75,
-            zorder=3,
-            label=f"{label}: median |Δ| {statistics.median(dev):.0%}, max {dev[-1]:.0%}"
-            + (f", {one_side} UEs served by one side only" if one_side else ""),
+    fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 5.5), squeeze=False)
+    for ax, (direction, series) in zip(axes[0], panels.items(), strict=True):
+        everything = [r for rows in series.values() for r in rows if r["netfl_s"] and r["ns3_s"]]
+        lo = min(min(r["ns3_s"], r["netfl_s"]) for r in everything) * 0.8
+        hi = max(max(r["ns3_s"], r["netfl_s"]) for r in everything) * 1.2
+        for (label, rows), marker in zip(series.items(), "os^", strict=False):
+            pairs = [r for r in rows if r["netfl_s"] and r["ns3_s"]]
+            dev = sorted(abs(r["netfl_s"] / r["ns3_s"] - 1) for r in pairs)
+            one_side = sum((r["netfl_s"] is None) != (r["ns3_s"] is None) for r in rows)
+            ax.scatter(
+                [r["ns3_s"] for r in pairs],
+                [r["netfl_s"] for r in pairs],
+                s=20,
+                marker=marker,
+                alpha=0.75,
+                zorder=3,
+                label=f"{label}: median |Δ| {statistics.median(dev):.0%}, max {dev[-1]:.0%}"
+                + (f", {one_side} UEs served by one side only" if one_side else ""),
+            )
+        x = np.array([lo, hi])
+        ax.plot(x, x, "k-", lw=1, label="netfl = ns-3")
+        ax.fill_between(x, 0.75 * x, 1.25 * x, color="0.88", label="±25 %", zorder=0)
+        ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi))
+        verb = "upload" if direction == "uplink" else "download"
+        ax.set_xlabel(f"ns-3 LENA {verb} duration [s]")
+        ax.set_ylabel(f"netfl {verb} duration [s]")
+        ax.set_title(
+            f"LTE {direction}, lte_20mhz on ns-3's cell: 796,840 B per UE, RR,\n"
+            f"1–20 UEs at 30–300 m ({FIXTURES[direction].relative_to(ROOT)})",
+            fontsize=9,
         )
-    x = np.array([lo, hi])
-    ax.plot(x, x, "k-", lw=1, label="netfl = ns-3")
-    ax.fill_between(x, 0.75 * x, 1.25 * x, color="0.88", label="±25 %", zorder=0)
-    ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi))
-    ax.set_xlabel("ns-3 LENA upload duration [s]")
-    ax.set_ylabel("netfl upload duration [s]")
-    ax.set_title(
-        "LTE uplink, lte_20mhz on ns-3's cell: 796,840 B per UE, RR,\n"
-        "1/5/10/20 UEs at 30–300 m (tests/reference/ns3_lte_uplink.json)",
-        fontsize=9,
-    )
-    ax.legend(fontsize=7.5, loc="lower right")
+        ax.legend(fontsize=7.5, loc="lower right")
     fig.tight_layout()
     fig.savefig(out, dpi=120)
     plt.close(fig)
@@ -170,21 +193,23 @@ def draw(series: dict[str, list[dict]], out: Path) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--fixture", default=str(ROOT / "tests/reference/ns3_lte_uplink.json"))
+    ap.add_argument("--downlink", action="store_true", help="the downlink fixture")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--runs", default="rr", choices=["rr", "pf"])
-    ap.add_argument("--figure", metavar="PNG", help="draw netfl against ns-3 per UE")
+    ap.add_argument("--figure", metavar="PNG", help="draw netfl against ns-3 per UE, both ways")
     args = ap.parse_args()
-    rows = compare(json.loads(Path(args.fixture).read_text()), args.runs, args.set)
+    fixtures = {d: json.loads(path.read_text()) for d, path in FIXTURES.items()}
+    rows = compare(fixtures["downlink" if args.downlink else "uplink"], args.runs, args.set)
     if args.figure:  # the defaults (gap) and the bler abstraction side by side
-        fixture = json.loads(Path(args.fixture).read_text())
-        series = {
-            "gap (default)": compare(fixture, args.runs, args.set),
-            "bler (OLLA 10 %, HARQ)": compare(
-                fixture, args.runs, [*args.set, "cell.link.link_abstraction=bler"]
-            ),
+        bler = [*args.set, "cell.link.link_abstraction=bler"]
+        panels = {
+            d: {
+                "default (LENA's CQI rules)": compare(fixture, args.runs, args.set),
+                "bler (OLLA 10 %, HARQ)": compare(fixture, args.runs, bler),
+            }
+            for d, fixture in fixtures.items()
         }
-        draw(series, Path(args.figure))
+        draw(panels, Path(args.figure))
     ratios, by_geo = [], {}
     for r in rows:
         ours, theirs = r["netfl_s"], r["ns3_s"]

@@ -13,7 +13,10 @@ turbo-code link-level runs), and the TB fails if any code block does. This scrip
 netfl fading block is) for every MCS 0..28 and the TBS of the standard LTE allocations
 (6, 15, 25, 50, 75, 100 PRBs; uplink and downlink TBS tables), on a 0.05-dB grid from
 −12 to 32 dB, and stores each curve's transition (BLER between 1 − 1e-6 and 1e-6): the
-``lte_bler`` link abstraction (:mod:`channel_models.lte`) reads it at set-up.
+``lte_bler`` link abstraction (:mod:`channel_models.lte`) reads it at set-up. It also
+stores the downlink CQI rule of an LTE UE (``LteAmc::CreateCqiFeedbacks`` with the
+default ``MiErrorModel`` AMC: the highest MCS whose TB error rate is at most 10 %, as a
+CQI): the lowest flat SINR at which each CQI 1..15 is reported.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ TAIL = 1e-6
 
 CPP = r"""
 #include "ns3/lte-mi-error-model.h"
+#include "ns3/lte-amc.h"
 #include "ns3/lte-spectrum-value-helper.h"
 #include <cmath>
 #include <vector>
@@ -45,6 +49,21 @@ std::vector<double> netfl_bler_curve(int nrb, int tb_bytes, int mcs, double db0,
         for (int i = 0; i < 100; ++i) { sinr[i] = lin; }
         HarqProcessInfoList_t none;
         out.push_back(LteMiErrorModel::GetTbDecodificationStats(sinr, map, tb_bytes, mcs, none).tbler);
+    }
+    return out;
+}
+// the wideband CQI an LTE UE reports at a flat downlink SINR: LteUePhy's
+// CreateCqiFeedbacks(sinr, dlBandwidth) with LteAmc's default AmcModel (MiErrorModel)
+std::vector<int> netfl_dl_cqi(double db0, double step, int n) {
+    using namespace ns3;
+    Ptr<SpectrumModel> sm = LteSpectrumValueHelper::GetSpectrumModel(100, 100);
+    SpectrumValue sinr(sm);
+    Ptr<LteAmc> amc = CreateObject<LteAmc>();
+    std::vector<int> out;
+    for (int k = 0; k < n; ++k) {
+        double lin = std::pow(10.0, (db0 + k * step) / 10.0);
+        for (int i = 0; i < 100; ++i) { sinr[i] = lin; }
+        out.push_back(amc->CreateCqiFeedbacks(sinr, 100).at(0));
     }
     return out;
 }
@@ -88,6 +107,18 @@ def main() -> int:
             per_prbs[str(prbs)] = rows
             print(f"{direction} {prbs} PRBs: done", flush=True)
         curves[direction] = per_prbs
+    # the downlink CQI rule: the lowest SINR at which each CQI 1..15 is reported
+    cqi_step = 0.01
+    m = int(round((db1 - db0) / cqi_step)) + 1
+    cqi = list(cppyy.gbl.netfl_dl_cqi(db0, cqi_step, m))
+    assert all(a <= b for a, b in zip(cqi, cqi[1:], strict=False)), "CQI not monotone"
+    thresholds = [
+        round(db0 + cqi_step * next(k for k, c in enumerate(cqi) if c >= q), 6)
+        if max(cqi) >= q
+        else None
+        for q in range(1, 16)
+    ]
+    print(f"downlink CQI thresholds [dB]: {thresholds}", flush=True)
     OUT.write_text(
         json.dumps(
             {
@@ -97,6 +128,12 @@ def main() -> int:
                 "step_db": step,
                 "prbs": list(PRBS),
                 "curves": curves,
+                "downlink_cqi": {
+                    "rule": "LteAmc::CreateCqiFeedbacks(sinr, 100), AmcModel MiErrorModel "
+                    "(the UE's wideband CQI at a flat SINR over 100 PRBs)",
+                    "step_db": cqi_step,
+                    "thresholds_db": thresholds,
+                },
             },
             separators=(",", ":"),
         )

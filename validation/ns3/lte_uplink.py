@@ -50,7 +50,8 @@ static void Rx(uint32_t i, Ptr<const Packet> p, const Address&) {
 // returns [run_wall_s, last_rx_s..., bytes...]
 std::vector<double> Run(std::vector<double> xs, std::vector<double> ys, double bsHeight,
                         std::string scheduler, uint32_t payload, uint32_t datagram,
-                        double start, double stop, uint32_t run, std::string traceDir) {
+                        double start, double stop, uint32_t run, std::string traceDir,
+                        bool downlink) {
     const uint32_t n = xs.size();
     RngSeedManager::SetSeed(1);
     RngSeedManager::SetRun(run);
@@ -62,9 +63,15 @@ std::vector<double> Run(std::vector<double> xs, std::vector<double> ys, double b
     Config::SetDefault("ns3::LteEnbPhy::NoiseFigure", DoubleValue(5.0));
     Config::SetDefault("ns3::LteRlcUm::MaxTxBufferSize", UintegerValue(64 * 1024 * 1024));
     Config::SetDefault("ns3::LteEnbRrc::SrsPeriodicity", UintegerValue(n > 20 ? 80 : 40));
+    if (downlink) {  // the remote host's burst to n UEs must not overflow the core's
+        // 100-packet device queues (a drop-tail loss there is not the radio's)
+        Config::SetDefault("ns3::DropTailQueue<Packet>::MaxSize", QueueSizeValue(QueueSize("1000000p")));
+    }
     if (!traceDir.empty()) {  // (before the helper: it creates the calculators)
         Config::SetDefault("ns3::MacStatsCalculator::UlOutputFilename", StringValue(traceDir + "/UlMacStats.txt"));
         Config::SetDefault("ns3::PhyRxStatsCalculator::UlRxOutputFilename", StringValue(traceDir + "/UlRxPhyStats.txt"));
+        Config::SetDefault("ns3::MacStatsCalculator::DlOutputFilename", StringValue(traceDir + "/DlMacStats.txt"));
+        Config::SetDefault("ns3::PhyRxStatsCalculator::DlRxOutputFilename", StringValue(traceDir + "/DlRxPhyStats.txt"));
     }
     Ptr<LteHelper> lte = CreateObject<LteHelper>();
     Ptr<PointToPointEpcHelper> epc = CreateObject<PointToPointEpcHelper>();
@@ -100,7 +107,7 @@ std::vector<double> Run(std::vector<double> xs, std::vector<double> ys, double b
     NetDeviceContainer enbDevs = lte->InstallEnbDevice(enbs);
     NetDeviceContainer ueDevs = lte->InstallUeDevice(ues);
     internet.Install(ues);
-    epc->AssignUeIpv4Address(ueDevs);
+    Ipv4InterfaceContainer ueIfs = epc->AssignUeIpv4Address(ueDevs);
     for (uint32_t i = 0; i < n; i++) {
         rh.GetStaticRouting(ues.Get(i)->GetObject<Ipv4>())
             ->SetDefaultRoute(epc->GetUeDefaultGatewayAddress(), 1);
@@ -108,22 +115,29 @@ std::vector<double> Run(std::vector<double> xs, std::vector<double> ys, double b
     lte->Attach(ueDevs, enbDevs.Get(0));
     g_last.assign(n, -1.0); g_bytes.assign(n, 0.0);
     uint32_t packets = (payload + datagram - 1) / datagram;
-    for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t i = 0; i < n; i++) {  // uplink: UE -> remote host; downlink: the reverse
         uint16_t port = 2000 + i;
+        Ptr<Node> receiver = downlink ? ues.Get(i) : remote.Get(0);
+        Ptr<Node> sender = downlink ? remote.Get(0) : ues.Get(i);
         PacketSinkHelper sink("ns3::UdpSocketFactory", InetSocketAddress(Ipv4Address::GetAny(), port));
-        ApplicationContainer s = sink.Install(remote.Get(0));
+        ApplicationContainer s = sink.Install(receiver);
         s.Start(Seconds(0.1));
         s.Get(0)->TraceConnectWithoutContext("Rx", MakeBoundCallback(&Rx, i));
-        UdpClientHelper client(remoteAddr, port);
+        UdpClientHelper client(downlink ? ueIfs.GetAddress(i) : remoteAddr, port);
         client.SetAttribute("Interval", TimeValue(MicroSeconds(1)));
         client.SetAttribute("MaxPackets", UintegerValue(packets));
         client.SetAttribute("PacketSize", UintegerValue(datagram));
-        ApplicationContainer c = client.Install(ues.Get(i));
+        ApplicationContainer c = client.Install(sender);
         c.Start(Seconds(start));
     }
     if (!traceDir.empty()) {
-        lte->EnableUlMacTraces();
-        lte->EnableUlRxPhyTraces();
+        if (downlink) {
+            lte->EnableDlMacTraces();
+            lte->EnableDlRxPhyTraces();
+        } else {
+            lte->EnableUlMacTraces();
+            lte->EnableUlRxPhyTraces();
+        }
     }
     Simulator::Stop(Seconds(stop));
     auto t0 = std::chrono::steady_clock::now();
@@ -161,12 +175,15 @@ def positions(distances: list[float]) -> list[tuple[float, float]]:
     return [(d * math.cos(i * golden), d * math.sin(i * golden)) for i, d in enumerate(distances)]
 
 
-def parse_traces(trace_dir: Path, n: int) -> dict[int, dict]:
-    """Per UE (IMSI − 1): TTIs granted, mean MCS and TB size of new grants, HARQ retx."""
+def parse_traces(trace_dir: Path, n: int, downlink: bool = False) -> dict[int, dict]:
+    """Per UE (IMSI − 1): TTIs granted, mean MCS and TB size of new grants, HARQ retx
+    (``Ul``/``Dl`` MAC and PHY reception traces; the downlink's have a transmission-mode
+    column before the layer, so its NDI and correctness sit one column later)."""
     stats: dict[int, dict] = {
         i: {"grants": 0, "mcs": [], "tb_bytes": [], "tb_errors": 0, "retx": 0} for i in range(n)
     }
-    mac = trace_dir / "UlMacStats.txt"
+    prefix, shift = ("Dl", 1) if downlink else ("Ul", 0)
+    mac = trace_dir / f"{prefix}MacStats.txt"
     if mac.exists():
         for line in mac.read_text().splitlines()[1:]:
             f = line.split()
@@ -177,16 +194,16 @@ def parse_traces(trace_dir: Path, n: int) -> dict[int, dict]:
                 stats[ue]["grants"] += 1
                 stats[ue]["mcs"].append(int(f[6]))
                 stats[ue]["tb_bytes"].append(int(f[7]))
-    phy = trace_dir / "UlRxPhyStats.txt"
+    phy = trace_dir / f"{prefix}RxPhyStats.txt"
     if phy.exists():
         for line in phy.read_text().splitlines()[1:]:
             f = line.split()
-            if len(f) < 10:
+            if len(f) < 10 + shift:
                 continue
             ue = int(f[2]) - 1
             if ue in stats:
-                stats[ue]["tb_errors"] += int(f[9]) == 0
-                stats[ue]["retx"] += int(f[8]) == 0  # ndi 0: a retransmission
+                stats[ue]["tb_errors"] += int(f[9 + shift]) == 0
+                stats[ue]["retx"] += int(f[8 + shift]) == 0  # ndi 0: a retransmission
     out = {}
     for i, s in stats.items():
         out[i] = {
@@ -200,28 +217,31 @@ def parse_traces(trace_dir: Path, n: int) -> dict[int, dict]:
     return out
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default="tests/reference/ns3_lte_uplink.json")
-    ap.add_argument("--quick", action="store_true", help="two geometries, one of each option")
-    ap.add_argument("--stop-s", type=float, default=40.0, help="simulated time limit [s]")
-    args = ap.parse_args()
+#: the eNB's schedulers
+SCHEDULERS = {"rr": "ns3::RrFfMacScheduler", "pf": "ns3::PfFfMacScheduler"}
+#: (payload, datagram): the 796,840-byte model in two datagram sizes, a smaller payload
+OPTIONS = [(796_840, 1000), (796_840, 1400), (100_000, 1000)]
+
+
+def load_ns3():
+    """Import the bindings (~15 s), compile :data:`CPP`; the run function and the import time."""
     t_import = time.perf_counter()
     import cppyy
     from ns import ns  # noqa: F401  (the bindings load every module: ~15 s)
 
     cppyy.cppdef(CPP)
-    import_s = time.perf_counter() - t_import
-    run_fn = cppyy.gbl.netfl_ref.Run
-    schedulers = {"rr": "ns3::RrFfMacScheduler", "pf": "ns3::PfFfMacScheduler"}
-    # (payload, datagram): the 796,840-byte model in two datagram sizes, a smaller payload
-    options = [(796_840, 1000), (796_840, 1400), (100_000, 1000)]
-    if args.quick:
-        options = options[:1]
+    return cppyy.gbl.netfl_ref.Run, time.perf_counter() - t_import
+
+
+def measure(
+    run_fn, geos: dict[str, list[float]], options: list, stop_s: float, downlink: bool
+) -> list[dict]:
+    """Every geometry × scheduler × (payload, datagram): each UE's duration, bytes and
+    MAC/PHY statistics, printed as they come."""
     runs = []
-    for geo, dists in geometries(args.quick).items():
+    for geo, dists in geos.items():
         xy = positions(dists)
-        for sched_name, sched in schedulers.items():
+        for sched_name, sched in SCHEDULERS.items():
             for payload, datagram in options:
                 with tempfile.TemporaryDirectory() as tmp:
                     t0 = time.perf_counter()
@@ -234,13 +254,14 @@ def main() -> int:
                             payload,
                             datagram,
                             START_S,
-                            args.stop_s,
+                            stop_s,
                             1,
                             tmp,
+                            downlink,
                         )
                     )
                     call_s = time.perf_counter() - t0
-                    per_ue = parse_traces(Path(tmp), len(dists))
+                    per_ue = parse_traces(Path(tmp), len(dists), downlink)
                 n = len(dists)
                 wall, last, got = out[0], out[1 : 1 + n], out[1 + n :]
                 packets = -(-payload // datagram)
@@ -275,46 +296,67 @@ def main() -> int:
                     f"run {wall:6.1f} s  durations {[None if d is None else round(d, 3) for d in done]}",
                     flush=True,
                 )
+    return runs
+
+
+def cell_record(stop_s: float) -> dict:
+    """The cell every run used, as the fixture records it."""
+    return {
+        "bandwidth_rbs": 100,
+        "earfcn_dl": 100,
+        "earfcn_ul": 18100,
+        "pathloss": {
+            "model": "log_distance",
+            "reference_loss_db": 30.0,
+            "reference_distance_m": 1.0,
+            "exponent": 3.75,
+        },
+        "bs_height_m": BS_HEIGHT_M,
+        "ue_height_m": 0.0,
+        "ue_tx_power_dbm": 23.0,
+        "bs_tx_power_dbm": 46.0,
+        "ue_noise_figure_db": 9.0,
+        "bs_noise_figure_db": 5.0,
+        "fading": None,
+        "uplink_power_control": {
+            "model": "open_loop",
+            "p0_dbm": -80,
+            "alpha": 1.0,
+            "closed_loop_tpc_db": 0,
+        },
+        "harq_max_retx": 3,
+        "rlc": "UM",
+        "start_s": START_S,
+        "stop_s": stop_s,
+    }
+
+
+def write_fixture(path: Path, generator: str, import_s: float, runs: list, stop_s: float) -> None:
+    """The fixture, written atomically."""
     fixture = {
-        "generator": "validation/ns3/lte_uplink.py",
+        "generator": generator,
         "ns3_version": "3.44 (pip ns3==3.44.post0)",
         "import_wall_s": import_s,
-        "cell": {
-            "bandwidth_rbs": 100,
-            "earfcn_dl": 100,
-            "earfcn_ul": 18100,
-            "pathloss": {
-                "model": "log_distance",
-                "reference_loss_db": 30.0,
-                "reference_distance_m": 1.0,
-                "exponent": 3.75,
-            },
-            "bs_height_m": BS_HEIGHT_M,
-            "ue_height_m": 0.0,
-            "ue_tx_power_dbm": 23.0,
-            "bs_tx_power_dbm": 46.0,
-            "ue_noise_figure_db": 9.0,
-            "bs_noise_figure_db": 5.0,
-            "fading": None,
-            "uplink_power_control": {
-                "model": "open_loop",
-                "p0_dbm": -80,
-                "alpha": 1.0,
-                "closed_loop_tpc_db": 0,
-            },
-            "harq_max_retx": 3,
-            "rlc": "UM",
-            "start_s": START_S,
-            "stop_s": args.stop_s,
-        },
+        "cell": cell_record(stop_s),
         "runs": runs,
     }
-    out_path = Path(args.out)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_path.with_suffix(".tmp")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(fixture, indent=1) + "\n")
-    os.replace(tmp, out_path)
-    print(f"wrote {out_path} ({len(runs)} runs; bindings import {import_s:.1f} s)")
+    os.replace(tmp, path)
+    print(f"wrote {path} ({len(runs)} runs; bindings import {import_s:.1f} s)")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default="tests/reference/ns3_lte_uplink.json")
+    ap.add_argument("--quick", action="store_true", help="two geometries, one of each option")
+    ap.add_argument("--stop-s", type=float, default=40.0, help="simulated time limit [s]")
+    args = ap.parse_args()
+    run_fn, import_s = load_ns3()
+    options = OPTIONS[:1] if args.quick else OPTIONS
+    runs = measure(run_fn, geometries(args.quick), options, args.stop_s, downlink=False)
+    write_fixture(Path(args.out), "validation/ns3/lte_uplink.py", import_s, runs, args.stop_s)
     return 0
 
 
