@@ -36,6 +36,7 @@ LAYERS: list[list[str]] = [
         "channel_models.power_control",
         "channel_models.protocol_overhead",
         "channel_models.registry",
+        "channel_models.resource_groups",
         "channel_models.units",
     ],
     [  # foundations
