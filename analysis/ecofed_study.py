@@ -56,7 +56,7 @@ def per_round(index: pd.DataFrame, where: Path) -> pd.DataFrame:
                 "overlap_s": r["overlap_time_s"].mean(),
                 "gbit_per_round": bits.mean() / 1e9,
                 "uplink_gbit_per_round": r["uplink_bits"].mean() / 1e9,
-                "device_energy_j_per_round": r["device_energy_j"].mean(),
+                "device_energy_j_per_round": r["device_active_energy_j"].mean(),
                 **{
                     k: row[k]
                     for k in (

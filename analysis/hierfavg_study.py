@@ -54,11 +54,11 @@ def per_run(index: pd.DataFrame, where: Path, target: float) -> pd.DataFrame:
                 "cloud_rounds": len(r),
                 "final_accuracy": float(r["accuracy"].iloc[-1]),
                 "time_to_target_s": float(r.loc[hit[0], "sim_time_s"]) if len(hit) else np.nan,
-                "energy_to_target_j": float(upto["device_energy_j"].sum())
+                "energy_to_target_j": float(upto["device_active_energy_j"].sum())
                 if upto is not None
                 else np.nan,
                 "sim_time_s": float(r["sim_time_s"].iloc[-1]),
-                "device_energy_j": float(r["device_energy_j"].sum()),
+                "device_energy_j": float(r["device_active_energy_j"].sum()),
                 "access_mbyte": float((r["uplink_bits"] + r["downlink_bits"]).sum()) / 8e6,
                 "backhaul_mbyte": float(r["backhaul_bits"].sum()) / 8e6,
             }
@@ -104,7 +104,7 @@ def accuracy_figure(index: pd.DataFrame, where: Path, target: float) -> None:
         )
         energy = np.array(
             [
-                np.interp(grid, r["sim_time_s"], r["device_energy_j"].cumsum(), left=0)
+                np.interp(grid, r["sim_time_s"], r["device_active_energy_j"].cumsum(), left=0)
                 for r in curves
             ]
         )

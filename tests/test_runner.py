@@ -87,8 +87,11 @@ def test_bits_models_and_energy_are_conserved():
     )
     assert devices["tail_energy_j"].sum() > 0
     assert rounds["device_tail_energy_j"].sum() == pytest.approx(devices["tail_energy_j"].sum())
-    assert rounds["device_energy_j"].sum() == pytest.approx(from_records, rel=1e-12)
-    assert devices["energy_j"].sum() == pytest.approx(from_records, rel=1e-12)
+    assert rounds["device_active_energy_j"].sum() == pytest.approx(from_records, rel=1e-12)
+    assert devices["active_energy_j"].sum() == pytest.approx(from_records, rel=1e-12)
+    idle = devices["idle_energy_j"].sum()
+    assert idle > 0 and rounds["device_idle_energy_j"].sum() == pytest.approx(idle, rel=1e-12)
+    assert rounds["device_energy_j"].sum() == pytest.approx(from_records + idle, rel=1e-12)
     parts = rounds[["compute_time_s", "comm_time_s", "overlap_time_s", "idle_time_s"]].sum(axis=1)
     assert parts.to_numpy() == pytest.approx(rounds["round_time_s"].to_numpy(), rel=1e-9)
 

@@ -42,12 +42,35 @@ def test_sweep_expands_to_valid_scenarios(path):
     assert main(["validate", str(path)]) == 0
 
 
+#: the components of ``device_energy_j`` (docs/tables.md)
+ENERGY_PARTS = [
+    f"device_{k}_energy_j" for k in ("compute", "tx", "rx", "wait", "tail", "promotion", "idle")
+]
+
+
+def assert_energy_adds_up(result) -> None:
+    """Conservation of device energy: each round's total is the sum of its seven named
+    components, active + idle; the devices table's totals (from the meters over the whole
+    run) equal the rounds' (from the meters' change over each round)."""
+    rounds = result.rounds
+    parts = rounds[ENERGY_PARTS].sum(axis=1).to_numpy()
+    assert rounds["device_energy_j"].to_numpy() == pytest.approx(parts, rel=1e-12, abs=1e-9)
+    active = rounds["device_energy_j"] - rounds["device_idle_energy_j"]
+    assert rounds["device_active_energy_j"].to_numpy() == pytest.approx(
+        active.to_numpy(), rel=1e-12
+    )
+    devices = result.devices[result.devices["kind"] == "pue"]
+    assert devices["energy_j"].sum() == pytest.approx(rounds["device_energy_j"].sum(), rel=1e-9)
+    assert (devices["energy_j"] == devices["active_energy_j"] + devices["idle_energy_j"]).all()
+
+
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_scenario_runs(path):
     scenario = load_scenario(path, TINY + EXTRA.get(path.name, []))
     result = run(scenario, source=str(path))
     assert len(result.rounds) == 1
     assert result.rounds["sim_time_s"].iloc[0] > 0
+    assert_energy_adds_up(result)
     if scenario.learning.mode == "learn":
         assert 0.0 <= result.rounds["accuracy"].iloc[0] <= 1.0
 

@@ -5,7 +5,9 @@ they went on air once); energy from the nodes' meters, read before and after
 the round (after the radio settled pending RRC tails and the BS meter), so
 every joule a meter holds is in exactly one round. A device's idle energy is
 its platform's idle power over the round minus its compute time; modem
-energy (tx, rx, wait, tail, promotion) adds to it.
+energy (tx, rx, wait, tail, promotion) adds to it. ``device_energy_j`` is all of it:
+compute + tx + rx + wait + tail + promotion + idle; ``device_active_energy_j`` leaves
+out idle (what FL papers usually count).
 """
 
 from __future__ import annotations
@@ -109,7 +111,8 @@ def round_row(
             for d in bits
         },
         "num_transfers": len(transfers),
-        "device_energy_j": sum(dev.values()),
+        "device_energy_j": sum(dev.values()) + idle_j,
+        "device_active_energy_j": sum(dev.values()),
         "device_compute_energy_j": dev["compute"],
         "device_tx_energy_j": dev["tx"],
         "device_rx_energy_j": dev["rx"],
@@ -149,7 +152,8 @@ def devices_frame(world: World) -> pd.DataFrame:
                 "height_m": n.height_m,  # (NaN: the path-loss law's UE height)
                 **{f: getattr(e, f) for f in METER_FIELDS},
                 "idle_energy_j": idle_j,
-                "energy_j": e.total_j,
+                "active_energy_j": e.total_j,
+                "energy_j": e.total_j + idle_j,
             }
         )
     df = pd.DataFrame(rows)

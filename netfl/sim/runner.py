@@ -30,6 +30,7 @@ from netfl.sim.checkpoint import (
     save_checkpoint,
     scenario_fingerprint,
 )
+from netfl.sim.critical_path import CriticalPaths, critical_path, straggler_columns
 from netfl.sim.result import RunResult
 from netfl.sim.world import World
 
@@ -96,6 +97,7 @@ def _run_world(
     tr = scenario.training
     env, rec = world.env, world.recorder
     nodes = {n.name: n for n in [*world.infrastructure, *world.all_devices]}
+    device_names = {n.name for n in world.all_devices}
     rows: list[dict[str, Any]] = []
     stop_reason = "rounds"
     start = 0
@@ -133,6 +135,8 @@ def _run_world(
                 snapshot(nodes),
                 summary,
             )
+            path = critical_path(r, t0, rec.transfers[n_tr:], rec.computes[n_co:], device_names)
+            row.update(straggler_columns(path, device_names))
             row["nonfinite_updates"] = len(world.round_faults)
             row["starved_devices"] = len(world.all_devices) - len(world.devices)
             over_budget = tr.time_budget_s is not None and env.now >= tr.time_budget_s
@@ -193,7 +197,9 @@ def _run_world(
         devices=devices_frame(world),
         stop_reason=stop_reason,
         wall_time_s=time.perf_counter() - wall0,
-        tables=collect_tables((world.radio, world, world.mobility, algorithm)),
+        tables=collect_tables(
+            (world.radio, world, world.mobility, algorithm, CriticalPaths(rec, device_names))
+        ),
         info={
             "setup_wall_s": setup_wall_s,
             # torch's intra-op threads change the order of float sums, hence learning curves

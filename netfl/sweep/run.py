@@ -47,6 +47,10 @@ def summarize_rounds(rounds: pd.DataFrame, target: float | None = None) -> dict[
         "sim_time_s": float(rounds["sim_time_s"].iloc[-1]),
         "bits": float(bits.sum()),
         "device_energy_j": float(rounds["device_energy_j"].sum()),
+        # (compute and modem only; absent from runs written before idle joined the total)
+        "device_active_energy_j": float(
+            rounds.get("device_active_energy_j", rounds["device_energy_j"]).sum()
+        ),
         "subframes": float(rounds["subframes"].sum()),
         "models_sent": float(rounds["models_sent"].sum()),
     }

@@ -122,7 +122,7 @@ _ROUND_COLUMNS = [
     "d2d_bits",
     "backhaul_bits",
     "rb_subframes",
-    "device_energy_j",
+    "device_active_energy_j",  # (the digests' column before idle joined device_energy_j)
     "bs_radio_energy_j",
     "server_energy_j",
 ]

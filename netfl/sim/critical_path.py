@@ -1,0 +1,135 @@
+"""The critical path of a round: which chain of steps set its end, and its straggler.
+
+Walking back from the step that ended last (in FedAvg the server's aggregation): the
+step before a step is the one that ended last, no later than it began, among the steps
+of its *actors* — the devices it involves (a transfer's device end, a device's compute),
+or its nodes when it involves no device (the server's compute follows what reached the
+server). Each step found is on the critical path; the walk stops at the round's start.
+
+``straggler`` is the last device on the path (the one the round waited for);
+``straggler_step`` the longest step on the path (``download``, ``compute``, ``upload``,
+``d2d``, ``backhaul`` or ``server_compute``), with its duration ``straggler_step_s``.
+A round without device steps has no straggler (empty name, NaN duration).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from netfl.core.records import ComputeRecord, TransferRecord
+
+__all__ = ["STEP_OF_DIRECTION", "critical_path", "straggler_columns"]
+
+#: the step a transfer of each direction is
+STEP_OF_DIRECTION = {
+    "uplink": "upload",
+    "downlink": "download",
+    "d2d": "d2d",
+    "backhaul": "backhaul",
+}
+#: tolerance of "ended no later than it began" [s] (float sums of the clock)
+_EPS_S = 1e-9
+
+
+def _steps(
+    transfers: list[TransferRecord], computes: list[ComputeRecord], devices: set[str]
+) -> list[tuple[float, float, str, str, frozenset[str], frozenset[str]]]:
+    """(start, end, step, node, nodes, actors) of every record of the round."""
+    out = []
+    for t in transfers:
+        nodes = frozenset((t.src, t.dst))
+        actors = (nodes & devices) or nodes
+        node = next(iter(sorted(nodes & devices)), t.src)
+        out.append(
+            (
+                t.start_s,
+                t.end_s,
+                STEP_OF_DIRECTION.get(t.direction, t.direction),
+                node,
+                nodes,
+                actors,
+            )
+        )
+    for c in computes:
+        nodes = frozenset((c.node,))
+        step = "compute" if c.node in devices else "server_compute"
+        out.append((c.start_s, c.end_s, step, c.node, nodes, nodes))
+    return out
+
+
+def critical_path(
+    r: int,
+    t0_s: float,
+    transfers: list[TransferRecord],
+    computes: list[ComputeRecord],
+    devices: set[str],
+) -> list[dict[str, Any]]:
+    """The round's critical path, first step first: one row per step (round, node,
+    step, start_s, end_s, duration_s); empty for a round with no records."""
+    steps = _steps(transfers, computes, devices)
+    if not steps:
+        return []
+    # the step that ended last (of equal ends: the one that began last, a device's first)
+    current = max(steps, key=lambda s: (s[1], s[0], s[3] in devices))
+    path = [current]
+    while current[0] > t0_s + _EPS_S:
+        start, actors = current[0], current[5]
+        before = [
+            s
+            for s in steps
+            if s is not current and s[1] <= start + _EPS_S and s[4] & actors and s not in path
+        ]
+        if not before:
+            break
+        current = max(before, key=lambda s: (s[1], s[0]))
+        path.append(current)
+    return [
+        {
+            "round": r,
+            "node": node,
+            "step": step,
+            "start_s": start,
+            "end_s": end,
+            "duration_s": end - start,
+        }
+        for start, end, step, node, _, _ in reversed(path)
+    ]
+
+
+def straggler_columns(path: list[dict[str, Any]], devices: set[str]) -> dict[str, Any]:
+    """``rounds.csv``'s straggler columns of a round's critical path."""
+    on_devices = [p for p in path if p["node"] in devices]
+    if not on_devices:
+        return {"straggler": "", "straggler_step": "", "straggler_step_s": math.nan}
+    longest = max(path, key=lambda p: p["duration_s"])
+    return {
+        "straggler": on_devices[-1]["node"],
+        "straggler_step": longest["step"],
+        "straggler_step_s": longest["duration_s"],
+    }
+
+
+class CriticalPaths:
+    """The ``critical_path`` table of a run: every round's path, from the recorder's
+    records (a resumed run's replayed rounds included)."""
+
+    def __init__(self, recorder: Any, devices: set[str]):
+        self.recorder = recorder
+        self.devices = devices
+
+    def tables(self) -> dict[str, Any]:
+        import pandas as pd
+
+        by_round: dict[int, tuple[list, list]] = {}
+        for t in self.recorder.transfers:
+            by_round.setdefault(t.round, ([], []))[0].append(t)
+        for c in self.recorder.computes:
+            by_round.setdefault(c.round, ([], []))[1].append(c)
+        rows = []
+        for r in sorted(by_round):
+            transfers, computes = by_round[r]
+            t0 = min(x.start_s for x in [*transfers, *computes])
+            rows += critical_path(r, t0, transfers, computes, self.devices)
+        columns = ["round", "node", "step", "start_s", "end_s", "duration_s"]
+        return {"critical_path": pd.DataFrame(rows, columns=columns)}

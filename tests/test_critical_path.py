@@ -1,0 +1,59 @@
+"""The critical path of a round and its straggler, by hand on dedicated fixed-rate links."""
+
+from __future__ import annotations
+
+import pytest
+
+from netfl import parse_scenario, run
+from netfl.compute import get_compute_profile
+from tests.conftest import tiny_scenario
+
+
+def _two_devices(groups: list[dict], rounds: int = 2, local_epochs: int = 1):
+    training = {"rounds": rounds, "local_epochs": local_epochs}
+    devices = {"count": 2, "groups": groups}
+    return run(parse_scenario(tiny_scenario(devices=devices, training=training)))
+
+
+def test_the_3g_device_is_the_straggler_and_its_upload_the_step():
+    """ue0 on 4G (5 / 20 Mbit/s), ue1 on 3G (0.4 / 3 Mbit/s): the round waits for ue1;
+    its path is download S/3e6, compute F·n·E/rate, upload S/0.4e6, then the server's
+    aggregation; the longest step is ue1's upload."""
+    res = _two_devices([{"count": 1, "link_profile": "4g_lte"}, {"count": 1, "link_profile": "3g"}])
+    size, flops = res.info["model_size_bits"], res.info["train_flops_per_sample"]
+    rate = get_compute_profile("raspberry_pi_4").effective_flops_per_s
+    n1 = int(res.devices.set_index("node").loc["ue1", "num_samples"])
+    path = res.tables["critical_path"]
+    for r in (0, 1):
+        row = res.rounds.iloc[r]
+        assert row["straggler"] == "ue1" and row["straggler_step"] == "upload"
+        assert row["straggler_step_s"] == pytest.approx(size / 0.4e6, rel=1e-12)
+        steps = path[path["round"] == r]
+        assert list(steps["step"]) == ["download", "compute", "upload", "server_compute"]
+        assert list(steps["node"])[:3] == ["ue1"] * 3
+        want = [size / 3e6, flops * n1 / rate, size / 0.4e6]
+        assert steps["duration_s"].iloc[:3].to_numpy() == pytest.approx(want, rel=1e-12)
+        # contiguous, from the round's start to its end
+        assert steps["start_s"].iloc[0] == pytest.approx(row["sim_time_s"] - row["round_time_s"])
+        assert steps["end_s"].iloc[-1] == pytest.approx(row["sim_time_s"], rel=1e-12)
+        gaps = steps["start_s"].to_numpy()[1:] - steps["end_s"].to_numpy()[:-1]
+        assert (abs(gaps) < 1e-9).all()
+
+
+def test_a_slow_computer_makes_compute_the_step():
+    """Both on 5G, ue0 a Jetson, ue1 a Raspberry Pi training 40 epochs: ue1 holds the
+    round up, in its compute."""
+    res = _two_devices(
+        [
+            {"count": 1, "link_profile": "5g", "compute_profile": "jetson_nano"},
+            {"count": 1, "link_profile": "5g", "compute_profile": "raspberry_pi_4"},
+        ],
+        rounds=1,
+        local_epochs=40,
+    )
+    row = res.rounds.iloc[0]
+    assert (row["straggler"], row["straggler_step"]) == ("ue1", "compute")
+    compute = res.computes.query("node == 'ue1'")
+    assert row["straggler_step_s"] == pytest.approx(
+        float((compute["end_s"] - compute["start_s"]).sum()), rel=1e-12
+    )
