@@ -57,3 +57,23 @@ def test_a_slow_computer_makes_compute_the_step():
     assert row["straggler_step_s"] == pytest.approx(
         float((compute["end_s"] - compute["start_s"]).sum()), rel=1e-12
     )
+
+
+def test_the_timeline_keeps_the_stragglers_when_it_samples():
+    from netfl.output.timeline_figures import timeline_devices
+
+    names = [f"ue{i}" for i in range(100)]
+    assert timeline_devices(names[:12], [], 30) == names[:12]
+    shown = timeline_devices(names, ["ue57", "ue3", "ue57"], 10)
+    assert len(shown) == 10 and {"ue57", "ue3"} <= set(shown)
+    assert shown == sorted(shown, key=lambda n: int(n[2:]))  # name order (ue2 < ue10)
+    assert shown[0] == "ue0" and shown[-1] == "ue99"
+
+
+def test_every_run_draws_its_timeline_and_upload_cdf(tmp_path):
+    from netfl.output.figures import result_figures
+
+    res = _two_devices([{"count": 1, "link_profile": "4g_lte"}, {"count": 1, "link_profile": "3g"}])
+    paths = {p.name: p for p in result_figures(res, tmp_path)}
+    for name in ("device_timeline.png", "upload_cdf.png", "energy_per_device.png"):
+        assert paths[name].stat().st_size > 10_000, name

@@ -147,6 +147,7 @@ LAYERS: list[list[str]] = [
         "netfl.sim.runner",
         "netfl.sim.world",
         "netfl.sim.coverage",
+        "netfl.sim.critical_path",
         "netfl.sim.faults",
         "netfl.sim.evaluation",
     ],
@@ -154,6 +155,8 @@ LAYERS: list[list[str]] = [
         "netfl.output",
         "netfl.output.figures",
         "netfl.output.rundir",
+        "netfl.output.saving",
+        "netfl.output.timeline_figures",
     ],
     [  # user-facing verbs and the public API
         "netfl.sweep",

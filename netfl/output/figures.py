@@ -10,6 +10,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from netfl.output.saving import save_figure  # noqa: E402
+from netfl.output.timeline_figures import device_timeline, upload_cdf  # noqa: E402
 from netfl.sim.result import RunResult  # noqa: E402
 
 __all__ = [
@@ -35,12 +37,7 @@ COST_COLUMNS = (
 )
 
 
-def _save(fig, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+_save = save_figure
 
 
 def _accuracy_curves(runs: dict[str, pd.DataFrame], out: Path, title: str) -> list[Path]:
@@ -106,6 +103,9 @@ def run_figures(
             ("compute_energy_j", "compute"),
             ("tx_energy_j", "radio tx"),
             ("rx_energy_j", "radio rx"),
+            ("wait_energy_j", "radio wait"),
+            ("tail_energy_j", "RRC tail"),
+            ("promotion_energy_j", "RRC promotion"),
             ("idle_energy_j", "idle"),
         ),
     )
@@ -370,4 +370,20 @@ def result_figures(result: RunResult, out: str | Path) -> list[Path]:
         )
     if len(result.tables.get("diffusion", ())):
         paths += diffusion_figures(result.tables["diffusion"], out, result.scenario.name)
+    devices = result.devices.loc[result.devices["kind"] == "pue", "node"].tolist()
+    title = result.scenario.name
+    for path in (
+        device_timeline(
+            result.rounds,
+            result.transfers,
+            result.computes,
+            result.tables.get("critical_path"),
+            devices,
+            out,
+            title,
+        ),
+        upload_cdf(result.transfers, set(devices), out, title),
+    ):
+        if path is not None:
+            paths.append(path)
     return paths

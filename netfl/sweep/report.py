@@ -32,7 +32,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from netfl.output.figures import _save, plt
+from netfl.output.figures import plt
+from netfl.output.saving import save_figure as _save
 
 __all__ = [
     "is_sweep_dir",
