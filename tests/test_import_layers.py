@@ -157,6 +157,7 @@ LAYERS: list[list[str]] = [
         "netfl.output.rundir",
         "netfl.output.saving",
         "netfl.output.timeline_figures",
+        "netfl.output.timing_report",
     ],
     [  # user-facing verbs and the public API
         "netfl.sweep",

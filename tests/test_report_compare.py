@@ -75,3 +75,42 @@ def test_report_compares_fedavg_and_feddif(tmp_path, capsys):
     assert costs.loc[0, "reached"] and costs.loc[0, "models_d2d"] == 0
     assert (cmp / "cost_to_target.png").is_file()
     assert main(["report", *dirs, "--out", str(cmp / "x"), "--baseline", "nope"]) == 2
+
+
+def test_report_on_timing_runs_compares_latency_energy_and_bits(tmp_path, capsys):
+    """Two timing runs (no accuracy): no cost-to-target view, no NaN anywhere; the
+    latency, energy-by-component and bits/time-split figures and the summary, whose
+    numbers are the runs' own (round time mean ± std, energy components adding up)."""
+    dirs, rounds = [], {}
+    for name, rate in (("fast", "5g"), ("slow", "3g")):
+        f = tmp_path / f"{name}.yaml"
+        data = tiny_scenario(
+            name=name, devices={"count": 3, "link_profile": rate}, training={"rounds": 3}
+        )
+        f.write_text(yaml.safe_dump(data))
+        out = tmp_path / name
+        assert main(["run", str(f), "--out", str(out), "--no-progress"]) == 0
+        dirs.append(str(out))
+        rounds[name] = pd.read_csv(out / "rounds.csv")
+    capsys.readouterr()
+    cmp = tmp_path / "cmp"
+    assert main(["report", *dirs, "--out", str(cmp)]) == 0
+    text = capsys.readouterr().out
+    assert "cost to reach" not in text and "nan" not in text.lower()
+    assert not (cmp / "cost_to_target.csv").exists()
+    for png in ("round_latency.png", "energy_by_component.png", "bits_and_time_split.png"):
+        assert (cmp / png).stat().st_size > 10_000, png
+    summary = pd.read_csv(cmp / "timing_summary.csv").set_index("run")
+    assert not summary.drop(columns="straggler_most_often").isna().any().any()
+    for name, df in rounds.items():
+        row = summary.loc[f"{name} (fedavg)"]
+        assert row["round_time_mean_s"] == df["round_time_s"].mean()
+        assert row["device_energy_j"] == df["device_energy_j"].sum()
+    parts = [c for c in summary.columns if c.startswith("device_") and c.endswith("_energy_j")]
+    parts = [c for c in parts if c not in ("device_energy_j", "device_active_energy_j")]
+    assert len(parts) == 7
+    assert (summary[parts].sum(axis=1) - summary["device_energy_j"]).abs().max() < 1e-6
+    assert (
+        summary.loc["slow (fedavg)", "round_time_mean_s"]
+        > summary.loc["fast (fedavg)", "round_time_mean_s"]
+    )

@@ -187,8 +187,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from netfl.output.figures import compare_figures, cost_to_target, result_figures
+    from netfl.output.figures import (
+        compare_figures,
+        cost_to_target,
+        has_accuracy,
+        result_figures,
+    )
     from netfl.output.rundir import read_run
+    from netfl.output.timing_report import timing_summary
     from netfl.sweep.report import is_sweep_dir, sweep_report
 
     if args.out:
@@ -222,21 +228,35 @@ def cmd_report(args: argparse.Namespace) -> int:
         baseline = names.get(args.baseline) if args.baseline else None
         if args.baseline and baseline is None:
             raise UserError(f"--baseline: {args.baseline} is not one of the run directories")
-        costs = cost_to_target(labels, baseline=baseline)
-        print(
-            f"cost to reach {costs['target_accuracy'].iloc[0]:.4f} accuracy "
-            f"(peak of {baseline or next(iter(labels))}):"
-        )
+        if has_accuracy(labels):
+            costs = cost_to_target(labels, baseline=baseline)
+            print(
+                f"cost to reach {costs['target_accuracy'].iloc[0]:.4f} accuracy "
+                f"(peak of {baseline or next(iter(labels))}):"
+            )
+            show = [
+                "run",
+                "round",
+                "sim_time_s",
+                "subframes",
+                "models_sent",
+                "models_d2d",
+                "device_energy_j",
+            ]
+            print(costs[[c for c in show if c in costs]].to_string(index=False))
+        timing = timing_summary(labels)
+        print("round latency, device energy and bits (whole runs):")
         show = [
             "run",
-            "round",
+            "rounds",
+            "round_time_mean_s",
+            "round_time_std_s",
             "sim_time_s",
-            "subframes",
-            "models_sent",
-            "models_d2d",
             "device_energy_j",
+            "uplink_bits",
+            "downlink_bits",
         ]
-        print(costs[[c for c in show if c in costs]].to_string(index=False))
+        print(timing[show].to_string(index=False, float_format=lambda x: f"{x:.4g}"))
         paths = compare_figures(labels, Path(args.out), baseline=baseline)
     for p in paths:
         print(p)

@@ -12,6 +12,7 @@ import pandas as pd  # noqa: E402
 
 from netfl.output.saving import save_figure  # noqa: E402
 from netfl.output.timeline_figures import device_timeline, upload_cdf  # noqa: E402
+from netfl.output.timing_report import timing_figures  # noqa: E402
 from netfl.sim.result import RunResult  # noqa: E402
 
 __all__ = [
@@ -193,16 +194,27 @@ def diffusion_figures(diffusion: pd.DataFrame, out: str | Path, title: str = "")
     return [_save(fig, out / "iid_distance_vs_diffusion_round.png")]
 
 
+def has_accuracy(runs: dict[str, pd.DataFrame]) -> bool:
+    """Whether any run evaluated its model (timing runs have no accuracy)."""
+    return any(df["accuracy"].notna().any() for df in runs.values())
+
+
 def compare_figures(
     runs: dict[str, pd.DataFrame], out: str | Path, baseline: str | None = None
 ) -> list[Path]:
-    """Overlay several runs: accuracy vs round / time, cumulative device energy vs
-    time, and the cost of reaching the baseline's peak accuracy (table as CSV too)."""
+    """Overlay several runs: with accuracy, accuracy vs round / time and the cost of
+    reaching the baseline's peak accuracy (table as CSV too); always cumulative device
+    energy vs time and the timing comparison (:func:`~netfl.output.timing_report.timing_figures`:
+    round latency, energy by component, bits, the time split)."""
     out = Path(out)
-    paths = _accuracy_curves(runs, out, "comparison")
-    costs = cost_to_target(runs, baseline=baseline)
-    costs.to_csv(out / "cost_to_target.csv", index=False)
-    paths += [out / "cost_to_target.csv", _cost_figure(costs, out)]
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    if has_accuracy(runs):
+        paths += _accuracy_curves(runs, out, "comparison")
+        costs = cost_to_target(runs, baseline=baseline)
+        costs.to_csv(out / "cost_to_target.csv", index=False)
+        paths += [out / "cost_to_target.csv", _cost_figure(costs, out)]
+    paths += timing_figures(runs, out)
     fig, ax = plt.subplots(figsize=(6, 4))
     for label, df in runs.items():
         ax.plot(df["sim_time_s"], df["device_energy_j"].cumsum(), label=label)
