@@ -163,6 +163,7 @@ LAYERS: list[list[str]] = [
         "netfl.sweep",
         "netfl.sweep.report",
         "netfl.sweep.run",
+        "netfl.sweep.labels",
         "netfl.sweep.spec",
         "netfl.cli",
         "netfl.cli.app",

@@ -190,3 +190,57 @@ def test_long_group_labels_are_wrapped_at_their_separators():
     assert len(lines) > 2 and all(len(x) <= 14 for x in lines)
     assert "".join(lines) == label
     assert readable("short") == "short"
+
+
+@pytest.mark.parametrize(
+    "key, value, label",
+    [
+        ("cell.link.bandwidth_hz", 2e7, "bandwidth=20 MHz"),
+        ("cell.link.bandwidth_hz", 1.5e9, "bandwidth=1.5 GHz"),
+        ("cell.radius_m", 250.0, "radius=250 m"),
+        ("cell.link.coherence_time_s", 0.005, "coherence_time=5 ms"),
+        ("cell.link.ue_tx_power_dbm", 23, "ue_tx_power=23 dBm"),
+        ("algorithm.min_efficiency_bps_per_hz", 0.5, "min_efficiency_bps_per_hz=0.5"),
+        ("devices.count", 20, "count=20"),
+        ("algorithm.name", "fedavg", "name=fedavg"),
+    ],
+)
+def test_parameters_read_with_their_units(key, value, label):
+    from netfl.sweep.labels import param_label
+
+    assert param_label(key, value, key.split(".")[-1]) == label
+
+
+def test_a_bandwidth_sweep_reads_in_mhz_in_numeric_order(tmp_path):
+    """Grid values written 100, 20, 40 MHz: run names ``bandwidth=100MHz-…``, groups and
+    lines in numeric order (20 before 100), sweep.csv with round time and starved
+    devices, each run's row linking its figures, its scenario.yaml naming the RBs it ran."""
+    base = tiny_scenario(
+        devices={"count": 3},
+        cell={"radius_m": 150, "link": {"mode": "ofdma", "channel_profile": "nr_fr1_uma"}},
+        training={"rounds": 1},
+        outputs={"figures": True, "progress": False},
+    )
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump(base))
+    spec = {
+        "name": "bw",
+        "base": "base.yaml",
+        "grid": {"cell.link.bandwidth_hz": [100e6, 20e6, 40e6]},
+    }
+    (tmp_path / "bw.sweep.yaml").write_text(yaml.safe_dump(spec))
+    runs = expand(*load_sweep(tmp_path / "bw.sweep.yaml"))
+    assert [r.name for r in runs] == ["bandwidth=100MHz", "bandwidth=20MHz", "bandwidth=40MHz"]
+    run_sweep(runs, tmp_path / "out")
+    index = pd.read_csv(tmp_path / "out" / "sweep.csv")
+    assert {"round_time_s", "round_time_max_s", "starved_devices"} <= set(index.columns)
+    assert (index["round_time_s"] > 0).all()
+    assert list(group_runs(index)) == ["bandwidth=20 MHz", "bandwidth=40 MHz", "bandwidth=100 MHz"]
+    resolved = yaml.safe_load((tmp_path / "out" / "bandwidth=20MHz" / "scenario.yaml").read_text())
+    assert resolved["cell"]["link"]["num_rbs"] == 51  # TS 38.101-1: 20 MHz at 30 kHz
+    assert main(["report", str(tmp_path / "out")]) == 0
+    report = tmp_path / "out" / "report"
+    summary = pd.read_csv(report / "summary.csv")
+    assert list(summary["group"]) == ["bandwidth=20 MHz", "bandwidth=40 MHz", "bandwidth=100 MHz"]
+    assert "round_time_s_mean" in summary and "starved_devices_mean" in summary
+    page = (report / "index.html").read_text()
+    assert 'href="../bandwidth=20MHz/figures/device_timeline.png"' in page

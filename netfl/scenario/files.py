@@ -110,7 +110,10 @@ def algorithm_config(scenario: Scenario) -> BaseModel:
 def resolved(scenario: Scenario) -> dict[str, Any]:
     """The scenario with every default filled in (algorithm options too), as plain data.
 
-    Written as a run's ``scenario.yaml``; it parses back to an equal scenario.
+    Written as a run's ``scenario.yaml``; it parses back to a scenario that resolves and
+    runs the same. An OFDMA link's grid says what the run derived from its profile
+    (``bandwidth_hz``, ``numerology``, ``num_rbs``: TS 38.101 N_RB where only the
+    bandwidth was given).
     """
     data = scenario.model_dump(mode="json")
     link = data["cell"]["link"]
@@ -118,6 +121,11 @@ def resolved(scenario: Scenario) -> dict[str, Any]:
         if mode != link["mode"]:
             for key in keys:
                 link.pop(key, None)  # keys of the other link mode would not validate
+    if link["mode"] == "ofdma":
+        profile = scenario.cell.link.channel_profile_resolved()
+        for key in ("bandwidth_hz", "numerology", "num_rbs"):
+            if link.get(key) is None:
+                link[key] = getattr(profile, key)
     devices = data["devices"]
     devices["layout"] = _layout_data(devices["layout"])
     for group in devices["groups"]:

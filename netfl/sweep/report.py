@@ -34,6 +34,7 @@ import pandas as pd
 
 from netfl.output.figures import plt
 from netfl.output.saving import save_figure as _save
+from netfl.sweep.labels import param_label, quantity, value_sort_key
 
 __all__ = [
     "is_sweep_dir",
@@ -51,8 +52,10 @@ SUMMARY_COLUMNS = (
     "best_accuracy",
     "rounds",
     "sim_time_s",
+    "round_time_s",
     "bits",
     "device_energy_j",
+    "starved_devices",
     "subframes",
     "rounds_to_target",
     "time_to_target_s",
@@ -87,14 +90,36 @@ def group_runs(index: pd.DataFrame) -> dict[str, list[str]]:
     params = [c for c in _param_columns(index) if c != "seed"]
     varying = [c for c in params if index[c].astype(str).nunique() > 1]
     groups: dict[str, list[str]] = {}
+    keys: dict[str, tuple] = {}
+    variants = {
+        v: i for i, v in enumerate(dict.fromkeys(index.get("variant", pd.Series()).astype(str)))
+    }
     for _, row in index.iterrows():
-        parts = []
-        for c in varying:
-            value = row[c]
-            text = "" if isinstance(value, float) and math.isnan(value) else str(value)
-            parts.append(text if c == "variant" else f"{c.split('.')[-1]}={text}")
-        groups.setdefault("-".join(p for p in parts if p) or "all", []).append(row["run"])
-    return groups
+        label = _label(row, varying)
+        groups.setdefault(label, []).append(row["run"])
+        keys.setdefault(label, _order(row, varying, variants))
+    return {label: groups[label] for label in sorted(groups, key=keys.__getitem__)}
+
+
+def _label(row: pd.Series, columns: list[str]) -> str:
+    """A group's label: its variant, then ``name=value`` of each parameter in ``columns``
+    (numbers with their units, :func:`~netfl.sweep.labels.param_label`), ``-``-joined."""
+    parts = []
+    for c in columns:
+        value = row[c]
+        if isinstance(value, float) and math.isnan(value):
+            continue
+        parts.append(str(value) if c == "variant" else param_label(c, value, c.split(".")[-1]))
+    return "-".join(p for p in parts if p) or "all"
+
+
+def _order(row: pd.Series, columns: list[str], variants: dict[str, int]) -> tuple:
+    """Groups sort by variant (as the sweep file lists them), then each parameter's value
+    in numeric order (20 MHz before 100 MHz)."""
+    return tuple(
+        (variants.get(str(row[c]), 0),) if c == "variant" else value_sort_key(row[c])
+        for c in columns
+    )
 
 
 def summary_table(index: pd.DataFrame, groups: dict[str, list[str]]) -> pd.DataFrame:
@@ -123,6 +148,8 @@ LINE_METRICS = (
     ("bits", "bits transferred"),
     ("energy_to_target_j", "device energy to target [J]"),
     ("device_energy_j", "device energy [J]"),
+    ("round_time_s", "mean round time [s]"),
+    ("starved_devices", "starved devices (most at a drop)"),
 )
 
 
@@ -165,15 +192,26 @@ def line_stats(index: pd.DataFrame, param: str, metric: str) -> pd.DataFrame:
     ]
     done["x"] = pd.to_numeric(done[param])
     done["value"] = pd.to_numeric(done[metric], errors="coerce")
-    done["line"] = (
-        done[others].astype(str).agg(lambda r: "-".join(v for v in r if v != "nan"), axis=1)
-        if others
-        else "all"
-    )
+    done["line"] = [_label(row, others) for _, row in done.iterrows()] if others else "all"
     stats = done.groupby(["line", "x"], sort=False)["value"].agg(
         mean="mean", std=lambda v: v.std(ddof=1) if v.notna().sum() > 1 else 0.0, n="count"
     )
-    return stats.reset_index().sort_values(["line", "x"], kind="stable", key=None)
+    variants = {
+        v: i for i, v in enumerate(dict.fromkeys(index.get("variant", pd.Series()).astype(str)))
+    }
+    order = {
+        line: _order(row, others, variants) if others else ()
+        for line, row in zip(done["line"], (r for _, r in done.iterrows()), strict=True)
+    }
+    stats = stats.reset_index()
+    stats["_order"] = stats["line"].map(order)
+    return stats.sort_values(["_order", "x"], kind="stable").drop(columns="_order")
+
+
+def _axis_label(param: str) -> str:
+    """``bandwidth [Hz]`` for ``cell.link.bandwidth_hz``; the key itself without a unit."""
+    q = quantity(param, 1.0)
+    return param.split(".")[-1] if q is None else f"{q[0]} [{q[2]}]"
 
 
 def _line_figure(index: pd.DataFrame, param: str, out: Path) -> Path | None:
@@ -185,6 +223,8 @@ def _line_figure(index: pd.DataFrame, param: str, out: Path) -> Path | None:
         for c, name in LINE_METRICS
         if c in done and pd.to_numeric(done[c], errors="coerce").notna().any()
     ]
+    if "starved_devices" in done and not (pd.to_numeric(done["starved_devices"]) > 0).any():
+        metrics = [m for m in metrics if m[0] != "starved_devices"]  # (a flat zero line)
     if "time_to_target_s" in dict(metrics):  # with a target: the to-target costs only
         metrics = [m for m in metrics if m[0] not in ("sim_time_s", "bits", "device_energy_j")]
     if not metrics:
@@ -198,7 +238,7 @@ def _line_figure(index: pd.DataFrame, param: str, out: Path) -> Path | None:
             label = f"{readable(str(line), 40)} (n={int(rows['n'].min())})"
             ax.plot(x, mean, "o-", color=f"C{i % 10}", lw=1.5, ms=4, label=label)
             ax.fill_between(x, mean - std, mean + std, color=f"C{i % 10}", alpha=0.2, lw=0)
-        ax.set_xlabel(param.split(".")[-1])
+        ax.set_xlabel(_axis_label(param))
         ax.set_ylabel(name)
         ax.grid(alpha=0.3)
         xs = stats["x"]
@@ -261,34 +301,42 @@ def _cost_figure(summary: pd.DataFrame, target: bool, out: Path) -> Path:
         (f"time{suffix}_s" if target else "sim_time_s", "simulated time [s]"),
         (f"bits{suffix}", "bits transferred"),
         ("energy_to_target_j" if target else "device_energy_j", "device energy [J]"),
+        *(() if target else (("round_time_s", "round time [s]"),)),
     )
-    # long labels are wrapped (readable) and set upright, each bar given room for its label
-    fig, axes = plt.subplots(1, 3, figsize=(3 * max(4.0, 0.85 * len(summary)), 4.6))
-    x = np.arange(len(summary))
-    for ax, (col, ylabel) in zip(axes, metrics, strict=True):
-        if f"{col}_mean" in summary:
-            ax.bar(x, summary[f"{col}_mean"], yerr=summary[f"{col}_std"], capsize=3)
-        ax.set_ylabel(ylabel)
-        ax.set_xticks(x)
-        ax.set_xticklabels([readable(g, 11) for g in summary["group"]], fontsize=6)
+    metrics = tuple(m for m in metrics if f"{m[0]}_mean" in summary)
+    # one horizontal bar per group: the labels stack on the y axis and never overlap
+    y = np.arange(len(summary))
+    fig, axes = plt.subplots(
+        1,
+        len(metrics),
+        figsize=(3.6 * len(metrics) + 1.5, 1.4 + 0.32 * len(summary)),
+        squeeze=False,
+    )
+    for k, (ax, (col, xlabel)) in enumerate(zip(axes[0], metrics, strict=True)):
+        ax.barh(y, summary[f"{col}_mean"], xerr=summary[f"{col}_std"], capsize=3, color=f"C{k}")
+        ax.set_xlabel(xlabel)
+        ax.set_yticks(y, summary["group"] if k == 0 else [""] * len(y), fontsize=7)
+        ax.invert_yaxis()
+        ax.grid(axis="x", alpha=0.3)
     what = "to reach the target accuracy" if target else "of the whole run"
-    fig.suptitle(f"cost {what} (mean ± std over seeds; no bar: never reached)")
+    fig.suptitle(f"cost {what} (mean ± std over seeds; no bar: never reached)", fontsize=10)
     return _save(fig, out / "cost_to_target.png")
 
 
 def _latency_figure(curves: dict[str, list[pd.DataFrame]], out: Path) -> Path:
     labels = list(curves)
-    fig, ax = plt.subplots(figsize=(max(7.0, 0.9 * len(labels)), 4.4))
-    bottom = np.zeros(len(labels))
-    ticks = [readable(g, 11) for g in labels]
+    y = np.arange(len(labels))
+    fig, ax = plt.subplots(figsize=(8, 1.4 + 0.32 * len(labels)))
+    left = np.zeros(len(labels))
     for col, name in LATENCY_PARTS:
         means = np.array([np.mean([r[col].mean() for r in curves[g] if col in r]) for g in labels])
-        ax.bar(ticks, means, bottom=bottom, label=name)
-        bottom += np.nan_to_num(means)
-    ax.set_ylabel("simulated time per round [s]")
-    ax.set_title("per-round latency breakdown (mean over rounds and seeds)")
-    ax.tick_params(axis="x", labelsize=6.5)
-    ax.legend(fontsize=8)
+        ax.barh(y, np.nan_to_num(means), left=left, label=name)
+        left += np.nan_to_num(means)
+    ax.set_yticks(y, labels, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("simulated time per round [s]")
+    ax.set_title("per-round latency breakdown (mean over rounds and seeds)", fontsize=10)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1, 1))
     return _save(fig, out / "latency_breakdown.png")
 
 
@@ -326,9 +374,15 @@ def _html(
         error = row.get("error")
         error = "" if not isinstance(error, str) else error
         name = html.escape(row["run"])
-        link = f'<a href="{rel}/{name}/manifest.json">{name}</a>'
+        link = f'<a href="{rel}/{name}/">{name}</a>'
+        pngs = sorted((sweep_dir / row["run"] / "figures").glob("*.png"))
+        figs = " ".join(
+            f'<a href="{rel}/{name}/figures/{html.escape(f.name)}">{html.escape(f.stem)}</a>'
+            for f in pngs
+        )
         runs += (
             f"<tr><td>{link}</td><td>{html.escape(str(row['status']))}</td>"
+            f'<td style="text-align:left">{figs}</td>'
             f"<td>{html.escape(error)}</td></tr>\n"
         )
     imgs = "\n".join(
@@ -353,7 +407,7 @@ figure {{ display: inline-block; margin: 0.5em; }} img {{ max-width: 640px; }}
 <h2>Figures</h2>
 {imgs}
 <h2>Runs</h2>
-<table><thead><tr><th>run</th><th>status</th><th>error</th></tr></thead><tbody>
+<table><thead><tr><th>run</th><th>status</th><th>figures</th><th>error</th></tr></thead><tbody>
 {runs}</tbody></table>
 <script>
 // for headless checks: how many figures loaded

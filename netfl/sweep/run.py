@@ -45,6 +45,10 @@ def summarize_rounds(rounds: pd.DataFrame, target: float | None = None) -> dict[
         "final_accuracy": float(acc.dropna().iloc[-1]) if acc.notna().any() else float("nan"),
         "best_accuracy": float(acc.max()),
         "sim_time_s": float(rounds["sim_time_s"].iloc[-1]),
+        "round_time_s": float(rounds["round_time_s"].mean()),
+        "round_time_max_s": float(rounds["round_time_s"].max()),
+        # (the most devices out of coverage at any drop; 0 on fixed-rate links)
+        "starved_devices": int(rounds.get("starved_devices", pd.Series([0])).max()),
         "bits": float(bits.sum()),
         "device_energy_j": float(rounds["device_energy_j"].sum()),
         # (compute and modem only; absent from runs written before idle joined the total)

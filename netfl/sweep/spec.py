@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from netfl.errors import ScenarioError
 from netfl.scenario.files import _problems, apply_values, parse_scenario, read_yaml
 from netfl.scenario.schema import Scenario
+from netfl.sweep.labels import param_label, quantity
 
 __all__ = ["SweepSpec", "SweepRun", "is_sweep_file", "load_sweep", "expand", "MAX_SWEEP_RUNS"]
 
@@ -143,6 +144,15 @@ def _label(value: Any) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", text)
 
 
+def _name_part(key: str, value: Any) -> str:
+    """``short=value`` in a run's name: a number with its unit where the key has one
+    (``bandwidth=20MHz``, ``radius=250m``; :mod:`netfl.sweep.labels`)."""
+    if quantity(key, value) is None:
+        return f"{_short(key)}={_label(value)}"
+    text = param_label(key, value, _short(key), space="").replace("µ", "u")
+    return re.sub(r"[^A-Za-z0-9_.=-]", "_", text)
+
+
 def expand(
     spec: SweepSpec, path: str | Path, overrides: dict[str, Any] | None = None
 ) -> list[SweepRun]:
@@ -190,7 +200,7 @@ def expand(
             **dict(zip(zip_keys, zvals, strict=True)),
         }
         parts = [vname] if vname else []
-        parts += [f"{_short(k)}={_label(v)}" for k, v in params.items()]
+        parts += [_name_part(k, v) for k, v in params.items()]
         if spec.seeds:
             parts.append(f"seed{seed}")
         name = "-".join(parts) or "run"
