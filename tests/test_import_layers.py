@@ -168,6 +168,7 @@ LAYERS: list[list[str]] = [
         "netfl.cli",
         "netfl.cli.app",
         "netfl.cli.commands",
+        "netfl.cli.describe",
         "netfl",
         "netfl.__main__",
     ],

@@ -40,6 +40,16 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_describe(args: argparse.Namespace) -> int:
+    from netfl.cli.describe import describe_lines
+    from netfl.scenario.files import load_scenario
+
+    scenario = load_scenario(args.scenario, args.set)
+    for line in describe_lines(scenario, args.scenario):
+        print(line)
+    return 0
+
+
 def _cmd_list(args: argparse.Namespace) -> int:
     from channel_models import link_profiles
     from channel_models.channel_profiles import channel_profiles
@@ -164,6 +174,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     with_set(v)
     v.set_defaults(func=_cmd_validate)
+    de = sub.add_parser(
+        "describe",
+        help="print a scenario's effective link budget: propagation law, fading, powers, "
+        "the first drop's SNR percentiles and starved devices (nothing is run)",
+    )
+    with_set(de)
+    de.set_defaults(func=_cmd_describe)
     ls = sub.add_parser("list", help="list algorithms, data sets, models, profiles")
     ls.add_argument(
         "what",

@@ -1,0 +1,156 @@
+"""``netfl describe SCENARIO``: the link budget a scenario really runs with.
+
+The propagation law behind its channel profile and every override (path loss and its
+parameters, shadowing, LOS), fading, powers, noise figures, power control, the link
+abstraction and scheduler, and — from one drop of the devices, as round 0 places them —
+the distribution of the devices' mean SNR (SINR in a network) and who is starved in
+which direction. Nothing is run; the first drop is built as ``netfl run`` builds it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["describe_lines"]
+
+#: what each path-loss law is, for people
+LAWS = {
+    "log_distance": "log-distance β0 + 10κ·log10(d/d0)",
+    "free_space": "free space (Friis)",
+    "uma": "3GPP TR 38.901 UMa (LOS/NLOS per link)",
+    "umi": "3GPP TR 38.901 UMi street canyon (LOS/NLOS per link)",
+    "rma": "3GPP TR 38.901 RMa (LOS/NLOS per link)",
+}
+
+
+def _law(spec: dict[str, Any]) -> str:
+    """The law and every parameter it runs with: the scenario's, else the law's default."""
+    import inspect
+
+    from channel_models.pathloss import PATHLOSS_MODELS
+
+    values: dict[str, Any] = {}
+    for klass in reversed(PATHLOSS_MODELS[spec["model"]].__mro__):
+        if "__init__" in vars(klass) and klass is not object:
+            for name, param in inspect.signature(klass.__init__).parameters.items():
+                if name not in ("self", "carrier_hz") and param.default is not param.empty:
+                    values[name] = param.default
+    values.update({k: v for k, v in spec.items() if k != "model"})
+    if spec["model"] in ("uma", "umi", "rma"):
+        values.pop("shadowing_std_db", None)
+        shadowing = (
+            "shadowing of TR 38.901 Table 7.4.1-1"
+            if values.pop("shadowing", True)
+            else "no shadowing"
+        )
+    else:
+        sigma = float(values.pop("shadowing_std_db", 0.0) or 0.0)
+        shadowing = f"log-normal shadowing σ {sigma:g} dB" if sigma > 0 else "no shadowing"
+    params = ", ".join(f"{k} {v}" for k, v in values.items() if v is not None)
+    return f"{LAWS.get(spec['model'], spec['model'])}, {shadowing}" + (
+        f"; {params}" if params else ""
+    )
+
+
+def _percentiles(values: np.ndarray) -> str:
+    v = values[np.isfinite(values)]
+    if not v.size:
+        return "–"
+    p5, p50, p95 = np.percentile(v, [5, 50, 95])
+    return f"p5 {p5:.1f}, median {p50:.1f}, p95 {p95:.1f} (min {v.min():.1f}, max {v.max():.1f})"
+
+
+def _ofdma_lines(scenario: Any) -> list[str]:
+    link = scenario.cell.link
+    p = link.channel_profile_resolved()
+    duplex = (
+        f"TDD {p.tdd_pattern} (uplink {p.time_fraction('uplink'):.0%} of the time, "
+        f"downlink {p.time_fraction('downlink'):.0%})"
+        if p.duplex == "tdd"
+        else "FDD"
+    )
+    pc = p.uplink_power_control
+    control = (
+        f"open loop, P0 {pc['p0_dbm']} dBm, α {pc['alpha']}"
+        if pc["model"] == "open_loop"
+        else "full power over the carrier (FedDif eq. 9)"
+    )
+    fading = ", ".join(f"{k} {v}" for k, v in p.fading.items() if k != "model")
+    efficiency = ", ".join(
+        f"{k} {v}" for k, v in p.efficiency.items() if k != "model" and v is not None
+    )
+    return [
+        f"  channel profile {p.name}: {p.description}",
+        f"  carrier {p.carrier_hz / 1e9:g} GHz, {p.bandwidth_hz / 1e6:g} MHz, {p.num_rbs} RBs "
+        f"of {p.rb_bandwidth_hz / 1e3:g} kHz, {duplex}",
+        f"  path loss: {_law(p.pathloss)}",
+        f"  D2D path loss: {_law(p.d2d_pathloss)}",
+        f"  fading: {p.fading['model']}" + (f" ({fading})" if fading else ""),
+        f"  powers: UE {p.ue_tx_power_dbm:g} dBm, BS {p.bs_tx_power_dbm:g} dBm; noise "
+        f"{p.noise_dbm_per_hz:g} dBm/Hz, figures UE {p.noise_figure_ue_db:g} dB, BS "
+        f"{p.noise_figure_bs_db:g} dB",
+        f"  uplink power control: {control}",
+        f"  link abstraction: {p.efficiency['model']}" + (f" ({efficiency})" if efficiency else ""),
+        f"  scheduler: {link.scheduler}; downlink allocation: {p.downlink_allocation}"
+        + (f" (groups of {p.rbg_size()} RBs)" if p.downlink_allocation != "fractional" else ""),
+    ]
+
+
+def _fixed_rate_lines(scenario: Any, world: Any) -> list[str]:
+    link = scenario.cell.link
+    rates: dict[tuple[float, float], int] = {}
+    for d in world.all_devices:
+        key = (d.link.uplink_bps, d.link.downlink_bps)
+        rates[key] = rates.get(key, 0) + 1
+    lines = [
+        f"  fixed rates ({'shared BS capacity' if link.shared else 'dedicated links'}): "
+        + "; ".join(
+            f"{n} device(s) up {u / 1e6:g} / down {dn / 1e6:g} Mbit/s"
+            for (u, dn), n in sorted(rates.items())
+        )
+    ]
+    if link.shared:
+        lines.append(f"  BS capacity profile: {link.capacity_profile}")
+    return lines
+
+
+def describe_lines(scenario: Any, source: str) -> list[str]:
+    """The lines ``netfl describe`` prints for ``scenario`` (builds its first drop)."""
+    from netfl import World
+
+    world = World(scenario, source=source)
+    try:
+        link = scenario.cell.link
+        lines = [
+            f"{scenario.name} ({source}): {len(world.all_devices)} devices, cell radius "
+            f"{scenario.cell.radius_m:g} m, {link.mode} link"
+            + (f", {len(world.cell_nodes)} cells" if len(world.cell_nodes) > 1 else ""),
+        ]
+        if link.mode == "ofdma":
+            lines += _ofdma_lines(scenario)
+        else:
+            lines += _fixed_rate_lines(scenario, world)
+        coverage = world.tables().get("coverage")
+        if coverage is not None and len(coverage):
+            what = "SINR" if "cell" in coverage else "SNR"
+            lines.append(
+                f"  the first drop's mean per-RB {what} over {len(coverage)} devices [dB]:"
+            )
+            for d in ("downlink", "uplink"):
+                lines.append(f"    {d:<8} {_percentiles(coverage[f'{d}_snr_db'].to_numpy(float))}")
+            up, down = (int(coverage[f"{d}_starved"].sum()) for d in ("uplink", "downlink"))
+            starved = coverage.loc[coverage["starved"], "device"].tolist()
+            lines.append(
+                f"  starved (no rate even at a fading peak): {len(starved)} of {len(coverage)} "
+                f"(uplink {up}, downlink {down})"
+                + (
+                    f": {', '.join(starved[:10])}{' …' if len(starved) > 10 else ''}"
+                    if starved
+                    else ""
+                )
+            )
+        return lines
+    finally:
+        world.close()

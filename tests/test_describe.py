@@ -1,0 +1,56 @@
+"""``netfl describe``: a scenario's effective link budget, from its first drop."""
+
+from __future__ import annotations
+
+import numpy as np
+import yaml
+
+from netfl import World, parse_scenario
+from netfl.cli.app import main
+from tests.conftest import tiny_scenario
+
+#: ns-3's LTE cell, one UE at 100 m and one at 280 m (its uplink below CQI 1)
+LTE = tiny_scenario(
+    devices={"count": 2, "layout": {"kind": "positions", "positions_m": [[100, 0], [280, 0]]}},
+    cell={
+        "radius_m": 300,
+        "link": {
+            "mode": "ofdma",
+            "channel_profile": "lte_20mhz",
+            "fading": "none",
+            "pathloss": {
+                "model": "log_distance",
+                "beta0_db": -30.0,
+                "kappa": 3.75,
+                "height_tx_m": 23.5,
+            },
+        },
+    },
+)
+
+
+def test_describe_prints_the_law_the_drop_and_who_is_starved(tmp_path, capsys):
+    f = tmp_path / "lte.yaml"
+    f.write_text(yaml.safe_dump(LTE))
+    assert main(["describe", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert "path loss: log-distance β0 + 10κ·log10(d/d0), no shadowing" in out
+    assert (
+        "height_tx_m 23.5, height_rx_m 0.0" in out and "beta0_db -30.0, kappa 3.75, d0_m 1.0" in out
+    )
+    assert "fading: none" in out and "UE 23 dBm, BS 46 dBm" in out
+    assert "downlink allocation: rbg_round_robin (groups of 4 RBs)" in out
+    assert "starved (no rate even at a fading peak): 1 of 2 (uplink 1, downlink 0): ue1" in out
+    # the percentiles are the coverage table's
+    coverage = World(parse_scenario(LTE)).tables()["coverage"]
+    down = coverage["downlink_snr_db"].to_numpy()
+    assert f"median {np.median(down):.1f}" in out and f"max {down.max():.1f}" in out
+
+
+def test_describe_a_fixed_rate_cell_and_a_bad_key(tmp_path, capsys):
+    f = tmp_path / "fixed.yaml"
+    f.write_text(yaml.safe_dump(tiny_scenario(devices={"count": 3, "link_profile": "3g"})))
+    assert main(["describe", str(f)]) == 0
+    assert "3 device(s) up 0.4 / down 3 Mbit/s" in capsys.readouterr().out
+    assert main(["describe", str(f), "--set", "cell.link.nope=1"]) == 2
+    assert "cell.link.nope" in capsys.readouterr().err
