@@ -1,4 +1,4 @@
-"""Imports point down only (DESIGN.md, "Layers"): a test that fails on any upward import.
+"""Imports point down only (docs/architecture.md, "Layers"): a test that fails on any upward import.
 
 Every ``import`` in ``channel_models`` and ``netfl`` — at module level or inside a
 function, but not under ``if TYPE_CHECKING:`` — must name a module of the same or
@@ -294,7 +294,7 @@ def import_cycles() -> list[list[str]]:
 
 
 def test_no_import_cycle_inside_any_layer():
-    """No two modules need each other (DESIGN.md, "Layers"): a module that calls back
+    """No two modules need each other (docs/architecture.md, "Layers"): a module that calls back
     into its caller takes what it needs as arguments (e.g. the world's builders and
     mobility take the placement, not the world)."""
     assert import_cycles() == []

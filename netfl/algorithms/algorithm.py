@@ -1,7 +1,7 @@
 """The algorithm protocol, the round summary and the name registry.
 
 An algorithm is a class with a validated ``Config`` and a ``round`` process
-(DESIGN.md, "The algorithm protocol"), constructed with a
+(docs/architecture.md, "The algorithm protocol"), constructed with a
 :class:`~netfl.algorithms.context.RoundContext` (all it may use of the
 simulation). Inside ``round`` it yields
 ``world.radio.transfer(...)``, ``world.compute.run(...)`` and

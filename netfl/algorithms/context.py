@@ -1,7 +1,7 @@
 """The round context: exactly what an algorithm may use of the simulation.
 
 An algorithm is constructed with a :class:`RoundContext` and reaches the simulation
-only through it (DESIGN.md, "The algorithm protocol"). :class:`netfl.sim.world.World`
+only through it (docs/architecture.md, "The algorithm protocol"). :class:`netfl.sim.world.World`
 implements it; a test checks that every attribute an algorithm module reads of its
 context is a member named here, so this class is the whole contract: a tool can
 follow a transfer from ``context.radio.transfer`` into the radio, and a new member

@@ -190,7 +190,7 @@ class FedAvg(Algorithm):
         The torch seed comes from the ``torch`` stream of ``(r, device, *seed_key)``
         (a device training twice in one round passes a distinct ``seed_key``).
         The job is submitted when the compute step starts and collected when it
-        ends in simulated time (DESIGN.md, executor seam).
+        ends in simulated time (docs/architecture.md, "The executor seam").
         """
         world = self.world
         cfg = world.train_config

@@ -14,6 +14,7 @@ A round without device steps has no straggler (empty name, NaN duration).
 
 from __future__ import annotations
 
+import bisect
 import math
 from typing import Any
 
@@ -66,34 +67,50 @@ def critical_path(
     devices: set[str],
 ) -> list[dict[str, Any]]:
     """The round's critical path, first step first: one row per step (round, node,
-    step, start_s, end_s, duration_s); empty for a round with no records."""
+    step, start_s, end_s, duration_s); empty for a round with no records.
+
+    Each node's steps are kept sorted by (end, start), so a step's predecessor is a
+    binary search per actor: O(path · log steps), not a scan per step (a split-learning
+    round has thousands of steps on its path)."""
     steps = _steps(transfers, computes, devices)
     if not steps:
         return []
+    order = sorted(range(len(steps)), key=lambda i: (steps[i][1], steps[i][0]))
+    by_node: dict[str, list[int]] = {}
+    for i in order:
+        for node in steps[i][4]:
+            by_node.setdefault(node, []).append(i)
+    ends = {node: [steps[i][1] for i in idx] for node, idx in by_node.items()}
     # the step that ended last (of equal ends: the one that began last, a device's first)
-    current = max(steps, key=lambda s: (s[1], s[0], s[3] in devices))
-    path = [current]
-    while current[0] > t0_s + _EPS_S:
-        start, actors = current[0], current[5]
-        before = [
-            s
-            for s in steps
-            if s is not current and s[1] <= start + _EPS_S and s[4] & actors and s not in path
-        ]
-        if not before:
+    current = max(
+        range(len(steps)), key=lambda i: (steps[i][1], steps[i][0], steps[i][3] in devices)
+    )
+    path, seen = [current], {current}
+    while steps[current][0] > t0_s + _EPS_S:
+        start = steps[current][0]
+        best = None
+        for actor in steps[current][5]:
+            idx = by_node.get(actor, [])
+            k = bisect.bisect_right(ends.get(actor, []), start + _EPS_S) - 1
+            while k >= 0 and idx[k] in seen:
+                k -= 1
+            if k >= 0 and (best is None or steps[idx[k]][:2][::-1] > steps[best][:2][::-1]):
+                best = idx[k]
+        if best is None:
             break
-        current = max(before, key=lambda s: (s[1], s[0]))
+        current = best
         path.append(current)
+        seen.add(current)
     return [
         {
             "round": r,
-            "node": node,
-            "step": step,
-            "start_s": start,
-            "end_s": end,
-            "duration_s": end - start,
+            "node": steps[i][3],
+            "step": steps[i][2],
+            "start_s": steps[i][0],
+            "end_s": steps[i][1],
+            "duration_s": steps[i][1] - steps[i][0],
         }
-        for start, end, step, node, _, _ in reversed(path)
+        for i in reversed(path)
     ]
 
 

@@ -208,7 +208,7 @@ class World:
         partition), ``config`` (``training``'s local SGD) and ``seed`` (the ``torch``
         stream of ``(r, device, *seed_key)``: a device with two jobs in one round passes
         a distinct ``seed_key``). The job is submitted when the device's compute step
-        starts and its result collected when the step ends (DESIGN.md, executor seam).
+        starts and its result collected when the step ends (docs/architecture.md, "The executor seam").
         """
         if not self.learn or self.activities.is_cut(device):
             return None  # (timing mode; or the device left: its step fails, nothing to train)

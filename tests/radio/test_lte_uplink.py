@@ -108,7 +108,7 @@ def test_against_ns3_the_issue_bars_hold_and_the_same_ues_are_starved(ns3_rows, 
     1| ≤ 10 %, every UE within ±25 %, and netfl's coverage table starves exactly the UEs
     ns-3 never served. ``transfer_test``'s ``starved: hold_share`` keeps a starved UE's
     round-robin share unused, as LENA does (without it the UEs beside a starved one finish
-    up to 39 % sooner than in ns-3: README, "Validation against ns-3")."""
+    up to 39 % sooner than in ns-3: docs/validation.md)."""
     rows = ns3_rows[key]
     assert len(rows) == 74  # 1+1+1+1 + 5+10+20 + 5+10+20 UEs
     for r in rows:
