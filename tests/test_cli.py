@@ -78,6 +78,7 @@ def test_run_writes_complete_run_directory(scenario_file, tmp_path, capsys):
         "devices.csv",
         "transfers.parquet",
         "computes.parquet",
+        "critical_path.parquet",
         "figures",
     }
     assert {p.name for p in (out / "figures").iterdir()} == {
@@ -85,6 +86,8 @@ def test_run_writes_complete_run_directory(scenario_file, tmp_path, capsys):
         "accuracy_vs_time.png",
         "round_time_split.png",
         "energy_per_device.png",
+        "device_timeline.png",
+        "upload_cdf.png",
     }
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "complete" and manifest["num_rounds"] == 2

@@ -127,6 +127,7 @@ LAYERS: list[list[str]] = [
         "netfl.scenario.files",
         "netfl.scenario.reading",
         "netfl.scenario.plugins",
+        "netfl.scenario.reference",
         "netfl.scenario.registries",
         "netfl.scenario.layout",
         "netfl.scenario.network_section",

@@ -110,6 +110,7 @@ def _same_run(scenario, source: str) -> None:
     )
     assert resolved(again) == resolved(scenario)
     a, b = run(scenario, source=source), run(again, source="resolved")
+    assert_energy_adds_up(a)  # (every bundled scenario, in timing mode)
     assert_frame_equal(a.rounds, b.rounds)
     assert_frame_equal(a.transfers, b.transfers)
     assert_frame_equal(a.devices, b.devices)
