@@ -16,18 +16,12 @@ starved (``duration_s: null``). Written to ``tests/reference/ns3_lte_downlink.js
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from validation.ns3.lte_uplink import (  # noqa: E402
-    OPTIONS,
-    load_ns3,
-    measure,
-    write_fixture,
-)
+from validation.ns3.lte_uplink import cli  # noqa: E402
 
 
 def geometries(quick: bool) -> dict[str, list[float]]:
@@ -42,16 +36,7 @@ def geometries(quick: bool) -> dict[str, list[float]]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default="tests/reference/ns3_lte_downlink.json")
-    ap.add_argument("--quick", action="store_true", help="two geometries, one of each option")
-    ap.add_argument("--stop-s", type=float, default=20.0, help="simulated time limit [s]")
-    args = ap.parse_args()
-    run_fn, import_s = load_ns3()
-    options = OPTIONS[:1] if args.quick else OPTIONS
-    runs = measure(run_fn, geometries(args.quick), options, args.stop_s, downlink=True)
-    write_fixture(Path(args.out), "validation/ns3/lte_downlink.py", import_s, runs, args.stop_s)
-    return 0
+    return cli("downlink", geometries, 20.0)
 
 
 if __name__ == "__main__":

@@ -347,17 +347,25 @@ def write_fixture(path: Path, generator: str, import_s: float, runs: list, stop_
     print(f"wrote {path} ({len(runs)} runs; bindings import {import_s:.1f} s)")
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default="tests/reference/ns3_lte_uplink.json")
+def cli(direction: str, geometries_of, stop_s: float) -> int:
+    """The command line of a fixture script: ``--out``, ``--quick``, ``--stop-s``; runs
+    every geometry × scheduler × option in ``direction`` and writes the fixture."""
+    ap = argparse.ArgumentParser(description=f"ns-3 LTE {direction} reference")
+    ap.add_argument("--out", default=f"tests/reference/ns3_lte_{direction}.json")
     ap.add_argument("--quick", action="store_true", help="two geometries, one of each option")
-    ap.add_argument("--stop-s", type=float, default=40.0, help="simulated time limit [s]")
+    ap.add_argument("--stop-s", type=float, default=stop_s, help="simulated time limit [s]")
     args = ap.parse_args()
     run_fn, import_s = load_ns3()
     options = OPTIONS[:1] if args.quick else OPTIONS
-    runs = measure(run_fn, geometries(args.quick), options, args.stop_s, downlink=False)
-    write_fixture(Path(args.out), "validation/ns3/lte_uplink.py", import_s, runs, args.stop_s)
+    downlink = direction == "downlink"
+    runs = measure(run_fn, geometries_of(args.quick), options, args.stop_s, downlink)
+    script = f"validation/ns3/lte_{direction}.py"
+    write_fixture(Path(args.out), script, import_s, runs, args.stop_s)
     return 0
+
+
+def main() -> int:
+    return cli("uplink", geometries, 40.0)
 
 
 if __name__ == "__main__":
