@@ -113,6 +113,7 @@ LAYERS: list[list[str]] = [
         "netfl.algorithms.fedswap",
         "netfl.algorithms.fedzkt",
         "netfl.algorithms.app_thread",
+        "netfl.algorithms.asynchronous",
         "netfl.algorithms.flower_bridge",
         "netfl.algorithms.flower_grid",
         "netfl.algorithms.flower_messages",

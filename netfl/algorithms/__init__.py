@@ -15,6 +15,7 @@ from netfl.algorithms.algorithm import (
     get_algorithm,
     register,
 )
+from netfl.algorithms.asynchronous import FedAsync, FedAsyncConfig, FedBuff, FedBuffConfig
 from netfl.algorithms.context import ModelInfo, RoundContext
 from netfl.algorithms.dfl import DFL, FD, DFLConfig, FDConfig
 from netfl.algorithms.ecofed import EcoFed, EcoFedConfig
@@ -40,6 +41,10 @@ __all__ = [
     "ModelInfo",
     "FedAvg",
     "FedAvgConfig",
+    "FedAsync",
+    "FedAsyncConfig",
+    "FedBuff",
+    "FedBuffConfig",
     "DFL",
     "DFLConfig",
     "FD",

@@ -7,7 +7,15 @@ from collections.abc import Sequence
 
 import torch
 
-__all__ = ["weighted_average", "clone_state", "state_numel", "all_finite"]
+__all__ = [
+    "weighted_average",
+    "clone_state",
+    "state_numel",
+    "all_finite",
+    "mix_states",
+    "add_scaled_delta",
+    "apply_delta",
+]
 
 State = dict[str, torch.Tensor]
 
@@ -39,6 +47,43 @@ def weighted_average(states: Sequence[State], weights: Sequence[float]) -> State
             acc = torch.round(sum(c * s[key].double() for c, s in zip(coeffs, states, strict=True)))
             acc = acc.to(ref.dtype)
         out[key] = acc
+    return out
+
+
+def mix_states(old: State, new: State, alpha: float) -> State:
+    """``(1 − α)·old + α·new`` for every floating-point entry (FedAsync's update, eq. (2) of
+    Xie et al.); other entries (e.g. BatchNorm's ``num_batches_tracked``) take ``new``'s."""
+    out: State = {}
+    for key, ref in old.items():
+        if ref.is_floating_point():
+            out[key] = torch.lerp(ref, new[key].to(ref.dtype), float(alpha))
+        else:
+            out[key] = new[key].clone()
+    return out
+
+
+def add_scaled_delta(total: State | None, trained: State, start: State, weight: float) -> State:
+    """``total + weight·(trained − start)`` for every floating-point entry (``total`` None:
+    a zero start) — FedBuff's buffer of client updates; other entries keep ``trained``'s."""
+    out: State = {}
+    for key, ref in trained.items():
+        if ref.is_floating_point():
+            delta = (ref - start[key]).mul_(float(weight))
+            out[key] = delta if total is None else total[key] + delta
+        else:
+            out[key] = ref.clone()
+    return out
+
+
+def apply_delta(state: State, total: State, scale: float) -> State:
+    """``state + scale·total`` for every floating-point entry (FedBuff's server step with
+    ``scale`` = η_g / K); other entries take ``total``'s (the last update's)."""
+    out: State = {}
+    for key, ref in state.items():
+        if ref.is_floating_point():
+            out[key] = ref + float(scale) * total[key]
+        else:
+            out[key] = total[key].clone()
     return out
 
 

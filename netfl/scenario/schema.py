@@ -295,7 +295,16 @@ class ModelSection(_Strict):
 
 class TrainingSection(_Strict):
     rounds: PositiveInt = Field(10, le=1_000_000)
-    eval_every: PositiveInt = Field(1, le=1_000_000)
+    eval_every: PositiveInt = Field(
+        1, le=1_000_000, description="evaluate the model every this many rounds (and the last)"
+    )
+    eval_every_s: float | None = Field(
+        None,
+        gt=0.0,
+        le=1e9,
+        description="also evaluate at the first round ending after each multiple of this "
+        "many simulated seconds (asynchronous algorithms: rounds are server updates)",
+    )
     target_accuracy: float | None = Field(None, gt=0.0, le=1.0)
     time_budget_s: PositiveFloat | None = Field(None, le=1e9)
     local_epochs: PositiveInt = Field(1, le=10_000)

@@ -142,7 +142,10 @@ def _run_world(
             over_budget = tr.time_budget_s is not None and env.now >= tr.time_budget_s
             last = r == tr.rounds - 1 or over_budget or algorithm.finished
             acc = loss = float("nan")
-            if world.learn and ((r + 1) % tr.eval_every == 0 or last):
+            on_clock = tr.eval_every_s is not None and (
+                int(env.now // tr.eval_every_s) > int(t0 // tr.eval_every_s)
+            )  # (the round crossed a multiple of eval_every_s)
+            if world.learn and ((r + 1) % tr.eval_every == 0 or last or on_clock):
                 acc, loss = algorithm.evaluate()
                 row.update(algorithm.evaluation_columns())
             row["accuracy"], row["loss"] = acc, loss

@@ -78,6 +78,10 @@ def test_state_dict_round_trip_resumes_identically(name):
     torch.save(alg_b.state_dict(), buf)  # serialisable, not just in memory
     buf.seek(0)
     world_c, alg_c = _build(name)
+    # as the runner resumes: round 0's clock replayed without torch work, then the state
+    world_c.learn = False
+    _rounds(world_c, alg_c, [0])
+    world_c.learn = True
     alg_c.load_state_dict(torch.load(buf, weights_only=False))
     _rounds(world_c, alg_c, [1])
 

@@ -1,0 +1,402 @@
+"""Asynchronous and buffered-asynchronous FL on the wireless clock: FedAsync and FedBuff.
+
+- **FedAsync** (C. Xie, S. Koyejo, I. Gupta, "Asynchronous Federated Optimization",
+  OPT workshop 2020, arXiv 1903.03934, Algorithm 1): the server mixes every arriving
+  model into the global one, ``x_t = (1 − α_t)·x_{t−1} + α_t·x_new`` with ``α_t = α·s(t −
+  τ)``, where τ is the version the device trained from and t − τ its *staleness*;
+  s is ``constant`` (1), ``polynomial`` ((t − τ + 1)^−a) or ``hinge`` (1 while t − τ ≤ b,
+  then 1/(a·(t − τ − b) + 1)) (their eq. (2)).
+- **FedBuff** (J. Nguyen, K. Malik, H. Zhan, A. Yousefpour, M. Rabbat, M. Malek, D.
+  Huba, "Federated Learning with Buffered Asynchronous Aggregation", AISTATS 2022,
+  Algorithm 1): a device sends its update Δ = y − x_τ (its trained model less the model
+  it received); the server adds s(t − τ)·Δ to a buffer, and after K updates applies
+  ``x ← x + η_g·(ΣΔ)/K`` and empties the buffer; s(t − τ) = 1/√(1 + t − τ) (their
+  staleness scaling) or 1.
+
+Both keep ``concurrency`` devices training at every instant (all devices by default):
+a slot's device downloads the current global model (recording its version τ), trains
+``training.local_epochs`` on its data (compute time from FLOPs) and uploads; when its
+upload has arrived the slot picks a device anew, uniformly among the available idle
+devices (with every device training, the same one: it downloads the new global model
+and starts again at once). A device that leaves (``devices.availability``) is cut
+where it is and its slot picks another; with nobody available the slot waits for the
+first device to come back. The server's work per arrival is a compute step.
+
+A *round* of these algorithms is one server update (``rounds.csv``: one row per
+update): it ends when the update is applied, while the other devices go on training
+across it. Its row says how many client updates it contained (``updates``), their
+staleness (``staleness_mean``, ``staleness_max``) and, as every row, the bits, energy
+and time of the window since the last update. ``training.rounds`` counts updates.
+
+Checkpoints are taken at update instants and hold the global model, the versions that
+devices still train from and the buffered updates; a resume replays the clock (the
+schedule never depends on learned values) and the devices in flight then train from
+their saved versions, as the uninterrupted run did (their torch job is a pure function
+of the version, the data and the seed).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+import numpy as np
+import simpy
+from pydantic import Field
+
+from netfl.algorithms.algorithm import Algorithm, AlgorithmConfig, RoundSummary, register
+from netfl.core.activity import DeviceCut
+from netfl.core.nodes import Node
+from netfl.learning.tasks import TrainTask
+
+if TYPE_CHECKING:
+    from netfl.algorithms.context import RoundContext
+
+__all__ = ["FedAsync", "FedAsyncConfig", "FedBuff", "FedBuffConfig", "staleness_weight"]
+
+
+def staleness_weight(kind: str, staleness: int, a: float = 0.5, b: float = 4.0) -> float:
+    """s(t − τ) of FedAsync's eq. (2): ``constant`` 1; ``polynomial`` (t − τ + 1)^−a;
+    ``hinge`` 1 for t − τ ≤ b, else 1 / (a·(t − τ − b) + 1). FedBuff's ``inverse_sqrt``:
+    1 / √(1 + t − τ)."""
+    if kind == "constant":
+        return 1.0
+    if kind == "polynomial":
+        return float((staleness + 1.0) ** (-a))
+    if kind == "hinge":
+        return 1.0 if staleness <= b else 1.0 / (a * (staleness - b) + 1.0)
+    if kind == "inverse_sqrt":
+        return 1.0 / math.sqrt(1.0 + staleness)
+    raise ValueError(f"staleness function {kind!r}")
+
+
+class AsyncConfig(AlgorithmConfig):
+    concurrency: int | None = Field(
+        None,
+        ge=1,
+        le=100_000,
+        description="devices training at once (default: every device in coverage)",
+    )
+
+
+class FedAsyncConfig(AsyncConfig):
+    alpha: float = Field(0.6, gt=0.0, le=1.0, description="mixing weight α (Xie et al.)")
+    staleness: Literal["constant", "polynomial", "hinge"] = Field(
+        "polynomial", description="s(t − τ): constant, polynomial (a), hinge (a, b)"
+    )
+    a: float = Field(0.5, ge=0.0, le=100.0, description="exponent (polynomial) or slope (hinge)")
+    b: float = Field(4.0, ge=0.0, le=1e6, description="hinge: staleness without penalty")
+
+
+class FedBuffConfig(AsyncConfig):
+    buffer_size: int = Field(10, ge=1, le=100_000, description="K: updates per server step")
+    server_lr: float = Field(1.0, gt=0.0, le=100.0, description="η_g of the server step")
+    staleness: Literal["constant", "inverse_sqrt"] = Field(
+        "inverse_sqrt", description="scaling of a stale update: 1/√(1 + t − τ) or none"
+    )
+
+
+@dataclass
+class Arrival:
+    """One client update that reached the server: its device, the version it trained
+    from, the staleness at arrival, its training loss and state (learning mode)."""
+
+    device: str
+    version: int
+    staleness: int
+    loss: float
+    state: dict | None = None
+    delta: dict | None = field(default=None, repr=False)
+
+
+class AsyncAlgorithm(Algorithm):
+    """What FedAsync and FedBuff share: the training slots, versions, staleness and the
+    one-update rounds (see the module docstring). Subclasses implement :meth:`absorb`."""
+
+    supports_availability: ClassVar[bool] = True
+    config: AsyncConfig
+
+    def __init__(self, world: RoundContext, config: AsyncConfig):
+        super().__init__(world, config)
+        self.global_state = world.init_model_state() if world.learn else None
+        #: server updates applied so far (the global model's version)
+        self.version = 0
+        #: the global models devices train from, by version (learning mode)
+        self.versions: dict[int, dict] = {0: self.global_state} if world.learn else {}
+        #: version each device in flight received
+        self.in_flight: dict[str, int] = {}
+        #: trained and not yet arrived: device → (its state, its loss) — learned values a
+        #: checkpoint keeps (a resumed run replays the clock without training)
+        self.pending: dict[str, tuple[dict | None, float]] = {}
+        self._updates: simpy.Store | None = None
+        self._freed: simpy.Event | None = None
+        self._live = 0
+        self._picks = 0
+
+    # -- the slots ---------------------------------------------------------------
+    def _start(self) -> None:
+        env = self.world.env
+        self._updates = simpy.Store(env)
+        self._freed = env.event()
+        slots = len(self.world.devices)
+        if self.config.concurrency is not None:
+            slots = min(slots, self.config.concurrency)
+        self._live = slots
+        for k in range(slots):
+            env.process(self._slot(k))
+        if not slots:
+            self._updates.put([])  # (no device in coverage: an empty round, then none)
+
+    def _pick(self, slot: int) -> Generator[simpy.Event, Any, Node | None]:
+        """A device for ``slot``: uniform among the available devices not in flight."""
+        while True:
+            self._picks += 1
+            on = self.world.available_devices(self._picks)
+            idle = [d for d in on if d.name not in self.in_flight]
+            if idle:
+                rng = self.world.streams.generator("sampling", slot, self._picks)
+                device = idle[int(rng.integers(len(idle)))]
+                self.world.activities.restore([device])
+                return device
+            env = self.world.env
+            t = self.world.next_available_s()
+            if t is None and not self.in_flight:  # (nobody will come back: the slot stops)
+                return None
+            assert self._freed is not None
+            wake = self._freed if t is None else self._freed | env.timeout(max(t - env.now, 0.0))
+            yield wake  # (a device comes back, or one in flight becomes idle)
+
+    def _slot(self, slot: int) -> Generator[simpy.Event, Any, None]:
+        iteration = 0
+        while True:
+            device = yield from self._pick(slot)
+            if device is None:
+                self._live -= 1
+                if not self._live and self._updates is not None:
+                    self._updates.put([])  # (every slot stopped: the run ends)
+                return
+            iteration += 1
+            try:
+                yield from self._client(device, slot, iteration)
+            except DeviceCut:
+                pass  # (it left: its update is lost, the slot picks another)
+            finally:
+                self.in_flight.pop(device.name, None)
+                self.pending.pop(device.name, None)
+                self._forget_versions()
+                freed, self._freed = self._freed, self.world.env.event()
+                if freed is not None:
+                    freed.succeed()
+
+    def _client(self, device: Node, slot: int, iteration: int) -> Generator[simpy.Event, Any, None]:
+        world, env = self.world, self.world.env
+        activities, me = world.activities, env.active_process
+        activities.enter((device,), me)
+        version = self.version
+        self.in_flight[device.name] = version
+        try:
+            bits = world.model.size_bits
+            # (it receives the model of the version current when the download starts)
+            yield world.radio.transfer(world.bs, device, bits, "model_down", num_models=1)
+            result = yield from self._train(device, version, slot, iteration)
+            state, loss = None, float("nan")
+            if result is not None:
+                loss = float(result.mean_loss)
+                state = result.state if world.keep_finite([result], [device.name]) else None
+            self.pending[device.name] = (state, loss)
+            yield world.radio.transfer(device, world.bs, bits, "model_up", num_models=1)
+        except simpy.Interrupt as stop:
+            raise (stop.cause if isinstance(stop.cause, DeviceCut) else stop) from None
+        finally:
+            activities.leave((device,), me)
+        yield from self.absorb(device.name, version)
+
+    def _train(
+        self, device: Node, version: int, slot: int, iteration: int
+    ) -> Generator[simpy.Event, Any, Any]:
+        """Local training from global version ``version``: the compute step, and the torch
+        job (submitted when the step starts; after a resume, when it ends, from the saved
+        version — the same job)."""
+        world = self.world
+        cfg = world.train_config
+        flops = world.device_model(device).flops.train_per_sample * world.num_samples(device)
+        key = (version, slot, iteration)
+
+        def submit():
+            return world.submit_device_job(
+                TrainTask, 0, device, seed_key=key, state=self.versions[version]
+            )
+
+        future = submit() if world.learn else None
+        yield world.compute.run(device, flops * cfg.epochs, "train")
+        if world.learn and future is None and not world.activities.is_cut(device):
+            future = submit()  # (a resumed run: the job of a device in flight at the checkpoint)
+        return future.result() if future is not None else None
+
+    def _forget_versions(self) -> None:
+        keep = set(self.in_flight.values()) | {self.version}
+        for v in [v for v in self.versions if v not in keep]:
+            del self.versions[v]
+
+    # -- the server ----------------------------------------------------------------
+    def absorb(self, device: str, version: int) -> Generator[simpy.Event, Any, None]:
+        """What the server does with the update of ``device``, trained from ``version``
+        (may apply a server update: :meth:`publish`)."""
+        raise NotImplementedError
+
+    def arrival(self, device: str, version: int) -> Arrival:
+        """The update of ``device`` as the server takes it in, after its compute step: its
+        state and loss leave :attr:`pending` only now (a checkpoint in between keeps them);
+        its staleness is t − τ at this instant."""
+        state, loss = self.pending.pop(device)
+        return Arrival(device, version, self.version - version, loss, state)
+
+    def publish(self, new_state: dict | None, arrivals: list[Arrival]) -> None:
+        """A server update is applied: the global model becomes ``new_state`` (learning
+        mode), the version advances, the round waiting for it ends."""
+        if self.world.learn and new_state is not None:
+            self.global_state = new_state
+        self.version += 1
+        if self.world.learn:
+            self.versions[self.version] = self.global_state
+        self._forget_versions()
+        assert self._updates is not None
+        self._updates.put(arrivals)
+
+    def server_step(self, flops: float) -> simpy.Event:
+        return self.world.compute.run(self.world.bs, flops, "aggregate")
+
+    # -- protocol ----------------------------------------------------------------
+    def round(self, r: int) -> Generator[simpy.Event, Any, RoundSummary]:
+        if self._updates is None:
+            self._start()
+        assert self._updates is not None
+        arrivals = yield self._updates.get()
+        if not arrivals:  # (no device left to train: an empty round, and every one after)
+            self._updates.put([])
+            return RoundSummary(num_clients=0)
+        stale = [a.staleness for a in arrivals]
+        losses = [a.loss for a in arrivals if not math.isnan(a.loss)]
+        return RoundSummary(
+            num_clients=len(arrivals),
+            train_loss=float(np.mean(losses)) if losses else float("nan"),
+            extra={
+                "updates": float(len(arrivals)),
+                "staleness_mean": float(np.mean(stale)),
+                "staleness_max": float(np.max(stale)),
+                "in_flight": float(len(self.in_flight)),
+            },
+        )
+
+    def evaluate(self) -> tuple[float, float]:
+        return self.world.evaluate(self.global_state)
+
+    def state_dict(self) -> dict[str, Any]:
+        from netfl.learning.params import clone_state
+
+        return {
+            "global_state": clone_state(self.global_state) if self.global_state else None,
+            "versions": {v: clone_state(s) for v, s in self.versions.items() if s is not None},
+            "pending": {
+                d: (clone_state(st) if st is not None else None, loss)
+                for d, (st, loss) in self.pending.items()
+            },
+            # (updates published at the checkpoint's instant that rounds have yet to report)
+            "queued_losses": [[a.loss for a in q] for q in self._queued()],
+        }
+
+    def _queued(self) -> list[list[Arrival]]:
+        return list(self._updates.items) if self._updates is not None else []
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.global_state = state["global_state"]
+        self.versions = dict(state["versions"])
+        self.pending = {d: (st, float(loss)) for d, (st, loss) in state["pending"].items()}
+        for queued, losses in zip(self._queued(), state["queued_losses"], strict=True):
+            for arrival, loss in zip(queued, losses, strict=True):
+                arrival.loss = float(loss)
+
+
+@register
+class FedAsync(AsyncAlgorithm):
+    """FedAsync (Xie, Koyejo, Gupta, 2019, Algorithm 1): mix each arrival with α·s(t − τ)."""
+
+    name = "fedasync"
+    Config = FedAsyncConfig
+    config: FedAsyncConfig
+
+    def mixing_weight(self, staleness: int) -> float:
+        """α_t = α·s(t − τ) (eq. (2))."""
+        c = self.config
+        return c.alpha * staleness_weight(c.staleness, staleness, c.a, c.b)
+
+    def absorb(self, device: str, version: int) -> Generator[simpy.Event, Any, None]:
+        yield self.server_step(3.0 * self.world.model.num_params)  # (1 − α)x + αx_new
+        arrival = self.arrival(device, version)
+        new = None
+        if arrival.state is not None and self.global_state is not None:
+            from netfl.learning.params import mix_states
+
+            new = mix_states(
+                self.global_state, arrival.state, self.mixing_weight(arrival.staleness)
+            )
+        self.publish(new, [arrival])
+
+
+@register
+class FedBuff(AsyncAlgorithm):
+    """FedBuff (Nguyen et al., AISTATS 2022, Algorithm 1): buffer K updates, then step."""
+
+    name = "fedbuff"
+    Config = FedBuffConfig
+    config: FedBuffConfig
+
+    def __init__(self, world: RoundContext, config: FedBuffConfig):
+        super().__init__(world, config)
+        self.buffer: list[Arrival] = []
+        self._sum: dict | None = None
+        self._applying: dict | None = None
+
+    def absorb(self, device: str, version: int) -> Generator[simpy.Event, Any, None]:
+        c = self.config
+        yield self.server_step(2.0 * self.world.model.num_params)  # (the buffer's sum)
+        arrival = self.arrival(device, version)
+        if arrival.state is not None:
+            from netfl.learning.params import add_scaled_delta
+
+            weight = staleness_weight(c.staleness, arrival.staleness)
+            self._sum = add_scaled_delta(
+                self._sum, arrival.state, self.versions[arrival.version], weight
+            )
+            arrival.state = None
+        self.buffer.append(arrival)
+        if len(self.buffer) < c.buffer_size:
+            return
+        # (taken now: arrivals during the step below fill the next buffer; the sum being
+        # applied is an attribute, so a checkpoint during the step keeps it)
+        arrivals, self._applying, self.buffer, self._sum = self.buffer, self._sum, [], None
+        yield self.server_step(2.0 * self.world.model.num_params)  # x + η_g·ΣΔ/K
+        new, total, self._applying = None, self._applying, None
+        if total is not None and self.global_state is not None:
+            from netfl.learning.params import apply_delta
+
+            new = apply_delta(self.global_state, total, c.server_lr / c.buffer_size)
+        self.publish(new, arrivals)
+
+    def state_dict(self) -> dict[str, Any]:
+        from netfl.learning.params import clone_state
+
+        out = super().state_dict()
+        out["buffer_sum"] = clone_state(self._sum) if self._sum is not None else None
+        out["applying_sum"] = clone_state(self._applying) if self._applying is not None else None
+        out["buffer_losses"] = [a.loss for a in self.buffer]
+        return out
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        super().load_state_dict(state)
+        self._sum = state["buffer_sum"]
+        self._applying = state["applying_sum"]
+        for arrival, loss in zip(self.buffer, state["buffer_losses"], strict=True):
+            arrival.loss = float(loss)

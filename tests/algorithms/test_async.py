@@ -1,0 +1,220 @@
+"""FedAsync and FedBuff on the wireless clock: staleness by hand, the mixing rule, FedBuff
+against FedAvg, determinism and resume."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from netfl import World, parse_scenario, run
+from netfl.algorithms import ALGORITHMS
+from netfl.algorithms.asynchronous import staleness_weight
+from netfl.scenario.files import algorithm_config, resolved
+from netfl.sim.runner import simulate_round
+from tests.conftest import tiny_scenario
+
+#: a fast device (5G) and a slow one (4G LTE) on dedicated fixed-rate links
+TWO = {
+    "count": 2,
+    "groups": [{"count": 1, "link_profile": "5g"}, {"count": 1, "link_profile": "4g_lte"}],
+}
+
+
+def test_staleness_functions_by_hand():
+    assert staleness_weight("constant", 7) == 1.0
+    assert staleness_weight("polynomial", 3, a=0.5) == pytest.approx(4**-0.5)
+    assert staleness_weight("hinge", 4, a=0.5, b=4) == 1.0
+    assert staleness_weight("hinge", 6, a=0.5, b=4) == pytest.approx(1 / (0.5 * 2 + 1))
+    assert staleness_weight("inverse_sqrt", 3) == pytest.approx(0.5)
+
+
+def test_staleness_by_hand_on_two_fixed_rate_devices():
+    """ue0 on 5G cycles several times while ue1 on 4G trains once: every update's staleness
+    is the number of updates published between the arriving device's download start
+    (the version it received) and its update; ue1's first update is as stale as the
+    updates ue0 made meanwhile, ue0's are never stale before ue1's first arrives."""
+    res = run(
+        parse_scenario(
+            tiny_scenario(
+                devices=TWO,
+                training={"rounds": 12},
+                algorithm={"name": "fedasync", "staleness": "constant"},
+            )
+        )
+    )
+    rounds, tr = res.rounds, res.transfers
+    assert (rounds["updates"] == 1).all() and (rounds["in_flight"] == 2).all()
+    ups = tr[tr["kind"] == "model_up"].sort_values("end_s")
+    downs = tr[tr["kind"] == "model_down"]
+    times = rounds["sim_time_s"].to_numpy()
+    assert len(ups) >= len(rounds)
+    slow_seen = False
+    for k, up in enumerate(ups.iloc[: len(rounds)].itertuples()):
+        mine = downs[(downs["dst"] == up.src) & (downs["end_s"] <= up.start_s + 1e-12)]
+        start = mine["start_s"].max()  # its last download before this upload
+        received = int((times[:k] <= start + 1e-12).sum())  # updates published by then
+        assert rounds["staleness_max"].iloc[k] == k - received, k
+        if up.src == "ue1" and not slow_seen:
+            slow_seen = True
+            assert rounds["staleness_max"].iloc[k] == k  # all of ue0's updates before it
+        elif up.src == "ue0" and not slow_seen:
+            assert rounds["staleness_max"].iloc[k] == 0
+    assert slow_seen and rounds["staleness_max"].max() > 0
+
+
+def _learning(algorithm: dict, count: int = 4, rounds: int = 3, **sections):
+    data = {
+        "dataset": "synthetic",
+        "synthetic": {"shape": [1, 4, 4], "num_samples": 100, "num_classes": 4},
+        "partition": {"scheme": "iid"},
+        "test_fraction": 0.2,
+    }
+    return parse_scenario(
+        tiny_scenario(
+            devices={"count": count},
+            data=data,
+            learning={"mode": "learn"},
+            training={"rounds": rounds, "batch_size": 1000, "lr": 0.5},
+            algorithm=algorithm,
+            **sections,
+        )
+    )
+
+
+def test_fedasync_with_alpha_1_and_constant_staleness_replaces_the_model():
+    """α = 1, s = 1: x_t = x_new — every update sets the global model to the model that
+    arrived, exactly."""
+    scenario = _learning({"name": "fedasync", "alpha": 1.0, "staleness": "constant"})
+    world = World(scenario)
+    algo = ALGORITHMS["fedasync"](world, algorithm_config(scenario))
+    seen = []
+    publish = algo.publish
+
+    def spy(new, arrivals):
+        seen.append(arrivals[0].state)
+        publish(new, arrivals)
+
+    algo.publish = spy
+    for r in range(4):
+        simulate_round(world, algo, r)
+        for key, value in algo.global_state.items():
+            assert torch.equal(value, seen[-1][key]), (r, key)
+    assert len(seen) == 4
+
+
+def test_fedbuff_with_every_device_in_one_buffer_is_a_fedavg_round():
+    """K = N, every device training, no staleness scaling, η_g = 1: the first server step
+    is x + mean(y_k − x) = mean(y_k), FedAvg's round (equal data sizes; full-batch local
+    SGD, so the local models agree up to float sums)."""
+    n = 4
+    buff = World(
+        s := _learning({"name": "fedbuff", "buffer_size": n, "staleness": "constant"}, n, 1)
+    )
+    fb = ALGORITHMS["fedbuff"](buff, algorithm_config(s))
+    summary = simulate_round(buff, fb, 0)
+    assert summary.num_clients == n and summary.extra["staleness_max"] == 0
+    avg = World(s2 := _learning({"name": "fedavg"}, n, 1))
+    assert len({len(p) for p in avg.partitions}) == 1  # (equal sizes: weights equal)
+    fa = ALGORITHMS["fedavg"](avg, algorithm_config(s2))
+    simulate_round(avg, fa, 0)
+    for key, value in fa.global_state.items():
+        torch.testing.assert_close(fb.global_state[key], value, rtol=1e-5, atol=1e-6)
+    assert not torch.equal(fb.global_state[key], buff_init(s)[key])  # (it moved)
+
+
+def buff_init(scenario):
+    return World(scenario).init_model_state()
+
+
+@pytest.mark.parametrize("name", ["fedasync", "fedbuff"])
+def test_same_seed_same_tables(name):
+    sc = _learning({"name": name} | ({"buffer_size": 2} if name == "fedbuff" else {}), rounds=4)
+    a, b = run(sc), run(sc)
+    pd.testing.assert_frame_equal(a.rounds, b.rounds)
+    pd.testing.assert_frame_equal(a.transfers, b.transfers)
+    assert np.isfinite(a.rounds["accuracy"]).all()
+
+
+@pytest.mark.parametrize("name, kill_after", [("fedasync", 2), ("fedbuff", 1)])
+def test_resume_equals_the_uninterrupted_run(name, kill_after, tmp_path):
+    """Killed after an update and resumed from its checkpoint: the devices in flight at
+    the checkpoint train from their saved versions; every row is the uninterrupted one."""
+    from tests.test_checkpoint import _interrupted_and_resumed
+
+    options = {"name": name} | ({"buffer_size": 2} if name == "fedbuff" else {})
+    sc = _learning(
+        options, rounds=5, outputs={"figures": False, "progress": False, "checkpoint_every": 1}
+    )
+    whole = run(sc)
+    resumed, _ = _interrupted_and_resumed(sc, tmp_path, kill_after)
+    cols = [
+        "round",
+        "sim_time_s",
+        "accuracy",
+        "loss",
+        "train_loss",
+        "staleness_mean",
+        "uplink_bits",
+    ]
+    pd.testing.assert_frame_equal(resumed.rounds[cols], whole.rounds[cols])
+
+
+def test_devices_that_leave_are_replaced_and_the_run_goes_on():
+    """Markov on/off availability: a device cut mid-training loses its update, its slot
+    picks another; updates keep coming."""
+    res = run(
+        parse_scenario(
+            tiny_scenario(
+                devices={
+                    "count": 6,
+                    "availability": {"model": "markov", "mean_on_s": 0.004, "mean_off_s": 0.004},
+                },
+                training={"rounds": 10},
+                algorithm={"name": "fedbuff", "buffer_size": 2, "concurrency": 3},
+            )
+        )
+    )
+    assert len(res.rounds) == 10 and (res.rounds["in_flight"] <= 3).all()
+    assert (res.transfers["outcome"] == "left").any()
+
+
+def test_evaluation_every_so_many_simulated_seconds():
+    """``training.eval_every_s``: accuracy on the rounds that cross a multiple of it
+    (and the last), NaN on the others."""
+    sc = _learning({"name": "fedasync"}, rounds=12)
+    every = float(run(sc).rounds["sim_time_s"].iloc[-1]) / 3
+    data = resolved(sc)
+    data["training"].update(eval_every=1000, eval_every_s=every)
+    rounds = run(parse_scenario(data)).rounds
+    t, prev = rounds["sim_time_s"].to_numpy(), np.r_[0.0, rounds["sim_time_s"].to_numpy()[:-1]]
+    crossed = (t // every) > (prev // every)
+    crossed[-1] = True
+    assert (rounds["accuracy"].notna().to_numpy() == crossed).all() and 2 <= crossed.sum() < 12
+
+
+@pytest.mark.parametrize(
+    "cell, extra",
+    [
+        ({"radius_m": 150, "link": {"mode": "ofdma", "channel_profile": "nr_fr1_uma"}}, {}),
+        (
+            {"radius_m": 150, "link": {"mode": "ofdma", "channel_profile": "nr_fr1_uma"}},
+            {
+                "network": {"sites": 7, "isd_m": 300},
+                "devices": {
+                    "count": 8,
+                    "mobility": {"model": "random_waypoint", "v_min_kmh": 30, "v_max_kmh": 60},
+                },
+            },
+        ),
+    ],
+    ids=["ofdma", "network_mobile"],
+)
+@pytest.mark.parametrize("name", ["fedasync", "fedbuff"])
+def test_every_radio_in_timing_mode(name, cell, extra):
+    options = {"name": name} | ({"buffer_size": 3} if name == "fedbuff" else {})
+    sections = {"devices": {"count": 6}, "cell": cell, "training": {"rounds": 5}, **extra}
+    res = run(parse_scenario(tiny_scenario(algorithm=options, **sections)))
+    assert len(res.rounds) == 5 and (res.rounds["round_time_s"] >= 0).all()
+    assert (res.rounds["updates"] == (3 if name == "fedbuff" else 1)).all()
