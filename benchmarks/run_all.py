@@ -31,6 +31,7 @@ BENCHMARKS = [
     "carrier_scale",
     "threads",
     "flower_bridge",
+    "batched_executor",
 ]
 
 #: benchmarks run more than once, with these arguments

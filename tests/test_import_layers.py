@@ -59,6 +59,7 @@ LAYERS: list[list[str]] = [
         "netfl.compute.flops",
         "netfl.compute.profiles",
         "netfl.learning",
+        "netfl.learning.batched",
         "netfl.learning.catalog",
         "netfl.learning.consensus",
         "netfl.learning.datasets",

@@ -62,7 +62,7 @@ def test_unknown_algorithm_and_algorithm_options():
     (line,) = problems({"name": "x", "algorithm": {"name": "fedprox"}})
     assert (
         line
-        == "s.yaml: algorithm.name: unknown algorithm 'fedprox' (valid: dfl, ecofed, fd, fedavg, feddif, fedmd, fedswap, fedzkt, flower, hierfavg, local_loss_dpfl, transfer_test, vanilla_dpfl; your own: `plugins: [my_algorithm.py]`, or an installed package's netfl.algorithms entry point)"
+        == "s.yaml: algorithm.name: unknown algorithm 'fedprox' (valid: dfl, ecofed, fd, fedasync, fedavg, fedbuff, feddif, fedmd, fedswap, fedzkt, flower, hierfavg, local_loss_dpfl, transfer_test, vanilla_dpfl; your own: `plugins: [my_algorithm.py]`, or an installed package's netfl.algorithms entry point)"
     )
     (line,) = problems({"name": "x", "algorithm": {"name": "fedavg", "fracton": 0.5}})
     assert line.startswith("s.yaml: algorithm.fracton: unknown key") and "fraction" in line

@@ -378,6 +378,10 @@ def make_executor(
     kind = learning.executor
     if kind == "serial":
         return SerialExecutor(context)
+    if kind == "batched":
+        from netfl.learning.batched import BatchedExecutor
+
+        return BatchedExecutor(context)
     if kind == "process":
         workers = learning.workers or max(1, (os.cpu_count() or 1) // (learning.num_threads or 1))
         return ProcessExecutor(context, workers, learning.num_threads or default_threads(workers))

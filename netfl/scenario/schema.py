@@ -348,10 +348,12 @@ class LearningSection(_Strict):
         "'serial', the cores divided among the workers otherwise); results are bit-identical "
         "across executors with the same value",
     )
-    executor: Literal["serial", "process", "ray"] = Field(
+    executor: Literal["serial", "process", "ray", "batched"] = Field(
         "serial",
         description="where the devices' torch jobs run: in the simulator's process, a local "
-        "process pool, or Ray actors (this machine or `ray_address`)",
+        "process pool, Ray actors (this machine or `ray_address`), or batched: the local "
+        "trainings pending at one instant with one architecture run together in this "
+        "process (torch.func; netfl.learning.batched)",
     )
     workers: PositiveInt | None = Field(
         None,

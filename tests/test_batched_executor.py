@@ -1,0 +1,127 @@
+"""The batched executor (``learning.executor: batched``): every client's state equals the
+serial executor's up to the order of float sums, momentum, weight decay and the
+proximal term included; a client with fewer batches is masked; the runs' accuracies
+agree."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+
+from netfl import World, parse_scenario, run
+from netfl.learning.tasks import TrainConfig, TrainTask
+from tests.conftest import tiny_scenario
+
+CONFIG = TrainConfig(lr=0.05, momentum=0.9, weight_decay=1e-3, batch_size=16, epochs=2)
+
+
+MNIST = {"dataset": "mnist5k", "partition": {"scheme": "dirichlet", "alpha": 0.5}}
+
+
+def _world(model: str, executor: str, data: dict = MNIST, count: int = 4):
+    return World(
+        parse_scenario(
+            tiny_scenario(
+                devices={"count": count},
+                data=data,
+                model={"name": model},
+                learning={"mode": "learn", "executor": executor, "num_threads": 1},
+            )
+        )
+    )
+
+
+def _tasks(world, proximal: float, indices=None) -> list[TrainTask]:
+    state = world.init_model_state()
+    return [
+        TrainTask(
+            model=world.model.name,
+            state=state,
+            indices=world.partitions[k][:120] if indices is None else indices[k],
+            config=CONFIG,
+            seed=1000 + k,
+            proximal_weight=proximal,
+        )
+        for k in range(len(world.devices) if indices is None else len(indices))
+    ]
+
+
+@pytest.mark.parametrize("model", ["2nn", "cnn", "lenet"])
+@pytest.mark.parametrize("proximal", [0.0, 0.01])
+def test_each_client_ends_where_the_serial_executor_ends_it(model, proximal):
+    """4 clients, momentum 0.9, weight decay, with and without the proximal term: states
+    within 1e-5 relative (1e-6 absolute) of the serial executor's, losses within 1e-5.
+    McMahan's CNN runs one epoch of 80 samples: over longer runs a last-bit difference in
+    a convolution can flip which of two near-equal activations a max-pool passes its
+    gradient to, after which the two trajectories separate (seen on one client of four
+    after two epochs of 120 samples: 2.6e-3 absolute); its runs' accuracies still agree
+    (docs/benchmarks.md)."""
+    serial, batched = _world(model, "serial"), _world(model, "batched")
+    tasks = _tasks(serial, proximal)
+    if model == "cnn":
+        tasks = [
+            replace(t, config=replace(CONFIG, epochs=1), indices=t.indices[:80]) for t in tasks
+        ]
+    want = [serial.executor.submit(t) for t in tasks]
+    got = [batched.executor.submit(t) for t in tasks]
+    assert len(batched.executor.pending) == len(tasks)
+    results = [f.result() for f in got]  # (the first collection runs the whole group)
+    assert not batched.executor.pending
+    for w, g in zip(want, results, strict=True):
+        w = w.result()
+        assert (g.num_samples, g.num_steps) == (w.num_samples, w.num_steps)
+        assert g.mean_loss == pytest.approx(w.mean_loss, rel=1e-5)
+        for key, value in w.state.items():
+            torch.testing.assert_close(g.state[key], value, rtol=1e-5, atol=1e-6)
+
+
+def test_a_client_with_half_the_batches_is_masked():
+    """Client 0 has half of client 1's samples (and a short last batch): it ends where
+    the serial executor ends it, after half the steps, its momentum untouched on the
+    steps it does not have."""
+    serial, batched = _world("2nn", "serial"), _world("2nn", "batched")
+    full = serial.partitions[0][:100]
+    tasks = _tasks(serial, 0.0, [full[:50], full])
+    tasks = [replace(t, seed=7) for t in tasks]
+    want = [serial.executor.submit(t).result() for t in tasks]
+    got = [f.result() for f in [batched.executor.submit(t) for t in tasks]]
+    assert got[0].num_steps < got[1].num_steps  # (4 + 4 against 7 + 7 steps)
+    for w, g in zip(want, got, strict=True):
+        for key, value in w.state.items():
+            torch.testing.assert_close(g.state[key], value, rtol=1e-5, atol=1e-6)
+
+
+def test_a_batchnorm_model_trains_serially_and_says_so(caplog):
+    import logging
+
+    data = {
+        "dataset": "synthetic",
+        "synthetic": {"shape": [3, 8, 8], "num_samples": 60, "num_classes": 4},
+    }
+    world = _world("resnet9", "batched", data)
+    with caplog.at_level(logging.WARNING):
+        futures = [world.executor.submit(t) for t in _tasks(world, 0.0)]
+    assert not world.executor.pending and "trains serially (BatchNorm" in caplog.text
+    assert all(f.result().num_steps > 0 for f in futures)
+
+
+def test_fedavg_runs_agree_between_executors():
+    """Three rounds of FedAvg with the 2NN: the batched run's accuracies are the serial
+    run's (float-sum order aside)."""
+
+    def accuracies(executor: str) -> np.ndarray:
+        sc = parse_scenario(
+            tiny_scenario(
+                devices={"count": 6},
+                data={"dataset": "mnist5k", "partition": {"scheme": "iid"}},
+                model={"name": "2nn"},
+                training={"rounds": 3, "batch_size": 32, "lr": 0.05, "momentum": 0.9},
+                learning={"mode": "learn", "executor": executor, "num_threads": 1},
+            )
+        )
+        return run(sc).rounds["accuracy"].to_numpy()
+
+    np.testing.assert_allclose(accuracies("batched"), accuracies("serial"), atol=2e-3)
