@@ -125,3 +125,34 @@ def test_fedavg_runs_agree_between_executors():
         return run(sc).rounds["accuracy"].to_numpy()
 
     np.testing.assert_allclose(accuracies("batched"), accuracies("serial"), atol=2e-3)
+
+
+@pytest.mark.slow  # (36 s: `make test-all`)
+def test_twenty_rounds_agree_within_a_standard_deviation_over_seeds():
+    """FedAvg, 10 clients, 2NN, 20 rounds, seeds 1-3: the batched runs' final accuracies
+    are the serial runs' within one standard deviation over the seeds (and, seed by seed,
+    within float noise)."""
+
+    def final(executor: str, seed: int) -> float:
+        sc = parse_scenario(
+            tiny_scenario(
+                seed=seed,
+                devices={"count": 10},
+                data={"dataset": "mnist5k", "partition": {"scheme": "dirichlet", "alpha": 0.5}},
+                model={"name": "2nn"},
+                training={
+                    "rounds": 20,
+                    "batch_size": 32,
+                    "lr": 0.05,
+                    "momentum": 0.9,
+                    "eval_every": 20,
+                },
+                learning={"mode": "learn", "executor": executor, "num_threads": 1},
+            )
+        )
+        return float(run(sc).rounds["accuracy"].iloc[-1])
+
+    serial = np.array([final("serial", s) for s in (1, 2, 3)])
+    batched = np.array([final("batched", s) for s in (1, 2, 3)])
+    assert abs(batched.mean() - serial.mean()) <= serial.std(ddof=1)
+    np.testing.assert_allclose(batched, serial, atol=5e-3)
