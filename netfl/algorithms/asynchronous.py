@@ -56,6 +56,10 @@ if TYPE_CHECKING:
 
 __all__ = ["FedAsync", "FedAsyncConfig", "FedBuff", "FedBuffConfig", "staleness_weight"]
 
+#: a slot that draws nobody available this many times in a row stops (Bernoulli
+#: availability draws anew at every pick; the run ends when every slot has stopped)
+MAX_EMPTY_DRAWS = 1000
+
 
 def staleness_weight(kind: str, staleness: int, a: float = 0.5, b: float = 4.0) -> float:
     """s(t − τ) of FedAsync's eq. (2): ``constant`` 1; ``polynomial`` (t − τ + 1)^−a;
@@ -133,6 +137,7 @@ class AsyncAlgorithm(Algorithm):
         self._updates: simpy.Store | None = None
         self._freed: simpy.Event | None = None
         self._live = 0
+        self._stopped = False
         self._picks = 0
 
     # -- the slots ---------------------------------------------------------------
@@ -151,6 +156,7 @@ class AsyncAlgorithm(Algorithm):
 
     def _pick(self, slot: int) -> Generator[simpy.Event, Any, Node | None]:
         """A device for ``slot``: uniform among the available devices not in flight."""
+        misses = 0
         while True:
             self._picks += 1
             on = self.world.available_devices(self._picks)
@@ -162,8 +168,14 @@ class AsyncAlgorithm(Algorithm):
                 return device
             env = self.world.env
             t = self.world.next_available_s()
-            if t is None and not self.in_flight:  # (nobody will come back: the slot stops)
-                return None
+            if t is None and not self.in_flight:
+                # Bernoulli availability draws anew at every pick; with nobody in
+                # coverage, or every draw empty this often, nobody will come: it stops
+                misses += 1
+                if not self.world.devices or misses > MAX_EMPTY_DRAWS:
+                    return None
+                continue
+            misses = 0
             assert self._freed is not None
             wake = self._freed if t is None else self._freed | env.timeout(max(t - env.now, 0.0))
             yield wake  # (a device comes back, or one in flight becomes idle)
@@ -175,6 +187,7 @@ class AsyncAlgorithm(Algorithm):
             if device is None:
                 self._live -= 1
                 if not self._live and self._updates is not None:
+                    self._stopped = True
                     self._updates.put([])  # (every slot stopped: the run ends)
                 return
             iteration += 1
@@ -273,7 +286,17 @@ class AsyncAlgorithm(Algorithm):
         if self._updates is None:
             self._start()
         assert self._updates is not None
-        arrivals = yield self._updates.get()
+        env, budget = self.world.env, self.world.scenario.training.time_budget_s
+        get = self._updates.get()
+        if budget is not None and budget > env.now:
+            # (every attempt may be cut by departures: the clock must still reach the budget)
+            yield get | env.timeout(budget - env.now)
+            if not get.triggered:
+                get.cancel()
+                return RoundSummary(num_clients=0)
+            arrivals = get.value
+        else:
+            arrivals = yield get
         if not arrivals:  # (no device left to train: an empty round, and every one after)
             self._updates.put([])
             return RoundSummary(num_clients=0)
@@ -289,6 +312,11 @@ class AsyncAlgorithm(Algorithm):
                 "in_flight": float(len(self.in_flight)),
             },
         )
+
+    @property
+    def finished(self) -> bool:
+        """Every slot stopped: nobody will train again (the runner ends the run)."""
+        return self._stopped
 
     def evaluate(self) -> tuple[float, float]:
         return self.world.evaluate(self.global_state)
@@ -357,7 +385,10 @@ class FedBuff(AsyncAlgorithm):
         super().__init__(world, config)
         self.buffer: list[Arrival] = []
         self._sum: dict | None = None
-        self._applying: dict | None = None
+        #: the sums of the flushes whose server step is running, by flush number (two
+        #: flushes may overlap: arrivals during one step fill and flush the next buffer)
+        self._applying: dict[int, tuple[dict | None, list[Arrival]]] = {}
+        self._flushes = 0
 
     def absorb(self, device: str, version: int) -> Generator[simpy.Event, Any, None]:
         c = self.config
@@ -376,9 +407,11 @@ class FedBuff(AsyncAlgorithm):
             return
         # (taken now: arrivals during the step below fill the next buffer; the sum being
         # applied is an attribute, so a checkpoint during the step keeps it)
-        arrivals, self._applying, self.buffer, self._sum = self.buffer, self._sum, [], None
+        flush, self._flushes = self._flushes, self._flushes + 1
+        self._applying[flush] = (self._sum, self.buffer)
+        self.buffer, self._sum = [], None
         yield self.server_step(2.0 * self.world.model.num_params)  # x + η_g·ΣΔ/K
-        new, total, self._applying = None, self._applying, None
+        new, (total, arrivals) = None, self._applying.pop(flush)
         if total is not None and self.global_state is not None:
             from netfl.learning.params import apply_delta
 
@@ -390,13 +423,20 @@ class FedBuff(AsyncAlgorithm):
 
         out = super().state_dict()
         out["buffer_sum"] = clone_state(self._sum) if self._sum is not None else None
-        out["applying_sum"] = clone_state(self._applying) if self._applying is not None else None
+        out["applying_sums"] = {
+            n: (clone_state(t) if t is not None else None, [a.loss for a in arrivals])
+            for n, (t, arrivals) in self._applying.items()
+        }
         out["buffer_losses"] = [a.loss for a in self.buffer]
         return out
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         super().load_state_dict(state)
         self._sum = state["buffer_sum"]
-        self._applying = state["applying_sum"]
+        for n, (total, losses) in state["applying_sums"].items():
+            arrivals = self._applying[n][1]  # (the replay's: their losses were not learned)
+            for arrival, loss in zip(arrivals, losses, strict=True):
+                arrival.loss = float(loss)
+            self._applying[n] = (total, arrivals)
         for arrival, loss in zip(self.buffer, state["buffer_losses"], strict=True):
             arrival.loss = float(loss)

@@ -218,3 +218,110 @@ def test_every_radio_in_timing_mode(name, cell, extra):
     res = run(parse_scenario(tiny_scenario(algorithm=options, **sections)))
     assert len(res.rounds) == 5 and (res.rounds["round_time_s"] >= 0).all()
     assert (res.rounds["updates"] == (3 if name == "fedbuff" else 1)).all()
+
+
+def _spied(name: str, options: dict, count: int = 4, rounds: int = 6):
+    """A world, the algorithm, and what each server update saw: the global model before,
+    the arrivals (their states, the versions they trained from and those versions'
+    models) and the model after."""
+    sc = _learning({"name": name, **options}, count, rounds)
+    world = World(sc)
+    algo = ALGORITHMS[name](world, algorithm_config(sc))
+    log, taken = [], []
+    arrival, publish = algo.arrival, algo.publish
+
+    def spy_arrival(device, version):
+        a = arrival(device, version)
+        start = {k: v.clone() for k, v in algo.versions[version].items()}
+        taken.append((a, a.state, start))  # (FedBuff drops a.state once summed)
+        return a
+
+    def spy_publish(new, arrivals):
+        before = {k: v.clone() for k, v in algo.global_state.items()}
+        mine = [t for t in taken if any(t[0] is a for a in arrivals)]
+        states = [(state, start, a.staleness) for a, state, start in mine]
+        log.append((before, states, new))
+        publish(new, arrivals)
+
+    algo.arrival, algo.publish = spy_arrival, spy_publish
+    for r in range(rounds):
+        simulate_round(world, algo, r)
+    return log
+
+
+def test_fedasync_mixes_a_stale_arrival_by_hand():
+    """α = 0.5, polynomial a = 0.5: each update is lerp(x, x_new, 0.5·(t − τ + 1)^−0.5),
+    stale arrivals included."""
+    log = _spied("fedasync", {"alpha": 0.5, "staleness": "polynomial", "a": 0.5})
+    assert max(states[0][2] for _, states, _ in log) > 0  # (some arrival was stale)
+    for before, [(state, _, stale)], new in log:
+        weight = 0.5 * (stale + 1) ** -0.5
+        for k, v in before.items():
+            torch.testing.assert_close(new[k], v + weight * (state[k] - v), rtol=1e-6, atol=1e-7)
+
+
+def test_fedbuff_steps_by_hand_over_overlapping_flushes():
+    """K = 2 with 4 devices on identical links (their arrivals land together, so two
+    flushes overlap): every update is x + η·Σ s(t − τ)·(y − x_τ)/K with each arrival's own
+    starting version, and none is lost."""
+    log = _spied("fedbuff", {"buffer_size": 2, "server_lr": 0.7}, rounds=8)
+    assert len(log) == 8 and all(new is not None for _, _, new in log)
+    for before, states, new in log:
+        assert len(states) == 2
+        for k, v in before.items():
+            step = sum((y[k] - start[k]) / (1 + stale) ** 0.5 for y, start, stale in states)
+            torch.testing.assert_close(new[k], v + 0.7 * step / 2, rtol=1e-5, atol=1e-6)
+
+
+def test_resume_with_a_nonempty_buffer_at_the_checkpoint(tmp_path):
+    """5 devices, K = 2, killed after the first update: the checkpoint holds a buffered
+    sum and the sum of a flush whose server step is running; the resumed run equals the
+    uninterrupted one."""
+    from netfl.sim.checkpoint import load_checkpoint
+    from tests.test_checkpoint import Killed, _kill_after
+
+    sc = _learning(
+        {"name": "fedbuff", "buffer_size": 2},
+        count=5,
+        rounds=5,
+        outputs={"figures": False, "progress": False, "checkpoint_every": 1},
+    )
+    whole = run(sc)
+    with pytest.raises(Killed):
+        run(sc, on_round=_kill_after(0), run_dir=tmp_path)
+    saved = load_checkpoint(tmp_path)["algorithm"]
+    assert saved["buffer_sum"] is not None and saved["applying_sums"]  # (exercised)
+    resumed = run(sc, run_dir=tmp_path, resume=True)
+    cols = ["round", "sim_time_s", "accuracy", "loss", "train_loss", "staleness_mean"]
+    pd.testing.assert_frame_equal(resumed.rounds[cols], whole.rounds[cols])
+
+
+def test_a_run_whose_updates_never_arrive_stops_at_its_time_budget():
+    """Devices whose on-periods are far shorter than one download-train-upload cycle:
+    every attempt is cut, no update arrives, and the run still ends at the budget."""
+    sc = parse_scenario(
+        tiny_scenario(
+            devices={
+                "count": 2,
+                "availability": {"model": "markov", "mean_on_s": 0.001, "mean_off_s": 0.001},
+            },
+            model={"name": "cnn"},
+            training={"rounds": 50, "time_budget_s": 1.0},
+            algorithm={"name": "fedasync"},
+        )
+    )
+    res = run(sc)
+    assert res.stop_reason == "time_budget" and res.rounds["sim_time_s"].iloc[-1] >= 1.0
+
+
+def test_bernoulli_availability_draws_again_instead_of_stopping():
+    res = run(
+        parse_scenario(
+            tiny_scenario(
+                devices={"count": 4, "availability": {"model": "bernoulli", "p": 0.5}},
+                training={"rounds": 40},
+                algorithm={"name": "fedasync", "concurrency": 1},
+            )
+        )
+    )
+    assert len(res.rounds) == 40 and (res.rounds["updates"] == 1).all()
