@@ -165,6 +165,7 @@ LAYERS: list[list[str]] = [
     [  # user-facing verbs and the public API
         "netfl.sweep",
         "netfl.sweep.report",
+        "netfl.sweep.report_page",
         "netfl.sweep.run",
         "netfl.sweep.labels",
         "netfl.sweep.spec",

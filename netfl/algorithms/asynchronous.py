@@ -38,6 +38,7 @@ of the version, the data and the seed).
 from __future__ import annotations
 
 import math
+from abc import abstractmethod
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -254,10 +255,10 @@ class AsyncAlgorithm(Algorithm):
             del self.versions[v]
 
     # -- the server ----------------------------------------------------------------
+    @abstractmethod
     def absorb(self, device: str, version: int) -> Generator[simpy.Event, Any, None]:
         """What the server does with the update of ``device``, trained from ``version``
         (may apply a server update: :meth:`publish`)."""
-        raise NotImplementedError
 
     def arrival(self, device: str, version: int) -> Arrival:
         """The update of ``device`` as the server takes it in, after its compute step: its
