@@ -10,7 +10,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import torch
+from torch import nn
 
+import netfl
 from netfl import World, parse_scenario, run
 from netfl.learning.tasks import TrainConfig, TrainTask
 from tests.conftest import tiny_scenario
@@ -94,17 +96,79 @@ def test_a_client_with_half_the_batches_is_masked():
             torch.testing.assert_close(g.state[key], value, rtol=1e-5, atol=1e-6)
 
 
-def test_a_batchnorm_model_trains_serially_and_says_so(caplog):
+class NormNet(nn.Module):
+    """BatchNorm three ways: 2-d with momentum 0.1, 1-d with the cumulative average
+    (momentum None), and one without running statistics (batch statistics only)."""
+
+    def __init__(self, input_shape, num_classes):
+        super().__init__()
+        self.conv = nn.Conv2d(input_shape[0], 6, 3, padding=1)
+        self.bn2d = nn.BatchNorm2d(6)
+        self.plain = nn.BatchNorm2d(6, track_running_stats=False, affine=False)
+        self.fc = nn.Linear(6 * 4 * 4, 16)
+        self.bn1d = nn.BatchNorm1d(16, momentum=None)
+        self.out = nn.Linear(16, num_classes)
+
+    def forward(self, x):
+        x = self.plain(torch.relu(self.bn2d(self.conv(x))))
+        x = nn.functional.max_pool2d(x, 2).flatten(1)
+        return self.out(torch.relu(self.bn1d(self.fc(x))))
+
+
+@pytest.fixture
+def normnet():
+    from netfl.learning.catalog import MODEL_BUILDERS, MODEL_CATALOG
+
+    netfl.register_model("normnet", NormNet, description="BatchNorm three ways")
+    yield "normnet"
+    del MODEL_CATALOG["normnet"], MODEL_BUILDERS["normnet"]
+
+
+def test_batchnorm_clients_keep_their_own_statistics(normnet):
+    """A model with BatchNorm (tracked with momentum, cumulative, untracked): each client
+    ends with the serial executor's parameters, running means and variances and
+    ``num_batches_tracked`` - clients of unequal size included, their short last batches
+    normalised over their real samples only."""
+    digits = {"dataset": "digits", "partition": {"scheme": "dirichlet", "alpha": 0.5}}
+    serial, batched = _world(normnet, "serial", digits), _world(normnet, "batched", digits)
+    assert batched.executor._why_not(_tasks(serial, 0.0)[0]) is None
+    sizes = [120, 70, 45, 120]  # (45 = 2 x 16 + 13: a short last batch)
+    tasks = _tasks(serial, 0.01, [serial.partitions[k][:n] for k, n in enumerate(sizes)])
+    want = [serial.executor.submit(t).result() for t in tasks]
+    got = [f.result() for f in [batched.executor.submit(t) for t in tasks]]
+    assert len({g.num_steps for g in got}) == 3
+    for w, g in zip(want, got, strict=True):
+        assert set(g.state) == set(w.state)
+        assert int(g.state["bn1d.num_batches_tracked"]) == w.num_steps
+        for key, value in w.state.items():
+            torch.testing.assert_close(g.state[key], value, rtol=1e-5, atol=1e-6)
+        assert not torch.equal(g.state["bn2d.running_mean"], tasks[0].state["bn2d.running_mean"])
+    # the clients' statistics differ from one another (each its own data)
+    assert not torch.allclose(got[0].state["bn2d.running_var"], got[3].state["bn2d.running_var"])
+
+
+def test_a_model_with_other_buffers_trains_serially_and_says_so(caplog, normnet):
     import logging
 
-    data = {
-        "dataset": "synthetic",
-        "synthetic": {"shape": [3, 8, 8], "num_samples": 60, "num_classes": 4},
-    }
-    world = _world("resnet9", "batched", data)
-    with caplog.at_level(logging.WARNING):
-        futures = [world.executor.submit(t) for t in _tasks(world, 0.0)]
-    assert not world.executor.pending and "trains serially (BatchNorm" in caplog.text
+    class Scaled(nn.Module):
+        def __init__(self, input_shape, num_classes):
+            super().__init__()
+            self.fc = nn.Linear(int(np.prod(input_shape)), num_classes)
+            self.register_buffer("scale", torch.ones(1))
+
+        def forward(self, x):
+            return self.fc(x.flatten(1)) * self.scale
+
+    from netfl.learning.catalog import MODEL_BUILDERS, MODEL_CATALOG
+
+    netfl.register_model("scaled", Scaled)
+    try:
+        world = _world("scaled", "batched", {"dataset": "digits"})
+        with caplog.at_level(logging.WARNING):
+            futures = [world.executor.submit(t) for t in _tasks(world, 0.0)]
+    finally:
+        del MODEL_CATALOG["scaled"], MODEL_BUILDERS["scaled"]
+    assert not world.executor.pending and "trains serially (buffers)" in caplog.text
     assert all(f.result().num_steps > 0 for f in futures)
 
 

@@ -9,19 +9,25 @@ batch order (the batches of :func:`netfl.learning.train.minibatches`, seed and
 augmentation included), its own momentum buffer, weight decay and proximal term. A
 client with fewer batches is masked on the steps it does not have (no update, its
 momentum untouched); a short last batch is masked sample by sample (its loss the mean
-over its real samples). Results equal the serial executor's up to the order of float
-sums (tested: 1e-5 relative).
+over its real samples). BatchNorm layers normalise each client's batch by that batch's
+own statistics over its real samples (padding excluded), and each client keeps its own
+running statistics and ``num_batches_tracked``, updated as ``torch.nn.BatchNorm`` does
+(the unbiased batch variance; ``momentum`` or, with ``momentum=None``, the cumulative
+average). Results equal the serial executor's up to the order of float sums (tested:
+1e-5 relative).
 
 A job is run when its result is first asked for (the end of its compute step), together
 with every pending job of its group; the others' results wait in their futures. What is
 not batched runs serially, as in :class:`~netfl.learning.executor.SerialExecutor`: other
-task types, models with buffers that training changes (BatchNorm), losses other than
+task types, models with buffers other than BatchNorm's, losses other than
 cross-entropy, groups of one job — said once in the log.
 """
 
 from __future__ import annotations
 
 import logging
+import math
+import types
 from concurrent.futures import Future
 from typing import Any
 
@@ -39,15 +45,105 @@ __all__ = ["BatchedExecutor", "train_batched"]
 log = logging.getLogger(__name__)
 
 
+def _norms(model: nn.Module) -> dict[str, nn.modules.batchnorm._BatchNorm]:
+    return {
+        n: m for n, m in model.named_modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)
+    }
+
+
 def batchable(model: nn.Module, loss_fn: nn.Module) -> str | None:
     """Why ``model`` cannot be trained batched (None: it can)."""
-    if any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in model.modules()):
-        return "BatchNorm statistics"
     if type(loss_fn) is not nn.CrossEntropyLoss or loss_fn.reduction != "mean":
         return f"its loss ({type(loss_fn).__name__})"
-    if any(True for _ in model.buffers()):
+    norm_buffers = {
+        f"{n}.{b}" if n else b
+        for n, m in _norms(model).items()
+        for b, _ in m.named_buffers(recurse=False)
+    }
+    if any(n not in norm_buffers for n, _ in model.named_buffers()):
         return "buffers"
     return None
+
+
+class _MaskedNorms:
+    """While installed, every BatchNorm layer of a model normalises over the real
+    samples of its client's batch (``mask``) and records its batch statistics (mean,
+    unbiased variance) in call order: they leave the vmapped step as auxiliary outputs,
+    and the running statistics are updated outside it (:meth:`update`)."""
+
+    def __init__(self, model: nn.Module):
+        self.modules = _norms(model)
+        self.mask: torch.Tensor | None = None
+        self.calls: list[str] = []
+        self.stats: list[torch.Tensor] = []
+
+    def __enter__(self) -> _MaskedNorms:
+        for name, module in self.modules.items():
+            module.forward = types.MethodType(self._forward(name), module)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for module in self.modules.values():
+            del module.forward  # (the class's forward again)
+
+    def _forward(self, name: str):
+        holder = self
+
+        def forward(module, x: torch.Tensor) -> torch.Tensor:
+            m = holder.mask
+            sample = (-1,) + (1,) * (x.ndim - 1)
+            channel = (1, -1) + (1,) * (x.ndim - 2)
+            dims = [0, *range(2, x.ndim)]
+            count = m.sum() * math.prod(x.shape[2:])
+            mean = (x * m.view(sample)).sum(dims) / count.clamp(min=1.0)
+            centred = x - mean.view(channel)
+            var = (centred.square() * m.view(sample)).sum(dims) / count.clamp(min=1.0)
+            y = centred * torch.rsqrt(var + module.eps).view(channel)
+            if module.affine:
+                y = y * module.weight.view(channel) + module.bias.view(channel)
+            holder.calls.append(name)
+            holder.stats += [mean.detach(), (var * count / (count - 1).clamp(min=1.0)).detach()]
+            return y
+
+        return forward
+
+    def collect(self) -> tuple[torch.Tensor, ...]:
+        """The statistics the last forward recorded (and forget them)."""
+        out, self.stats = tuple(self.stats), []
+        return out
+
+    def running(self, tasks: list[TrainTask], device) -> dict[str, torch.Tensor]:
+        """Each client's running statistics, stacked: ``{buffer name: (clients, ...)}``."""
+        return {
+            f"{n}.{b}" if n else b: torch.stack([t.state[f"{n}.{b}" if n else b] for t in tasks])
+            .to(device)
+            .clone()
+            for n, m in self.modules.items()
+            if m.track_running_stats
+            for b in ("running_mean", "running_var", "num_batches_tracked")
+        }
+
+    def update(
+        self, buffers: dict[str, torch.Tensor], stats: tuple[torch.Tensor, ...], active
+    ) -> None:
+        """``torch.nn.BatchNorm``'s running-statistics update for the clients ``active`` on
+        this step, from the ``(clients, channels)`` batch statistics of each call."""
+        calls, self.calls = self.calls, []
+        on = active.view(-1, 1)
+        for i, name in enumerate(calls):
+            module = self.modules[name]
+            if not module.track_running_stats:
+                continue
+            prefix = f"{name}." if name else ""
+            tracked = buffers[prefix + "num_batches_tracked"]
+            tracked += active.to(tracked.dtype)
+            if module.momentum is None:  # the cumulative moving average
+                factor = (1.0 / tracked.clamp(min=1).to(stats[2 * i].dtype)).view(-1, 1)
+            else:
+                factor = module.momentum
+            for key, batch in (("running_mean", stats[2 * i]), ("running_var", stats[2 * i + 1])):
+                old = buffers[prefix + key]
+                buffers[prefix + key] = torch.where(on, (1 - factor) * old + factor * batch, old)
 
 
 def train_batched(context: LearningContext, tasks: list[TrainTask]) -> list[TrainResult]:
@@ -75,14 +171,18 @@ def train_batched(context: LearningContext, tasks: list[TrainTask]) -> list[Trai
     started = torch.zeros(c, dtype=torch.bool, device=device)
     total_loss = torch.zeros(c, device=device)
 
+    norms = _MaskedNorms(model)
+    buffers = norms.running(tasks, device)
+
     def loss(p, xb, yb, mask, anchor, weight):
+        norms.mask = mask
         logits = functional_call(model, p, (xb,))
         per_sample = nn.functional.cross_entropy(logits, yb, reduction="none")
         value = (per_sample * mask).sum() / mask.sum().clamp(min=1.0)
         ridge = sum(((p[n] - anchor[n]) ** 2).sum() for n in names)
-        return value + weight * ridge
+        return value + weight * ridge, norms.collect()
 
-    step_fn = vmap(grad_and_value(loss))
+    step_fn = vmap(grad_and_value(loss, has_aux=True))
     lr, mu, wd = config.lr, config.momentum, config.weight_decay
     for s in range(steps):
         xs = torch.zeros((c, width, *feature_shape), dtype=batches[0][0][0].dtype, device=device)
@@ -94,7 +194,9 @@ def train_batched(context: LearningContext, tasks: list[TrainTask]) -> list[Trai
                 xb, yb = b[s]
                 xs[k, : len(yb)], ys[k, : len(yb)], mask[k, : len(yb)] = xb, yb, 1.0
                 active[k] = True
-        grads, values = step_fn(params, xs, ys, mask, anchors, prox)
+        with norms:
+            grads, (values, stats) = step_fn(params, xs, ys, mask, anchors, prox)
+        norms.update(buffers, stats, active)
         for n in names:
             shape = (c,) + (1,) * (params[n].ndim - 1)
             on = active.view(shape)
@@ -110,6 +212,7 @@ def train_batched(context: LearningContext, tasks: list[TrainTask]) -> list[Trai
     for k, task in enumerate(tasks):
         state = {n: v.detach().to("cpu", copy=True) for n, v in task.state.items()}
         state.update({n: params[n][k].detach().to("cpu", copy=True) for n in names})
+        state.update({n: b[k].detach().to("cpu", copy=True) for n, b in buffers.items()})
         n_steps = len(batches[k])
         out.append(
             TrainResult(state, len(task.indices), n_steps, float(total_loss[k]) / max(n_steps, 1))
