@@ -23,14 +23,21 @@ CONFIG = TrainConfig(lr=0.05, momentum=0.9, weight_decay=1e-3, batch_size=16, ep
 MNIST = {"dataset": "mnist5k", "partition": {"scheme": "dirichlet", "alpha": 0.5}}
 
 
-def _world(model: str, executor: str, data: dict = MNIST, count: int = 4):
+CUDA = pytest.param(
+    "cuda",
+    marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU on this machine"),
+)
+
+
+def _world(model: str, executor: str, data: dict = MNIST, count: int = 4, device: str = "cpu"):
+    learning = {"mode": "learn", "executor": executor, "num_threads": 1, "device": device}
     return World(
         parse_scenario(
             tiny_scenario(
                 devices={"count": count},
                 data=data,
                 model={"name": model},
-                learning={"mode": "learn", "executor": executor, "num_threads": 1},
+                learning=learning,
             )
         )
     )
@@ -51,17 +58,22 @@ def _tasks(world, proximal: float, indices=None) -> list[TrainTask]:
     ]
 
 
+@pytest.mark.parametrize("device", ["cpu", CUDA])
 @pytest.mark.parametrize("model", ["2nn", "cnn", "lenet"])
 @pytest.mark.parametrize("proximal", [0.0, 0.01])
-def test_each_client_ends_where_the_serial_executor_ends_it(model, proximal):
+def test_each_client_ends_where_the_serial_executor_ends_it(model, proximal, device):
     """4 clients, momentum 0.9, weight decay, with and without the proximal term: states
     within 1e-5 relative (1e-6 absolute) of the serial executor's, losses within 1e-5.
     McMahan's CNN runs one epoch of 80 samples: over longer runs a last-bit difference in
     a convolution can flip which of two near-equal activations a max-pool passes its
     gradient to, after which the two trajectories separate (seen on one client of four
     after two epochs of 120 samples: 2.6e-3 absolute); its runs' accuracies still agree
-    (docs/benchmarks.md)."""
-    serial, batched = _world(model, "serial"), _world(model, "batched")
+    (docs/benchmarks.md). On ``cuda`` where a GPU is at hand (serial and batched both
+    there)."""
+    serial, batched = (
+        _world(model, "serial", device=device),
+        _world(model, "batched", device=device),
+    )
     tasks = _tasks(serial, proximal)
     if model == "cnn":
         tasks = [
