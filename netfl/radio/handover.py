@@ -18,10 +18,24 @@ import simpy
 from channel_models.mobility import a3_handovers
 from netfl.core.nodes import Node
 
-__all__ = ["CAP_STEP", "INTERFACE", "HandoverControl", "MovingLink", "PLAN_SAMPLES"]
+__all__ = [
+    "CAP_STEP",
+    "FIRST_PLAN_SAMPLES",
+    "INTERFACE",
+    "HandoverControl",
+    "MovingLink",
+    "PLAN_SAMPLES",
+    "SEGMENT",
+]
 
-#: a moving UE's measurement instants evaluated at once, ahead of the clock
+#: a moving UE's measurement instants evaluated at once, ahead of the clock, at most
 PLAN_SAMPLES = 128
+#: ... at first: a UE's plan grows geometrically from this many instants (doubling on
+#: each contiguous extension up to :data:`PLAN_SAMPLES`), so a UE whose path is asked
+#: about only briefly (a short round, one transfer) is not measured seconds ahead
+FIRST_PLAN_SAMPLES = 32
+#: ... in aligned segments of this many instants, each evaluated on its own
+SEGMENT = 32
 #: a moving power-limited flow's cap is re-set when its usable RBs change by this factor
 #: (1 dB) along its path
 CAP_STEP = 10.0**0.1
@@ -36,6 +50,7 @@ INTERFACE = (
     "measurement",
     "track",
     "predict",
+    "forget_predictions",
     "busy_until",
     "table",
 )
@@ -74,33 +89,45 @@ class HandoverControl:
         self._a3: dict[str, dict] = {}
         self._busy_until: dict[str, float] = {}
         self._plans: dict[str, tuple[int, np.ndarray]] = {}
+        self._chunk: dict[str, int] = {}  # (each UE's next plan extension, instants)
+        self._ahead: dict[str, dict] = {}  # (the A3 rule run ahead: :meth:`predict`)
 
     def follow(self, paths: dict[str, Any]) -> None:
         """Devices (name → trajectory: ``positions(t)``) that move along known paths."""
-        self.mobile = self.geometry.mobile = set(paths)
+        self.mobile = set(paths)
+        self.geometry.follow({n: p.positions(np.zeros(1))[0] for n, p in paths.items()})
         self.paths = paths
 
     def measured(self, ue: Node, k_lo: int, k_hi: int) -> np.ndarray:
         """``(k_hi − k_lo + 1, cells)`` coupling losses [dB] of moving ``ue`` at the
         measurement instants k·``sample_s``, k_lo ≤ k ≤ k_hi, on its path: evaluated
-        ahead of the clock, :data:`PLAN_SAMPLES` instants at a time (one vectorised
-        :meth:`coupling_along`), and kept until the clock has passed them."""
+        ahead of the clock in whole segments of :data:`SEGMENT` instants (k from a
+        multiple of it; :meth:`SiteGeometry.coupling_along` evaluates each segment on its
+        own, so the values do not depend on how the path is cut into calls) —
+        :data:`FIRST_PLAN_SAMPLES` at first, twice as many at each extension up to
+        :data:`PLAN_SAMPLES` — and kept until the clock has passed them."""
         k0, rows = self._plans.get(ue.name, (k_lo, np.zeros((0, self.num_cells))))
         end = k0 + len(rows)
         if k_lo < k0 or k_hi >= end:
-            if k_lo < k0 or k_lo > end:  # (not contiguous: afresh)
-                k0, rows, end = k_lo, rows[:0], k_lo
-            last = max(k_hi, end + PLAN_SAMPLES - 1)
+            chunk = self._chunk.get(ue.name, FIRST_PLAN_SAMPLES)
+            if k_lo < k0 or k_lo > end:  # (not contiguous: afresh, from a segment start)
+                k0 = end = k_lo - k_lo % SEGMENT
+                rows, chunk = rows[:0], FIRST_PLAN_SAMPLES
+            self._chunk[ue.name] = min(2 * chunk, PLAN_SAMPLES)
+            last = max(k_hi, end + chunk - 1)
+            last += -(last + 1) % SEGMENT  # (whole segments)
             step = self.settings["sample_s"]
             path = self.paths[ue.name]
             new = [
                 self.geometry.coupling_along(
-                    ue, path.positions(np.arange(a, min(a + 512, last + 1)) * step)
+                    ue, path.positions(np.arange(a, min(a + 512, last + 1)) * step), SEGMENT
                 )
                 for a in range(end, last + 1, 512)
             ]
-            drop = max(k_lo - k0 - 1, 0)  # (the instants before are never asked again)
-            rows = np.concatenate([rows[drop:], *new])
+            # the instants before the clock's last are never asked again
+            clock = math.floor(self.env.now / step + 1e-9)
+            drop = max(min(k_lo, clock) - k0 - 1, 0)
+            rows = np.concatenate([rows, *new])[drop:]
             k0 += drop
             self._plans[ue.name] = (k0, rows)
         return rows[k_lo - k0 : k_hi - k0 + 1]
@@ -138,20 +165,43 @@ class HandoverControl:
             self._busy_until[ue.name] = when + self.settings["interruption_s"]
 
     def predict(self, ue: Node, k_from: int, k_to: int) -> float | None:
-        """The first handover of ``ue`` at measurement instants k_from…k_to (its A3 rule
-        run ahead on a copy of its state, which the clock has brought to k_from − 1),
-        or None."""
+        """The first handover of ``ue`` at measurement instants k_from…k_to (the clock has
+        brought its A3 state to k_from − 1), or None. The rule is run ahead once per
+        instant: on a copy of the state, from the first instant asked about on, its
+        events kept — a later question about instants it has passed is answered from
+        them (the state the clock brings along is the same: the same rule on the same
+        measurements), one about later instants runs it on from where it stopped."""
+        ahead = self._ahead.get(ue.name)
+        if ahead is None or ahead["first"] > k_from:
+            ahead = self._ahead[ue.name] = {
+                "first": k_from,
+                "next": k_from,
+                "state": dict(self._a3.get(ue.name, {})),  # (a copy: the rule runs ahead)
+                "serving": self.serving[ue.name],
+                "events": [],
+            }
         step = self.settings["sample_s"]
-        events = a3_handovers(
-            np.arange(k_from, k_to + 1) * step,
-            -self.measured(ue, k_from, k_to),
-            self.serving[ue.name],
-            self.settings["hysteresis_db"],
-            self.settings["ttt_s"],
-            dict(self._a3.get(ue.name, {})),  # (a copy: the rule runs ahead)
-            self.settings["filter_k"],
-        )
-        return events[0][0] if events else None
+        if ahead["next"] <= k_to:
+            events = a3_handovers(
+                np.arange(ahead["next"], k_to + 1) * step,
+                -self.measured(ue, ahead["next"], k_to),
+                ahead["serving"],
+                self.settings["hysteresis_db"],
+                self.settings["ttt_s"],
+                ahead["state"],
+                self.settings["filter_k"],
+            )
+            ahead["events"] += events
+            ahead["serving"] = events[-1][2] if events else ahead["serving"]
+            ahead["next"] = k_to + 1
+        lo, hi = k_from * step, k_to * step
+        ahead["events"] = [e for e in ahead["events"] if e[0] >= lo]  # (the past: never again)
+        return next((e[0] for e in ahead["events"] if e[0] <= hi), None)
+
+    def forget_predictions(self) -> None:
+        """The serving cells were set from outside the A3 rule (a new drop): what the
+        rule ran ahead from the old ones no longer holds."""
+        self._ahead.clear()
 
     def busy_until(self, devices: Sequence[Node]) -> float:
         """The end of the devices' handover interruptions (0: none)."""

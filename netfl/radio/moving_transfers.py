@@ -17,7 +17,7 @@ import simpy
 from netfl.core.nodes import Node
 from netfl.core.records import TransferRecord
 from netfl.errors import UserError
-from netfl.radio.handover import CAP_STEP, PLAN_SAMPLES, MovingLink
+from netfl.radio.handover import CAP_STEP, FIRST_PLAN_SAMPLES, PLAN_SAMPLES, MovingLink
 from netfl.radio.ofdma import OfdmaFlow
 from netfl.radio.uplink_mac import cut_flows, flows_accounting, harq_tail
 
@@ -98,12 +98,19 @@ class MovingTransfers:
             yield from self.network.backhaul_hop(second, "downlink", bits, kind, models)
 
     def look_ahead(
-        self, device: Node, path: MovingLink, carrier: Any, requested_cap: float
+        self,
+        device: Node,
+        path: MovingLink,
+        carrier: Any,
+        requested_cap: float,
+        window: int = PLAN_SAMPLES,
     ) -> tuple[float, float]:
         """When a moving device's transfer must next look at it, and its flow's cap until
-        then [RBs]. Its measurements ahead (:meth:`HandoverControl.measured`, :data:`PLAN_SAMPLES`
-        instants) give the first of: a handover (the A3 rule run on a copy of its state),
-        a measurement out of coverage, the end of the instants looked at, and — for a
+        then [RBs]. Its measurements over the next ``window`` instants
+        (:meth:`HandoverControl.measured`; a transfer looks :data:`FIRST_PLAN_SAMPLES`
+        ahead first, twice as far at each look after, up to :data:`PLAN_SAMPLES`) give
+        the first of: a handover (:meth:`HandoverControl.predict`), a measurement out of
+        coverage, the end of the instants looked at, and — for a
         power-limited flow — a change of its usable RBs by more than
         :data:`CAP_STEP`; the cap until then is the least of its usable RBs at the
         instants before it (so its per-RB SNR never falls below the lowest usable
@@ -111,7 +118,7 @@ class MovingTransfers:
         between (:class:`MovingLink`): no event per measurement."""
         step = self.network.handover.settings["sample_s"]
         k_now = math.floor(self.env.now / step + 1e-9)
-        ks = np.arange(k_now, k_now + PLAN_SAMPLES + 1)
+        ks = np.arange(k_now, k_now + window + 1)
         wake = float(ks[-1] * step)
         handover = self.network.handover.predict(device, k_now + 1, int(ks[-1]))
         if handover is not None:
@@ -149,8 +156,9 @@ class MovingTransfers:
         downlink's remaining bits first forwarded to the new site (a recorded hop, no
         model counted). An
         uplink of a buffer-status MAC keeps its grant cycles, each cycle's flow followed
-        the same way. The events this costs are one per measurement instant while the
-        transfer is in flight, none while the device idles. One record: from the first to
+        the same way. The events this costs are a few per transfer (its looks ahead,
+        handovers, coverage holes, a dB of change in a power-limited flow's usable RBs),
+        none while the device idles. One record: from the first to
         the last bit on air, between the device and the cell that carried the last bit.
         ``edge``: the far end is the edge server of that cell (HierFAVG) rather than the
         FL server; when the device is served elsewhere, the bits cross the core
@@ -207,7 +215,10 @@ class MovingTransfers:
                     env.now,
                     carrier.block_s,
                 )
-                wake, cap = self.look_ahead(device, path, carrier, cell.max_rbs_per_transfer)
+                window = FIRST_PLAN_SAMPLES
+                wake, cap = self.look_ahead(
+                    device, path, carrier, cell.max_rbs_per_transfer, window
+                )
                 flow = on_air = cell.send(
                     carrier, min(left, chunk), 0.0, 0.0, link=link, path=path, cap_rbs=cap
                 )
@@ -224,7 +235,10 @@ class MovingTransfers:
                     if not carrier.reachable(psd * scale, total * scale):  # out of coverage
                         left -= flow.size_bits - carrier.withdraw(flow)
                         break
-                    wake, cap = self.look_ahead(device, path, carrier, cell.max_rbs_per_transfer)
+                    window = min(2 * window, PLAN_SAMPLES)
+                    wake, cap = self.look_ahead(
+                        device, path, carrier, cell.max_rbs_per_transfer, window
+                    )
                     carrier.set_cap(flow, cap)
                 flows.append(flow)
                 on_air = None

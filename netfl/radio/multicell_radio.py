@@ -233,6 +233,7 @@ class MultiCellRadio(Radio):
         self.serving.update({d.name: int(c) for d, c in zip(devices, serving, strict=True)})
         for cell in self.cells:
             cell.forget_links()
+        self.handover.forget_predictions()
         self.interference.drop(devices, loss, serving)
 
     def snr_scale(self, cell: int, link: tuple) -> float:

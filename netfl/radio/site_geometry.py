@@ -41,6 +41,7 @@ INTERFACE = (
     "mean_coupling_db",
     "site_fields",
     "coupling_along",
+    "follow",
 )
 #: largest change of the azimuth and of the zenith [deg] from any site between two points
 #: where a moving UE's antenna gains are evaluated over its rays (:func:`path_anchors`)
@@ -63,19 +64,32 @@ def path_anchors(site_offsets_m: np.ndarray, dz_m: np.ndarray) -> np.ndarray:
     n = len(site_offsets_m)
     if n <= 2:
         return np.arange(n)
+    return greedy_anchors(path_steps(site_offsets_m, dz_m).max(axis=1))
+
+
+def path_steps(site_offsets_m: np.ndarray, dz_m: np.ndarray) -> np.ndarray:
+    """``(points − 1, sites)``: each step's change of the azimuth, zenith and log
+    distance from each site in units of its anchor threshold (the largest of the three)."""
     az = np.unwrap(np.arctan2(site_offsets_m[..., 1], site_offsets_m[..., 0]), axis=0)
     d2 = np.maximum(np.hypot(site_offsets_m[..., 0], site_offsets_m[..., 1]), 1.0)
     zen = np.arctan2(d2, dz_m[None, :])
-    step = np.maximum.reduce(
+    return np.maximum.reduce(
         [
             np.abs(np.diff(np.degrees(az), axis=0)) / ANCHOR_AZIMUTH_DEG,
             np.abs(np.diff(np.degrees(zen), axis=0)) / ANCHOR_ZENITH_DEG,
             np.abs(np.diff(np.log(d2), axis=0)) / ANCHOR_LOG_DISTANCE,
         ]
-    ).max(axis=1)
-    # greedy: a new anchor once the change since the last one passes 1
+    )
+
+
+def greedy_anchors(step: np.ndarray) -> np.ndarray:
+    """The anchors of a path of ``len(step) + 1`` points whose steps change its gains by
+    ``step`` (in threshold units): a new anchor once the change since the last passes 1."""
+    n = len(step) + 1
+    if n <= 2:
+        return np.arange(n)
     anchors, acc = [0], 0.0
-    for k, s in enumerate(step, start=1):
+    for k, s in enumerate(step.tolist(), start=1):
         acc += s
         if acc > 1.0:
             if anchors[-1] != k - 1:
@@ -130,9 +144,20 @@ class SiteGeometry:
         self.tilt_zenith_deg = float(tilt_zenith_deg)
         #: devices that move (their rays are kept per site and state along the path)
         self.mobile: set[str] = set()
+        #: where each moving device's path starts: its rays to a site, in each state,
+        #: are correlated with the shadowing there (:meth:`coupling_along`)
+        self.path_origins: dict[str, np.ndarray] = {}
+        self._origin_z: dict[str, np.ndarray] = {}
         self._gain_cache: dict[tuple, float] = {}
         self._rays: dict[tuple, LinkRays] = {}
         self._fields: dict[Any, tuple] = {}
+
+    def follow(self, origins: dict[str, np.ndarray]) -> None:
+        """Devices (name → where its path starts) that move: their rays are kept per site
+        and state along the path, correlated with the shadowing at its start."""
+        self.mobile = set(origins)
+        self.path_origins = {n: np.asarray(xy, dtype=float) for n, xy in origins.items()}
+        self._origin_z.clear()
 
     @property
     def directional(self) -> bool:
@@ -222,7 +247,9 @@ class SiteGeometry:
         rays come from its own generator — keyed by the link seed, the UE's name, the
         site, the state and (static UEs) the position — so they are the same whatever
         order links are evaluated in and shared by the site's sectors; a moving UE keeps
-        its rays per site and state along its path (kept here, not re-drawn)."""
+        its rays per site and state along its path (kept here, not re-drawn), correlated
+        with the shadowing where its path starts (:attr:`path_origins`), so they do not
+        depend on which of its points are evaluated first."""
         states = [
             "o2i" if u.o2i_loss_db > 0 else ("los" if lo else "nlos")
             for u, lo in zip(ues, los, strict=True)
@@ -234,6 +261,8 @@ class SiteGeometry:
             key = (u.name, site, state)
             got = self._rays.get(key) if mobile else None
             if got is None:
+                if mobile and u.name in self.path_origins:
+                    z = self._origin_shadow(u.name)[site]
                 where = () if mobile else tuple(int(v) for v in u.position_m.view(np.uint64))
                 rng = np.random.default_rng(
                     [seed, zlib.crc32(u.name.encode()), site, RAY_STATES.index(state), *where]
@@ -243,7 +272,14 @@ class SiteGeometry:
                 if mobile:
                     self._rays[key] = got
             drawn.append(got)
-        return LinkRays.stack(drawn)
+        return drawn[0] if len(drawn) == 1 else LinkRays.stack(drawn)
+
+    def _origin_shadow(self, name: str) -> np.ndarray:
+        """``(sites,)`` shadowing normals where moving device ``name``'s path starts."""
+        z = self._origin_z.get(name)
+        if z is None:
+            z = self._origin_z[name] = self.all_site_fields(self.path_origins[name][None])[1][0]
+        return z
 
     def mean_coupling_db(self, xy: np.ndarray) -> np.ndarray:
         """``(points, cells)`` coupling loss without shadowing (mean path loss at the
@@ -289,9 +325,12 @@ class SiteGeometry:
             )
         return ndtr(fields[0].values(xy)), fields[1].values(xy)
 
-    def all_site_fields(self, xy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def all_site_fields(
+        self, xy: np.ndarray, segment: int | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`site_fields` of every site at once: ``(points, sites)`` uniforms and
-        normals (one product with all the sites' waves stacked)."""
+        normals (one product with all the sites' waves stacked). ``segment``: the
+        points are consecutive segments of this many (see :meth:`coupling_along`)."""
         from scipy.special import ndtr
 
         stacked = self._fields.get("stacked")
@@ -308,32 +347,38 @@ class SiteGeometry:
             )
         omega, phase, m = stacked
         xy = np.asarray(xy, dtype=float).reshape(-1, 2)
-        # the phases at the first point in double precision (reduced to [0, 2π)), the
-        # changes along the path from it in single: single-precision cosines are
-        # vectorised an order of magnitude faster, and a path's points lie metres
-        # apart, so the phases keep ~1e-5 rad
-        x0 = xy[0]
-        base = np.remainder(omega @ x0 + phase, 2.0 * math.pi).astype(np.float32)
-        arg = (xy - x0).astype(np.float32) @ omega.T.astype(np.float32)
-        arg += base
+        # the phases at each segment's first point in double precision (reduced to
+        # [0, 2π)), the changes along the path from it in single: single-precision
+        # cosines are vectorised an order of magnitude faster, and a path's points lie
+        # metres apart, so the phases keep ~1e-5 rad
+        starts = np.arange(0, len(xy), segment or max(len(xy), 1))
+        base = np.remainder(xy[starts] @ omega.T + phase, 2.0 * math.pi).astype(np.float32)
+        first = np.repeat(starts, np.diff(np.append(starts, len(xy))))
+        arg = (xy - xy[first]).astype(np.float32) @ omega.T.astype(np.float32)
+        arg += base[first // (segment or max(len(xy), 1))]
         v = np.cos(arg, out=arg).reshape(len(xy), -1, 2, m).sum(-1, dtype=np.float64)
         v *= math.sqrt(2.0 / m)
         return ndtr(v[:, :, 0]), v[:, :, 1]
 
-    def coupling_along(self, ue: Node, xy: np.ndarray) -> np.ndarray:
+    def coupling_along(self, ue: Node, xy: np.ndarray, segment: int | None = None) -> np.ndarray:
         """``(points, cells)`` coupling loss [dB] of ``ue`` were it at each of ``xy``:
         path loss at the wrap-around distance with the sites' fields, its O2I loss, less
         the antenna gain — on TR 38.901 UMa/UMi links summed over the link's departure
         rays in the LOS state the field gives at each point (:meth:`link_rays`, kept per
         site and state along the path): the RSRP the A3 rule compares is the one the
-        link budget and the association use."""
+        link budget and the association use.
+
+        ``segment``: the points are consecutive segments of this many, each evaluated
+        on its own (its fields' phases from its first point, its gain anchors from its
+        first to its last point), so a path evaluated in aligned segments gives the same
+        values however its segments are grouped into calls (None: one segment)."""
         law0 = self.law
         h_ut = ue.height_m if math.isfinite(ue.height_m) else law0.height_rx_m
         law = self.law_at(law0, self.bs_height_m, h_ut)
         site_offs = nearest_image_offsets(xy, self.site_xy, self.wrap)  # (points, sites, 2)
         offs = site_offs[:, self.cell_site, :]
         d2 = np.hypot(offs[..., 0], offs[..., 1])  # (points, cells)
-        u_site, z_site = self.all_site_fields(xy)
+        u_site, z_site = self.all_site_fields(xy, segment)
         u, z = u_site[:, self.cell_site], z_site[:, self.cell_site]
         indoor = np.full(d2.shape, ue.o2i_loss_db > 0) if ue.o2i_loss_db > 0 else None
         inside = ue.o2i_inside_m if indoor is not None else None
@@ -364,7 +409,8 @@ class SiteGeometry:
         site_d2 = los_distance_m(np.hypot(site_offs[..., 0], site_offs[..., 1]), inside)
         los = u_site < law.los_probability(site_d2)  # (points, sites), as loss_db_given
         n_pts, n_sites = los.shape
-        # a (site, state)'s rays are drawn at its first point (kept for the UE's path)
+        # a (site, state)'s rays: drawn once for a moving UE (:meth:`link_rays`), else
+        # correlated with the shadowing at the first point in that state
         for site in range(n_sites):
             for state in (True, False):
                 hit = np.flatnonzero(los[:, site] == state)
@@ -379,7 +425,19 @@ class SiteGeometry:
         k_sec = bores.shape[1]
         same = omni or bool((bores == bores[:1]).all())
         idx = np.arange(n_pts)
-        anchors = [path_anchors(site_offs[:, s : s + 1, :], np.full(1, dz)) for s in range(n_sites)]
+        steps = path_steps(site_offs, np.full(n_sites, dz)) if n_pts > 1 else None
+        seg = segment or n_pts
+        anchors = [
+            np.concatenate(
+                [
+                    a + greedy_anchors(steps[a : min(a + seg, n_pts) - 1, s])
+                    for a in range(0, n_pts, seg)
+                ]
+            )
+            if steps is not None
+            else np.arange(n_pts)
+            for s in range(n_sites)
+        ]
         for state in (True, False):
             sites = [s for s in range(n_sites) if (los[:, s] == state).any()]
             if not sites:
