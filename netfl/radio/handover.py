@@ -32,8 +32,8 @@ __all__ = [
 PLAN_SAMPLES = 128
 #: ... at first: a UE's plan grows geometrically from this many instants (doubling on
 #: each contiguous extension up to :data:`PLAN_SAMPLES`), so a UE whose path is asked
-#: about only briefly (a short round, one transfer) is not measured seconds ahead
-FIRST_PLAN_SAMPLES = 32
+#: about only briefly (a short round, one transfer) is not measured many seconds ahead
+FIRST_PLAN_SAMPLES = 64
 #: ... in aligned segments of this many instants, each evaluated on its own
 SEGMENT = 32
 #: a moving power-limited flow's cap is re-set when its usable RBs change by this factor

@@ -17,12 +17,15 @@ import simpy
 from netfl.core.nodes import Node
 from netfl.core.records import TransferRecord
 from netfl.errors import UserError
-from netfl.radio.handover import CAP_STEP, FIRST_PLAN_SAMPLES, PLAN_SAMPLES, MovingLink
+from netfl.radio.handover import CAP_STEP, PLAN_SAMPLES, MovingLink
 from netfl.radio.ofdma import OfdmaFlow
 from netfl.radio.uplink_mac import cut_flows, flows_accounting, harq_tail
 
-__all__ = ["COVERAGE_WAIT_LIMIT_S", "MovingTransfers"]
+__all__ = ["COVERAGE_WAIT_LIMIT_S", "FIRST_LOOK_SAMPLES", "MovingTransfers"]
 
+#: a moving transfer's first look ahead [measurement instants]; each next looks twice
+#: as far, up to :data:`~netfl.radio.handover.PLAN_SAMPLES`
+FIRST_LOOK_SAMPLES = 32
 #: how long a moving device may wait for coverage before the run stops [s]
 COVERAGE_WAIT_LIMIT_S = 600.0
 
@@ -107,7 +110,7 @@ class MovingTransfers:
     ) -> tuple[float, float]:
         """When a moving device's transfer must next look at it, and its flow's cap until
         then [RBs]. Its measurements over the next ``window`` instants
-        (:meth:`HandoverControl.measured`; a transfer looks :data:`FIRST_PLAN_SAMPLES`
+        (:meth:`HandoverControl.measured`; a transfer looks :data:`FIRST_LOOK_SAMPLES`
         ahead first, twice as far at each look after, up to :data:`PLAN_SAMPLES`) give
         the first of: a handover (:meth:`HandoverControl.predict`), a measurement out of
         coverage, the end of the instants looked at, and — for a
@@ -215,7 +218,7 @@ class MovingTransfers:
                     env.now,
                     carrier.block_s,
                 )
-                window = FIRST_PLAN_SAMPLES
+                window = FIRST_LOOK_SAMPLES
                 wake, cap = self.look_ahead(
                     device, path, carrier, cell.max_rbs_per_transfer, window
                 )
