@@ -3,10 +3,11 @@ mode on synthetic data (three samples per device), 2 rounds, with 1,000 and with
 devices on its one 5G NR carrier (273 RBs, round robin, CUE sessions). Prints both wall
 times and their ratio against the issue's target of 12× (10× the devices).
 
-Where the time goes at 10,000 devices: each active flow's fading is drawn and rated
-block by block (5 ms) while it holds a share of the carrier, and with n flows sharing it
-each lasts ∝ n, so the flow-blocks grow as n²; the block grid draws every flow's blocks
-one flow at a time when its horizon is extended.
+Where the time goes at 10,000 devices: with n flows sharing the carrier each lasts ∝ n
+fading blocks, so rated block by block the flow-blocks grow as n²; from 512 flows the
+carrier rates its Rayleigh blocks G at a time (``cell.link.aggregate_above_flows``,
+docs/time-energy.md), so they grow as n. What remains above linear is per event: every
+flow arrival, completion and CUE session re-allocates and searches all active flows.
 
     .venv/bin/python benchmarks/carrier_scale.py [--small 1000] [--large 10000]
 """

@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LAYERS: list[list[str]] = [
     [  # pure physics: numpy/scipy only
         "channel_models",
+        "channel_models.block_aggregation",
         "channel_models.bs_antenna",
         "channel_models.channel_profiles",
         "channel_models.departure_rays",

@@ -11,6 +11,11 @@ found by a vectorised search over the drawn horizon, so fading blocks cost no
 events. The grid keeps ``HORIZON_BLOCKS`` ahead of the clock, drawn per flow
 (:meth:`_draw` and :meth:`_bits_per_rb`, supplied by the carrier), and drops columns behind it.
 
+A column is one fading block, or — with thousands of flows on the carrier, each lasting
+thousands of blocks — G of them (``block_s`` is then G blocks long; :meth:`_regrid`
+switches at an instant where the flows are drained, the carrier says when and rates a
+column from its blocks' mean gain: :mod:`channel_models.block_aggregation`).
+
 :class:`BlockGrid` is a mixin of :class:`~netfl.radio.ofdma.OfdmaCarrier`; it
 implements the :class:`~netfl.radio.sharing.SharedMedium` hook
 ``_min_finish_time`` on the grid.
@@ -28,8 +33,9 @@ __all__ = ["BlockGrid", "HORIZON_BLOCKS"]
 #: beyond the horizon are found after a wake-up at its end (one event per
 #: horizon, not per block), which bounds memory to flows × horizon.
 HORIZON_BLOCKS = 256
-#: Coarse step of the two-level completion search [blocks].
+#: Coarse and middle steps of the three-level completion search [blocks].
 _COARSE = 64
+_MIDDLE = 8
 #: Below this many (flows × blocks) one direct comparison beats the two-level search.
 _DIRECT_SEARCH_LIMIT = 60_000
 
@@ -40,6 +46,7 @@ class BlockGrid:
     block_s: float
     flows: list
     _n_path: int = 0  # flows whose SNR follows a path (the carrier's :meth:`_extend_paths`)
+    _g: int = 1  # fading blocks per column (:meth:`_regrid`)
 
     #: per-flow scalars: rows of one matrix (``_rows``), each name a view of its row
     _SCALARS = (
@@ -62,10 +69,11 @@ class BlockGrid:
     _GRIDS = ("_gains", "_bits", "_cum", "_cumg")
 
     def _alloc_rows(self, rows: int, width: int) -> None:
-        self._gains = np.zeros((rows, width))
-        self._bits = np.zeros((rows, width))  # bits one RB carries in each block
-        self._cum = np.zeros((rows, width + 1))  # cumulative bits per RB at block starts
-        self._cumg = np.zeros((rows, width + 1))  # cumulative |h|²·block at block starts
+        # column-major: what every event reads is a column (all flows at the block now)
+        self._gains = np.zeros((rows, width), order="F")
+        self._bits = np.zeros((rows, width), order="F")  # bits one RB carries in each block
+        self._cum = np.zeros((rows, width + 1), order="F")  # cumulative bits per RB at block starts
+        self._cumg = np.zeros((rows, width + 1), order="F")  # cumulative |h|²·block at block starts
         self._bind_scalars(np.zeros((len(self._SCALARS), rows)))
 
     def _bind_scalars(self, table: np.ndarray) -> None:
@@ -77,7 +85,7 @@ class BlockGrid:
         """Double the number of rows (new flows beyond the allocated ones)."""
         for name in self._GRIDS:
             a = getattr(self, name)
-            setattr(self, name, np.concatenate([a, np.zeros_like(a)], axis=0))
+            setattr(self, name, np.asfortranarray(np.concatenate([a, np.zeros_like(a)], axis=0)))
         self._bind_scalars(np.concatenate([self._rows, np.zeros_like(self._rows)], axis=1))
 
     def _move_row(self, src: int, dst: int) -> None:
@@ -100,13 +108,13 @@ class BlockGrid:
         if new_width > self._bits.shape[1]:
             cap = max(new_width, 2 * self._bits.shape[1])
             pad = cap - self._bits.shape[1]
-            self._gains = np.pad(self._gains, ((0, 0), (0, pad)))
-            self._bits = np.pad(self._bits, ((0, 0), (0, pad)))
-            self._cum = np.pad(self._cum, ((0, 0), (0, pad)))
-            self._cumg = np.pad(self._cumg, ((0, 0), (0, pad)))
+            for name in self._GRIDS:
+                setattr(
+                    self, name, np.asfortranarray(np.pad(getattr(self, name), ((0, 0), (0, pad))))
+                )
         w0 = self._width
-        for i, f in enumerate(self.flows):
-            self._gains[i, w0:new_width] = self._draw(f, extra)
+        if n:  # (each flow's draws from its own generator, written as one block)
+            self._gains[:n, w0:new_width] = np.stack([self._draw(f, extra) for f in self.flows])
         if self._n_path:
             self._extend_paths(w0, new_width)
         self._bits[:n, w0:new_width] = self._bits_per_rb(
@@ -163,15 +171,48 @@ class BlockGrid:
         j = min(int(math.floor(x)), self._width - 1)
         return self._cumg[rows, j] + (x - j) * self.block_s * self._gains[rows, j]
 
+    def _target_g(self) -> int:
+        """Fading blocks per column the grid should hold now (the carrier's rule)."""
+        return 1
+
+    def _set_aggregate(self, g: int) -> None:
+        """Make a column ``g`` fading blocks (the carrier's column width and bit scale)."""
+        raise AssertionError("a grid of one block per column only")
+
+    def _regrid(self, g: int) -> None:
+        """Columns of ``g`` fading blocks from now on. The flows are drained to now; each
+        flow's SNR integral so far is banked, its columns ahead redrawn from its own
+        generator (fading not yet used: drawn anew), the grid starting at the column
+        that holds now."""
+        now = self.env.now
+        n = len(self.flows)
+        rows = np.arange(n)
+        if n:
+            self._ensure(now)
+            self._snracc[:n] += self._snr[:n] * (self._gain_integrals(rows, now) - self._gstart[:n])
+        self._set_aggregate(g)
+        self._kb, self._width = int(math.floor(now / self.block_s)), 0
+        if n:
+            self._cum[:n, 0] = self._cumg[:n, 0] = 0.0
+            self._grow(HORIZON_BLOCKS)
+            self._gstart[:n] = self._gain_integrals(rows, now)
+
     def _min_finish_time(self) -> float:
         """Earliest completion within the drawn horizon, else the horizon's end.
 
         Only the blocks from the clock's onward are searched (a flow's target
         position is never behind its current one). Small grids are searched with
-        one comparison; large ones with a coarse pass (every 64th block) and a
-        fine search only for the flows whose bracket can hold the minimum.
+        one comparison; large ones with a coarse pass (every 64th block), a middle one
+        (every 8th) and a fine search, each only for the flows whose bracket can hold
+        the minimum.
         """
         now = self.env.now
+        # columns of how many blocks: looked at when the horizon is extended (the flows
+        # are drained to now here)
+        if int(math.floor(now / self.block_s)) - self._kb + 16 >= self._width or self._g > 1:
+            g = self._target_g()
+            if g != self._g:
+                self._regrid(g)
         self._ensure(now)
         n, w = len(self.flows), self._width
         share = self._share[:n]
@@ -186,31 +227,32 @@ class BlockGrid:
         target = self._cum[:n, j] + (x - j) * self._bits[:n, j]
         target += need
         within = self._cum[:n, w] >= target
-        if within.all():  # the usual case: no index arrays, no copies of the rows
-            rows = None
-            ahead = self._cum[:n, j + 1 : w + 1]
-        elif not within.any():
+        if not within.any():
             return (self._kb + w) * self.block_s
-        else:
-            rows = within.nonzero()[0]
-            target = target[rows]
-            ahead = self._cum[rows, j + 1 : w + 1]
-        m = ahead.shape[1]
-        if target.size * m > _DIRECT_SEARCH_LIMIT:
-            # coarse pass every 64th block, then the fine search only where it can matter
+        m = w - j
+        if n * m > _DIRECT_SEARCH_LIMIT:
+            # (views of all rows: the rows past the horizon are masked, not copied out)
+            ahead = self._cum[:n, j + 1 : w + 1]
+            # coarse pass every 64th block, a middle pass every 8th within the brackets
+            # that can hold the minimum, the fine search within theirs
             coarse = ahead[:, ::_COARSE]
             k = np.maximum((coarse < target[:, None]).sum(axis=1) - 1, 0) * _COARSE
-            keep = k <= np.minimum(k + _COARSE, m - 1).min()
-            sub = keep.nonzero()[0]
-            target, k = target[sub], k[keep]
-            rows = sub if rows is None else rows[sub]
-            cols = np.minimum(k[:, None] + np.arange(_COARSE + 1), m - 1)
+            end = np.where(within, np.minimum(k + _COARSE, m - 1), m)
+            rows = ((k <= end.min()) & within).nonzero()[0]
+            target, k = target[rows], k[rows]
+            mids = np.minimum(k[:, None] + _MIDDLE * np.arange(_COARSE // _MIDDLE + 1), m - 1)
+            below = (ahead[rows[:, None], mids] < target[:, None]).sum(axis=1)
+            k = k + np.maximum(below - 1, 0) * _MIDDLE
+            keep = k <= np.minimum(k + _MIDDLE, m - 1).min()
+            rows, target, k = rows[keep], target[keep], k[keep]
+            cols = np.minimum(k[:, None] + np.arange(_MIDDLE + 1), m - 1)
             # rows are non-decreasing: the first block reaching the target is argmax(≥)
-            col = j + k + (ahead[sub[:, None], cols] >= target[:, None]).argmax(axis=1)
+            col = j + k + (ahead[rows[:, None], cols] >= target[:, None]).argmax(axis=1)
         else:  # one comparison over the blocks ahead
+            rows = np.arange(n) if within.all() else within.nonzero()[0]
+            target = target[rows]
+            ahead = self._cum[rows, j + 1 : w + 1]
             col = j + (ahead >= target[:, None]).argmax(axis=1)
-            if rows is None:
-                rows = np.arange(n)
         col = np.minimum(col, w - 1)
         per_block = self._bits[rows, col]
         positive = per_block > 0

@@ -216,7 +216,7 @@ class MovingTransfers:
                     device,
                     direction,
                     env.now,
-                    carrier.block_s,
+                    carrier.fading.coherence_time_s,  # (path flows: one block a column)
                 )
                 window = FIRST_LOOK_SAMPLES
                 wake, cap = self.look_ahead(

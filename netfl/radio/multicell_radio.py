@@ -115,6 +115,7 @@ class MultiCellRadio(Radio):
         pf_window_blocks: float = 100.0,
         bs_power: BsPowerModel | None = None,
         handover: dict[str, float] | None = None,
+        aggregate_above_flows: int = 0,
     ):
         super().__init__(env, recorder)
         self.profile = profile
@@ -141,6 +142,7 @@ class MultiCellRadio(Radio):
                 rng_for_link=rng_for_link,
                 max_rbs_per_transfer=max_rbs_per_transfer,
                 pf_window_blocks=pf_window_blocks,
+                aggregate_above_flows=aggregate_above_flows,
                 bs=node,
                 bs_power=bs_power,
                 network=self,

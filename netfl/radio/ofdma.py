@@ -51,7 +51,8 @@ from typing import Protocol
 import numpy as np
 import simpy
 
-from channel_models.fading import BlockFading
+from channel_models.block_aggregation import AggregatedEfficiency, mean_gain_samples
+from channel_models.fading import BlockFading, RayleighBlockFading
 from channel_models.registry import lookup
 from channel_models.resource_groups import round_robin_group_rbs
 from netfl.errors import LinkBudgetError
@@ -60,7 +61,25 @@ from netfl.radio.proportional_fair import pf_average, pf_shares
 from netfl.radio.schedulers import SCHEDULERS, uncapped_equal_share
 from netfl.radio.sharing import Flow, SharedMedium, completion_tolerance_bits
 
-__all__ = ["LinkPath", "OfdmaFlow", "OfdmaCarrier", "SCHEDULERS"]
+__all__ = [
+    "AGGREGATE_ABOVE_FLOWS",
+    "LinkPath",
+    "MAX_AGGREGATE",
+    "OfdmaFlow",
+    "OfdmaCarrier",
+    "SCHEDULERS",
+]
+
+#: a scenario's default ``cell.link.aggregate_above_flows``: the flows on a carrier from
+#: which it may rate its Rayleigh fading blocks G at a time
+AGGREGATE_ABOVE_FLOWS = 512
+#: the most fading blocks a column of a carrier's grid holds (many flows)
+MAX_AGGREGATE = 64
+#: columns a flow's remaining lifetime should span at least when fading blocks are
+#: rated G at a time (:meth:`OfdmaCarrier._target_g`)
+COLUMNS_PER_FLOW = 256
+#: columns of mean gains a flow draws at a time (columns of G > 1 blocks)
+GAIN_CHUNK = 4 * HORIZON_BLOCKS
 
 
 @dataclass(eq=False)
@@ -94,6 +113,8 @@ class OfdmaFlow(Flow):
     fading: np.ndarray | None = None
     #: a path flow's share when its blocks ahead were last rated
     path_share: float = -1.0
+    #: columns of G blocks: mean gains drawn ahead from ``rng`` (a chunk per draw call)
+    drawn: np.ndarray | None = None
 
 
 class LinkPath(Protocol):
@@ -157,6 +178,7 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
         pf_window_blocks: float = 100.0,
         time_fraction: float = 1.0,
         rb_groups: np.ndarray | None = None,
+        aggregate_above_flows: int = 0,
     ):
         super().__init__(env, num_rbs)
         #: how the RBs are shared (:data:`netfl.radio.schedulers.SCHEDULERS`)
@@ -165,8 +187,19 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
         self.num_rbs = int(num_rbs)
         self.rb_bandwidth_hz = float(rb_bandwidth_hz)
         self.fading = fading
+        #: the grid's column [s]: one fading block, or G of them (:meth:`_target_g`)
         self.block_s = fading.coherence_time_s
         self.efficiency = efficiency
+        #: many flows: Rayleigh blocks rated G at a time above 2× this many flows (0: never)
+        self.aggregate_above_flows = int(aggregate_above_flows)
+        self._aggregable = (
+            self.aggregate_above_flows > 0
+            and isinstance(fading, RayleighBlockFading)
+            and not self.scheduler.per_block
+        )
+        self._g = 1
+        self._phi: dict[int, AggregatedEfficiency] = {}
+        self._n_multicast = 0
         self.time_fraction = float(time_fraction)
         #: whole groups under round robin (None: fractional RBs)
         self.rb_groups = None
@@ -243,7 +276,6 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
             requested_cap=requested_cap,
             path=path,
         )
-        flow.k0 = int(math.floor(self.env.now / self.block_s))
         self.add_flow(flow)
         return flow
 
@@ -281,17 +313,80 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
         relative to the flow's reference SNR (the weakest mean SNR).
         """
         if flow.multicast_snrs is None:
+            if self._g > 1:  # (a column's mean gain: :mod:`channel_models.block_aggregation`)
+                return self._mean_gains(flow, num_blocks)
             return self.fading.sample(flow.rng, num_blocks)
         per_rx = self.fading.sample(flow.rng, (flow.multicast_snrs.size, num_blocks))
         return (flow.multicast_snrs[:, None] * per_rx).min(axis=0) / flow.mean_snr
 
     def _bits_per_rb(self, snr: np.ndarray, gains: np.ndarray) -> np.ndarray:
-        """Bits one RB carries in each block at per-RB SNR ``snr`` and fading ``gains``."""
-        return self._bit_scale * self.efficiency(snr * gains)
+        """Bits one RB carries in each column at per-RB SNR ``snr`` and fading ``gains``
+        (columns of G blocks: the blocks' mean efficiency given their mean gain)."""
+        efficiency = self.efficiency if self._g == 1 else self._phi[self._g]
+        return self._bit_scale * efficiency(snr * gains)
+
+    # -- many flows: fading blocks G at a time ---------------------------------------
+    def _target_g(self) -> int:
+        """Blocks per column for the flows now: 1, or — a Rayleigh carrier shared by at
+        least ``aggregate_above_flows`` flows (none multicast or along a path; not
+        proportional fair, which decides per block) — the largest power of two at most
+        the flows' median remaining lifetime [blocks, at their share and mean SNR now]
+        over :data:`COLUMNS_PER_FLOW`, at most :data:`MAX_AGGREGATE`: a column stays a
+        small part of a flow (the carrier's share split n ways, each lasts ∝ n). It goes
+        down only once the lifetimes call for a quarter of G (no flapping)."""
+        n = len(self.flows)
+        if not self._aggregable or self._n_path or self._n_multicast:
+            return 1
+        if n < self.aggregate_above_flows:
+            return 1 if 4 * n < self.aggregate_above_flows or self._g == 1 else self._g
+        if (
+            self._g > 1
+            and int(math.floor(self.env.now / self.block_s)) - self._kb + 16 < self._width
+        ):
+            return self._g  # (G is looked at again when the horizon is extended)
+        share = self._share[:n]
+        served = share > 0
+        if not served.any():
+            return self._g
+        rate = share[served] * self._bit_scale / self._g * self.efficiency(self._snr[:n][served])
+        with np.errstate(divide="ignore"):
+            blocks = float(np.median(self._rem[:n][served] / rate))
+        ratio = blocks / COLUMNS_PER_FLOW
+        want = (
+            1 if not ratio >= 2.0 else min(2 ** int(math.log2(min(ratio, 2.0**30))), MAX_AGGREGATE)
+        )
+        return want if want > self._g or 4 * want <= self._g else self._g
+
+    def _mean_gains(self, flow: OfdmaFlow, num: int) -> np.ndarray:
+        """The next ``num`` columns' mean gains of ``flow``, from its generator in chunks of
+        :data:`GAIN_CHUNK` or more: fewer calls for thousands of flows (while G holds, the
+        same values as drawing each grid extension's on its own: the draws are
+        sequential; a change of G drops what was drawn ahead)."""
+        drawn = flow.drawn
+        if drawn is None or drawn.size < num:
+            more = mean_gain_samples(flow.rng, self._g, max(num, GAIN_CHUNK))
+            drawn = more if drawn is None else np.concatenate([drawn, more])
+        flow.drawn = drawn[num:]
+        return drawn[:num]
+
+    def _set_aggregate(self, g: int) -> None:
+        """Columns of ``g`` fading blocks from now on (:meth:`BlockGrid._regrid`)."""
+        if g > 1 and g not in self._phi:
+            self._phi[g] = AggregatedEfficiency(self.efficiency, g)
+        for f in self.flows:  # (gains drawn ahead for the old G: not used)
+            f.drawn = None
+        self._g = g
+        self.block_s = g * self.fading.coherence_time_s
+        self._bit_scale = self.rb_bandwidth_hz * self.time_fraction * self.block_s
 
     # -- SharedMedium hooks ------------------------------------------------------
     def _insert_flow(self, flow: Flow) -> None:
         assert isinstance(flow, OfdmaFlow)
+        special = flow.multicast_snrs is not None or flow.path is not None
+        if self._g > 1 and (special or not self.flows):  # (block by block again)
+            self._regrid(1)
+        flow.k0 = int(math.floor(self.env.now / self.block_s))
+        self._n_multicast += int(flow.multicast_snrs is not None)
         if self.scheduler.per_block:
             self._pf_catch_up()  # the others' averages up to now; the new one starts here
         n = len(self.flows)
@@ -527,6 +622,7 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
         self._n_capped -= int(math.isfinite(f.cap))
         self._n_pc -= int(math.isfinite(self._snr_total[i]))
         self._n_path -= int(f.path is not None)
+        self._n_multicast -= int(f.multicast_snrs is not None)
         f.airtime_s = float(self._air[i])
         f.snr_seconds = float(self._snracc[i]) + float(self._snr[i]) * (
             self._gain_integral(i, self.env.now) - self._gstart[i]

@@ -73,6 +73,9 @@ class OfdmaRadio(LinkRadio):
         every link its large-scale draws (LOS, shadowing).
     max_rbs_per_transfer : float
         Cap on the RBs one FL transfer may hold (``inf``: no cap).
+    aggregate_above_flows : int
+        A carrier with at least this many flows may rate its Rayleigh blocks G at a time
+        (:meth:`OfdmaCarrier._target_g`; 0: never).
     """
 
     mode = "ofdma"
@@ -89,6 +92,7 @@ class OfdmaRadio(LinkRadio):
         pf_window_blocks: float = 100.0,
         bs: Node | None = None,
         bs_power: BsPowerModel | None = None,
+        aggregate_above_flows: int = 0,
     ):
         super().__init__(env, recorder, bs, bs_power)
         self.profile = profile
@@ -116,6 +120,7 @@ class OfdmaRadio(LinkRadio):
                 pf_window_blocks,
                 time_fraction=profile.time_fraction(d),
                 rb_groups=profile.rb_groups(d),
+                aggregate_above_flows=aggregate_above_flows,
             )
             for d in ("uplink", "downlink")
         }

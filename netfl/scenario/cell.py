@@ -43,6 +43,7 @@ _OFDMA_KEYS = {
     "scheduler",
     "max_rbs_per_transfer",
     "pf_window_blocks",
+    "aggregate_above_flows",
     "bandwidth_hz",
     "num_rbs",
     "numerology",
@@ -140,6 +141,14 @@ class LinkSection(_Strict):
         None,
         description="proportional fair: averaging window [fading blocks] (default 100)",
         le=1e6,
+    )
+    aggregate_above_flows: NonNegativeInt | None = Field(
+        None,
+        le=10**7,
+        description="a Rayleigh carrier (round robin or fcfs) with at least this many flows "
+        "rates its fading blocks G at a time, G the largest power of two ≤ the flows' median "
+        "remaining lifetime / 256 blocks (≤ 64): each column's mean gain exact, its bits the "
+        "blocks' mean given it (channel_models.block_aggregation); 0: never (default 512)",
     )
     bandwidth_hz: float | None = Field(
         None, ge=1e5, le=1e9, description="override [Hz]; sets num_rbs by TS 38.101"

@@ -21,6 +21,7 @@ from netfl.errors import UserError
 from netfl.learning.tasks import TrainConfig
 from netfl.radio import FixedRateRadio
 from netfl.radio.cues import CueTraffic, CueTrafficConfig
+from netfl.radio.ofdma import AGGREGATE_ABOVE_FLOWS
 from netfl.radio.ofdma_radio import OfdmaRadio
 from netfl.radio.radio_energy import BsPowerModel
 from netfl.sim.model_facts import model_facts
@@ -169,6 +170,11 @@ def _ofdma(scenario: Scenario, streams: Streams, channel: ChannelProfile) -> dic
         "rng_for_link": lambda k: streams.generator("shadowing", k),
         "max_rbs_per_transfer": link.max_rbs_per_transfer or float("inf"),
         "pf_window_blocks": link.pf_window_blocks or 100.0,
+        "aggregate_above_flows": (
+            AGGREGATE_ABOVE_FLOWS
+            if link.aggregate_above_flows is None
+            else link.aggregate_above_flows
+        ),
         "bs_power": BsPowerModel(
             bp.p0_w, bp.delta_p, bp.max_tx_power_w or channel.bs_tx_power_w, bp.num_trx
         ),

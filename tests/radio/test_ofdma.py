@@ -312,9 +312,10 @@ def test_proportional_fair_average_of_a_new_flow_starts_at_its_arrival():
     assert seen["block"] == 50
 
 
-def test_two_level_completion_search_finds_the_direct_search_instants(monkeypatch):
-    """Large grids use a coarse pass every 64th block and a fine search in the
-    bracket: forced onto a small run, it gives exactly the direct search's instants."""
+def test_three_level_completion_search_finds_the_direct_search_instants(monkeypatch):
+    """Large grids use a coarse pass every 64th block, a middle one every 8th and a fine
+    search in the brackets that can hold the minimum: forced onto a small run, it gives
+    exactly the direct search's instants."""
     from netfl.radio import block_grid
 
     flows = [
