@@ -232,3 +232,20 @@ def test_twenty_rounds_agree_within_a_standard_deviation_over_seeds():
     batched = np.array([final("batched", s) for s in (1, 2, 3)])
     assert abs(batched.mean() - serial.mean()) <= serial.std(ddof=1)
     np.testing.assert_allclose(batched, serial, atol=5e-3)
+
+
+def test_a_model_that_freezes_a_batchnorm_trains_serially():
+    """A model whose ``train()`` leaves a BatchNorm layer in evaluation mode (normalised
+    by its running statistics, not updated) is not batched: the batched forward
+    normalises every BatchNorm by the batch."""
+    from netfl.learning.batched import batchable
+
+    class Frozen(NormNet):
+        def train(self, mode: bool = True):
+            super().train(mode)
+            self.bn2d.eval()
+            return self
+
+    why = batchable(Frozen((1, 8, 8), 10), nn.CrossEntropyLoss())
+    assert why is not None and "evaluation mode" in why
+    assert batchable(NormNet((1, 8, 8), 10), nn.CrossEntropyLoss()) is None

@@ -55,10 +55,12 @@ def batchable(model: nn.Module, loss_fn: nn.Module) -> str | None:
     """Why ``model`` cannot be trained batched (None: it can)."""
     if type(loss_fn) is not nn.CrossEntropyLoss or loss_fn.reduction != "mean":
         return f"its loss ({type(loss_fn).__name__})"
+    norms = _norms(model)
+    model.train()
+    if any(not m.training for m in norms.values()):  # (a model that freezes some)
+        return "BatchNorm in evaluation mode while training"
     norm_buffers = {
-        f"{n}.{b}" if n else b
-        for n, m in _norms(model).items()
-        for b, _ in m.named_buffers(recurse=False)
+        f"{n}.{b}" if n else b for n, m in norms.items() for b, _ in m.named_buffers(recurse=False)
     }
     if any(n not in norm_buffers for n, _ in model.named_buffers()):
         return "buffers"

@@ -97,6 +97,8 @@ class HandoverControl:
         self.mobile = set(paths)
         self.geometry.follow({n: p.positions(np.zeros(1))[0] for n, p in paths.items()})
         self.paths = paths
+        for kept in (self._plans, self._chunk, self._ahead):  # (new paths: measured anew)
+            kept.clear()
 
     def measured(self, ue: Node, k_lo: int, k_hi: int) -> np.ndarray:
         """``(k_hi − k_lo + 1, cells)`` coupling losses [dB] of moving ``ue`` at the
@@ -106,7 +108,9 @@ class HandoverControl:
         own, so the values do not depend on how the path is cut into calls) —
         :data:`FIRST_PLAN_SAMPLES` at first, twice as many at each extension up to
         :data:`PLAN_SAMPLES` — and kept until the clock has passed them."""
-        k0, rows = self._plans.get(ue.name, (k_lo, np.zeros((0, self.num_cells))))
+        k0, rows = self._plans.get(  # (a first plan from a segment start)
+            ue.name, (k_lo - k_lo % SEGMENT, np.zeros((0, self.num_cells)))
+        )
         end = k0 + len(rows)
         if k_lo < k0 or k_hi >= end:
             chunk = self._chunk.get(ue.name, FIRST_PLAN_SAMPLES)
@@ -196,6 +200,7 @@ class HandoverControl:
             ahead["next"] = k_to + 1
         lo, hi = k_from * step, k_to * step
         ahead["events"] = [e for e in ahead["events"] if e[0] >= lo]  # (the past: never again)
+        ahead["first"] = k_from  # (what was dropped cannot answer an earlier question)
         return next((e[0] for e in ahead["events"] if e[0] <= hi), None)
 
     def forget_predictions(self) -> None:

@@ -190,7 +190,7 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
         #: the grid's column [s]: one fading block, or G of them (:meth:`_target_g`)
         self.block_s = fading.coherence_time_s
         self.efficiency = efficiency
-        #: many flows: Rayleigh blocks rated G at a time above 2× this many flows (0: never)
+        #: many flows: Rayleigh blocks rated G at a time from this many flows (0: never)
         self.aggregate_above_flows = int(aggregate_above_flows)
         self._aggregable = (
             self.aggregate_above_flows > 0

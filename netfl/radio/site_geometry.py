@@ -101,6 +101,7 @@ class SiteGeometry:
         self.mobile = set(origins)
         self.path_origins = {n: np.asarray(xy, dtype=float) for n, xy in origins.items()}
         self._origin_z.clear()
+        self._rays = {k: r for k, r in self._rays.items() if k[0] not in origins}
 
     @property
     def directional(self) -> bool:

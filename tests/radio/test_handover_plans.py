@@ -158,3 +158,29 @@ def test_a_new_drop_forgets_what_the_rule_ran_ahead():
     )
     assert fresh  # (a UE put on another cell hands over)
     assert handover.predict(ue, 1, 300) == fresh[0][0]
+
+
+def test_a_first_plan_anywhere_starts_on_the_segment_grid():
+    """Paths followed anew (their plans forgotten), a UE first asked about instants 1-100
+    gets the values of a UE first asked about 0-200: the plan starts at a segment."""
+    fresh, whole = _world(), _world()
+    fresh.radio.handover.follow(fresh.radio.handover.paths)
+    for ue, other in zip(fresh.all_devices, whole.all_devices, strict=True):
+        got = fresh.radio.handover.measured(ue, 1, 100)
+        np.testing.assert_array_equal(got, whole.radio.handover.measured(other, 0, 200)[1:101])
+
+
+def test_a_prediction_asked_again_from_earlier_is_the_fresh_one():
+    """Asked for the next handover from instant 1, then from past it, then from 1 again
+    (the A3 state untouched in between): the third answer is the first."""
+    world = _world(seed=4)
+    handover = world.radio.handover
+    for ue in world.all_devices:
+        first = handover.predict(ue, 1, 300)
+        if first is None:
+            continue
+        k = int(round(first / handover.settings["sample_s"]))
+        handover.predict(ue, k + 1, 300)
+        assert handover.predict(ue, 1, 300) == first
+        return
+    pytest.fail("no UE hands over within 12 s")
