@@ -86,6 +86,7 @@ LAYERS: list[list[str]] = [
         "netfl.radio.backhaul",
         "netfl.radio.block_grid",
         "netfl.radio.cell_radio",
+        "netfl.radio.columns",
         "netfl.radio.cues",
         "netfl.radio.radio_energy",
         "netfl.radio.geometry",

@@ -51,35 +51,17 @@ from typing import Protocol
 import numpy as np
 import simpy
 
-from channel_models.block_aggregation import AggregatedEfficiency, mean_gain_samples
-from channel_models.fading import BlockFading, RayleighBlockFading
+from channel_models.fading import BlockFading
 from channel_models.registry import lookup
 from channel_models.resource_groups import round_robin_group_rbs
 from netfl.errors import LinkBudgetError
 from netfl.radio.block_grid import HORIZON_BLOCKS, BlockGrid
+from netfl.radio.columns import ColumnRule
 from netfl.radio.proportional_fair import pf_average, pf_shares
 from netfl.radio.schedulers import SCHEDULERS, uncapped_equal_share
 from netfl.radio.sharing import Flow, SharedMedium, completion_tolerance_bits
 
-__all__ = [
-    "AGGREGATE_ABOVE_FLOWS",
-    "LinkPath",
-    "MAX_AGGREGATE",
-    "OfdmaFlow",
-    "OfdmaCarrier",
-    "SCHEDULERS",
-]
-
-#: a scenario's default ``cell.link.aggregate_above_flows``: the flows on a carrier from
-#: which it may rate its Rayleigh fading blocks G at a time
-AGGREGATE_ABOVE_FLOWS = 512
-#: the most fading blocks a column of a carrier's grid holds (many flows)
-MAX_AGGREGATE = 64
-#: columns a flow's remaining lifetime should span at least when fading blocks are
-#: rated G at a time (:meth:`OfdmaCarrier._target_g`)
-COLUMNS_PER_FLOW = 256
-#: columns of mean gains a flow draws at a time (columns of G > 1 blocks)
-GAIN_CHUNK = 4 * HORIZON_BLOCKS
+__all__ = ["LinkPath", "OfdmaFlow", "OfdmaCarrier", "SCHEDULERS"]
 
 
 @dataclass(eq=False)
@@ -187,18 +169,13 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
         self.num_rbs = int(num_rbs)
         self.rb_bandwidth_hz = float(rb_bandwidth_hz)
         self.fading = fading
-        #: the grid's column [s]: one fading block, or G of them (:meth:`_target_g`)
+        #: the grid's column [s]: one fading block, or G of them (:attr:`columns`)
         self.block_s = fading.coherence_time_s
         self.efficiency = efficiency
-        #: many flows: Rayleigh blocks rated G at a time from this many flows (0: never)
-        self.aggregate_above_flows = int(aggregate_above_flows)
-        self._aggregable = (
-            self.aggregate_above_flows > 0
-            and isinstance(fading, RayleighBlockFading)
-            and not self.scheduler.per_block
+        #: many flows: how many blocks a column holds (a part: :mod:`netfl.radio.columns`)
+        self.columns = ColumnRule(
+            aggregate_above_flows, fading, efficiency, self.scheduler.per_block
         )
-        self._g = 1
-        self._phi: dict[int, AggregatedEfficiency] = {}
         self._n_multicast = 0
         self.time_fraction = float(time_fraction)
         #: whole groups under round robin (None: fractional RBs)
@@ -314,7 +291,7 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
         """
         if flow.multicast_snrs is None:
             if self._g > 1:  # (a column's mean gain: :mod:`channel_models.block_aggregation`)
-                return self._mean_gains(flow, num_blocks)
+                return self.columns.mean_gains(flow, self._g, num_blocks)
             return self.fading.sample(flow.rng, num_blocks)
         per_rx = self.fading.sample(flow.rng, (flow.multicast_snrs.size, num_blocks))
         return (flow.multicast_snrs[:, None] * per_rx).min(axis=0) / flow.mean_snr
@@ -322,57 +299,24 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
     def _bits_per_rb(self, snr: np.ndarray, gains: np.ndarray) -> np.ndarray:
         """Bits one RB carries in each column at per-RB SNR ``snr`` and fading ``gains``
         (columns of G blocks: the blocks' mean efficiency given their mean gain)."""
-        efficiency = self.efficiency if self._g == 1 else self._phi[self._g]
-        return self._bit_scale * efficiency(snr * gains)
+        return self._bit_scale * self.columns.efficiency(self._g)(snr * gains)
 
     # -- many flows: fading blocks G at a time ---------------------------------------
     def _target_g(self) -> int:
-        """Blocks per column for the flows now: 1, or — a Rayleigh carrier shared by at
-        least ``aggregate_above_flows`` flows (none multicast or along a path; not
-        proportional fair, which decides per block) — the largest power of two at most
-        the flows' median remaining lifetime [blocks, at their share and mean SNR now]
-        over :data:`COLUMNS_PER_FLOW`, at most :data:`MAX_AGGREGATE`: a column stays a
-        small part of a flow (the carrier's share split n ways, each lasts ∝ n). It goes
-        down only once the lifetimes call for a quarter of G (no flapping)."""
+        """Blocks per column for the flows now (:meth:`ColumnRule.target`)."""
         n = len(self.flows)
-        if not self._aggregable or self._n_path or self._n_multicast:
-            return 1
-        if n < self.aggregate_above_flows:
-            return 1 if 4 * n < self.aggregate_above_flows or self._g == 1 else self._g
-        if (
-            self._g > 1
-            and int(math.floor(self.env.now / self.block_s)) - self._kb + 16 < self._width
-        ):
-            return self._g  # (G is looked at again when the horizon is extended)
-        share = self._share[:n]
-        served = share > 0
-        if not served.any():
-            return self._g
-        rate = share[served] * self._bit_scale / self._g * self.efficiency(self._snr[:n][served])
-        with np.errstate(divide="ignore"):
-            blocks = float(np.median(self._rem[:n][served] / rate))
-        ratio = blocks / COLUMNS_PER_FLOW
-        want = (
-            1 if not ratio >= 2.0 else min(2 ** int(math.log2(min(ratio, 2.0**30))), MAX_AGGREGATE)
+        return self.columns.target(
+            self._g,
+            self._share[:n],
+            self._rem[:n],
+            self._snr[:n],
+            self._bit_scale / self._g,
+            bool(self._n_path or self._n_multicast),
+            int(math.floor(self.env.now / self.block_s)) - self._kb + 16 >= self._width,
         )
-        return want if want > self._g or 4 * want <= self._g else self._g
-
-    def _mean_gains(self, flow: OfdmaFlow, num: int) -> np.ndarray:
-        """The next ``num`` columns' mean gains of ``flow``, from its generator in chunks of
-        :data:`GAIN_CHUNK` or more: fewer calls for thousands of flows (while G holds, the
-        same values as drawing each grid extension's on its own: the draws are
-        sequential; a change of G drops what was drawn ahead)."""
-        drawn = flow.drawn
-        if drawn is None or drawn.size < num:
-            more = mean_gain_samples(flow.rng, self._g, max(num, GAIN_CHUNK))
-            drawn = more if drawn is None else np.concatenate([drawn, more])
-        flow.drawn = drawn[num:]
-        return drawn[:num]
 
     def _set_aggregate(self, g: int) -> None:
         """Columns of ``g`` fading blocks from now on (:meth:`BlockGrid._regrid`)."""
-        if g > 1 and g not in self._phi:
-            self._phi[g] = AggregatedEfficiency(self.efficiency, g)
         for f in self.flows:  # (gains drawn ahead for the old G: not used)
             f.drawn = None
         self._g = g

@@ -20,8 +20,8 @@ from netfl.core.nodes import Node
 from netfl.errors import UserError
 from netfl.learning.tasks import TrainConfig
 from netfl.radio import FixedRateRadio
+from netfl.radio.columns import AGGREGATE_ABOVE_FLOWS
 from netfl.radio.cues import CueTraffic, CueTrafficConfig
-from netfl.radio.ofdma import AGGREGATE_ABOVE_FLOWS
 from netfl.radio.ofdma_radio import OfdmaRadio
 from netfl.radio.radio_energy import BsPowerModel
 from netfl.sim.model_facts import model_facts
