@@ -75,7 +75,7 @@ class OfdmaRadio(LinkRadio):
         Cap on the RBs one FL transfer may hold (``inf``: no cap).
     aggregate_above_flows : int
         A carrier with at least this many flows may rate its Rayleigh blocks G at a time
-        (:meth:`OfdmaCarrier._target_g`; 0: never).
+        (:class:`~netfl.radio.columns.ColumnRule`; 0: never).
     """
 
     mode = "ofdma"
