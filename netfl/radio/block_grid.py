@@ -40,6 +40,29 @@ _MIDDLE = 8
 _DIRECT_SEARCH_LIMIT = 60_000
 
 
+def _count_below(
+    ahead: np.ndarray, rows: np.ndarray, k: np.ndarray, offsets: np.ndarray, target: np.ndarray
+) -> np.ndarray:
+    """For each of ``rows``, how many of its columns ``k + offsets`` (clipped to the
+    last) hold less than its ``target``. Rows that share a ``k`` (flows started together
+    cross together) are read column by column — each a contiguous column of the
+    column-major grid — instead of element by element."""
+    last = ahead.shape[1] - 1
+    starts = np.unique(k)
+    if starts.size > 16:
+        cols = np.minimum(k[:, None] + offsets, last)
+        return (ahead[rows[:, None], cols] < target[:, None]).sum(axis=1)
+    out = np.zeros(rows.size, dtype=np.intp)
+    for start in starts.tolist():
+        sel = np.flatnonzero(k == start) if starts.size > 1 else slice(None)
+        r, t = rows[sel], target[sel]
+        count = np.zeros(t.size, dtype=np.intp)
+        for off in offsets.tolist():
+            count += ahead[:, min(start + off, last)].take(r) < t
+        out[sel] = count
+    return out
+
+
 class BlockGrid:
     """Row arrays of the active flows on a common block grid (see the module docstring)."""
 
@@ -240,14 +263,14 @@ class BlockGrid:
             end = np.where(within, np.minimum(k + _COARSE, m - 1), m)
             rows = ((k <= end.min()) & within).nonzero()[0]
             target, k = target[rows], k[rows]
-            mids = np.minimum(k[:, None] + _MIDDLE * np.arange(_COARSE // _MIDDLE + 1), m - 1)
-            below = (ahead[rows[:, None], mids] < target[:, None]).sum(axis=1)
+            mids = _MIDDLE * np.arange(_COARSE // _MIDDLE + 1)
+            below = _count_below(ahead, rows, k, mids, target)
             k = k + np.maximum(below - 1, 0) * _MIDDLE
             keep = k <= np.minimum(k + _MIDDLE, m - 1).min()
             rows, target, k = rows[keep], target[keep], k[keep]
-            cols = np.minimum(k[:, None] + np.arange(_MIDDLE + 1), m - 1)
-            # rows are non-decreasing: the first block reaching the target is argmax(≥)
-            col = j + k + (ahead[rows[:, None], cols] >= target[:, None]).argmax(axis=1)
+            # rows are non-decreasing: the first block reaching the target is the count of
+            # those below it
+            col = j + k + _count_below(ahead, rows, k, np.arange(_MIDDLE + 1), target)
         else:  # one comparison over the blocks ahead
             rows = np.arange(n) if within.all() else within.nonzero()[0]
             target = target[rows]
