@@ -48,7 +48,10 @@ def _count_below(
     cross together) are read column by column — each a contiguous column of the
     column-major grid — instead of element by element."""
     last = ahead.shape[1] - 1
-    starts = np.unique(k)
+    if not k.size:
+        return np.zeros(0, dtype=np.intp)
+    first = k[0]
+    starts = k[:1] if (k == first).all() else np.unique(k)
     if starts.size > 16:
         cols = np.minimum(k[:, None] + offsets, last)
         return (ahead[rows[:, None], cols] < target[:, None]).sum(axis=1)
