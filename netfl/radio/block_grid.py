@@ -169,10 +169,13 @@ class BlockGrid:
         self._kb += drop
         self._width = keep
 
+    def _horizon_due(self, t_s: float) -> bool:
+        """Whether the grid must be extended to cover ``t_s`` plus a margin."""
+        return int(math.floor(t_s / self.block_s)) - self._kb + 16 >= self._width
+
     def _ensure(self, t_s: float) -> None:
         """Make sure the grid covers ``t_s`` plus a margin (rebasing first)."""
-        j = int(math.floor(t_s / self.block_s)) - self._kb
-        if j + 16 >= self._width:
+        if self._horizon_due(t_s):
             self._rebase()
             j = int(math.floor(t_s / self.block_s)) - self._kb
             self._grow(j + HORIZON_BLOCKS)
@@ -235,7 +238,7 @@ class BlockGrid:
         now = self.env.now
         # columns of how many blocks: looked at when the horizon is extended (the flows
         # are drained to now here)
-        if int(math.floor(now / self.block_s)) - self._kb + 16 >= self._width or self._g > 1:
+        if self._g > 1 or self._horizon_due(now):
             g = self._target_g()
             if g != self._g:
                 self._regrid(g)

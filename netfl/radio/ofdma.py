@@ -312,7 +312,7 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
             self._snr[:n],
             self._bit_scale / self._g,
             bool(self._n_path or self._n_multicast),
-            int(math.floor(self.env.now / self.block_s)) - self._kb + 16 >= self._width,
+            self._horizon_due(self.env.now),
         )
 
     def _set_aggregate(self, g: int) -> None:
