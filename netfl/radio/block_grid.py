@@ -90,6 +90,7 @@ class BlockGrid:
         "_snr_psd",  # SNR per RB at the flow's target PSD
         "_snracc",  # ∫ SNR dt before the last SNR change
         "_air",  # airtime [s]
+        "_bmax",  # most bits per RB of any column ahead (at least: bounds the search)
     )
     #: per-flow block arrays
     _GRIDS = ("_gains", "_bits", "_cum", "_cumg")
@@ -152,7 +153,15 @@ class BlockGrid:
         self._cumg[:n, w0 + 1 : new_width + 1] = self._cumg[:n, w0 : w0 + 1] + self.block_s * (
             np.cumsum(self._gains[:n, w0:new_width], axis=1)
         )
+        if n:
+            np.maximum(self._bmax[:n], self._bits[:n, w0:new_width].max(axis=1), out=self._bmax[:n])
         self._width = new_width
+
+    def _bound_rows(self, rows: np.ndarray, c: int) -> None:
+        """Rows ``rows`` were re-rated from column ``c`` on: their bound on the bits of a
+        column ahead, from the column before it (an instant a hair before a block's end
+        is rated from the next) to the horizon."""
+        self._bmax[rows] = self._bits[rows, max(c - 1, 0) : self._width].max(axis=1)
 
     def _rebase(self) -> None:
         """Drop the columns before the last update's block (they are never read again)."""
@@ -222,9 +231,30 @@ class BlockGrid:
         self._set_aggregate(g)
         self._kb, self._width = int(math.floor(now / self.block_s)), 0
         if n:
-            self._cum[:n, 0] = self._cumg[:n, 0] = 0.0
+            self._cum[:n, 0] = self._cumg[:n, 0] = self._bmax[:n] = 0.0
             self._grow(HORIZON_BLOCKS)
             self._gstart[:n] = self._gain_integrals(rows, now)
+
+    def _contenders(
+        self, rows: np.ndarray, need: np.ndarray, target: np.ndarray, x: float, j: int, w: int
+    ) -> np.ndarray:
+        """The rows among ``rows`` (each reaching its ``target`` within the horizon) that
+        may complete first. No row completes before column x + need/bmax (it carries at
+        most ``_bmax`` bits per RB a column): the row of the earliest such bound is
+        searched exactly, and only the rows whose bound is not past its completion kept
+        (the same minimum, most rows never read)."""
+        need = need[rows]
+        with np.errstate(divide="ignore"):  # (no bits ahead: only a row with none to send)
+            bound = x + np.divide(need, self._bmax[rows], out=np.zeros(rows.size), where=need > 0)
+        best = int(rows[np.argmin(bound)])
+        # the first column whose end reaches the target (cumulative bits never decrease)
+        col = j + int(np.searchsorted(self._cum[best, j + 1 : w + 1], target[best]))
+        col = min(col, w - 1)
+        per_block = self._bits[best, col]
+        frac = (target[best] - self._cum[best, col]) / per_block if per_block > 0 else 0.0
+        finish = col + min(max(frac, 0.0), 1.0)
+        # (a margin far above rounding: a row at its bound is kept)
+        return rows[bound <= finish + 1e-6]
 
     def _min_finish_time(self) -> float:
         """Earliest completion within the drawn horizon, else the horizon's end.
@@ -259,16 +289,19 @@ class BlockGrid:
         if not within.any():
             return (self._kb + w) * self.block_s
         m = w - j
-        if n * m > _DIRECT_SEARCH_LIMIT:
-            # (views of all rows: the rows past the horizon are masked, not copied out)
+        rows = np.arange(n) if within.all() else within.nonzero()[0]
+        if rows.size * m > _DIRECT_SEARCH_LIMIT:
+            rows = self._contenders(rows, need, target, x, j, w)
+        target = target[rows]
+        if rows.size * m > _DIRECT_SEARCH_LIMIT:
+            # (views of all rows: only the contenders' are read)
             ahead = self._cum[:n, j + 1 : w + 1]
             # coarse pass every 64th block, a middle pass every 8th within the brackets
             # that can hold the minimum, the fine search within theirs
-            coarse = ahead[:, ::_COARSE]
+            coarse = ahead[:, ::_COARSE][rows]
             k = np.maximum((coarse < target[:, None]).sum(axis=1) - 1, 0) * _COARSE
-            end = np.where(within, np.minimum(k + _COARSE, m - 1), m)
-            rows = ((k <= end.min()) & within).nonzero()[0]
-            target, k = target[rows], k[rows]
+            keep = k <= np.minimum(k + _COARSE, m - 1).min()
+            rows, target, k = rows[keep], target[keep], k[keep]
             mids = _MIDDLE * np.arange(_COARSE // _MIDDLE + 1)
             below = _count_below(ahead, rows, k, mids, target)
             k = k + np.maximum(below - 1, 0) * _MIDDLE
@@ -278,8 +311,6 @@ class BlockGrid:
             # those below it
             col = j + k + _count_below(ahead, rows, k, np.arange(_MIDDLE + 1), target)
         else:  # one comparison over the blocks ahead
-            rows = np.arange(n) if within.all() else within.nonzero()[0]
-            target = target[rows]
             ahead = self._cum[rows, j + 1 : w + 1]
             col = j + (ahead >= target[:, None]).argmax(axis=1)
         col = np.minimum(col, w - 1)

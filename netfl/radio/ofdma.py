@@ -354,6 +354,7 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
         self._bits[n, offset : self._width] = self._bits_per_rb(snr0, g)
         self._cum[n, 0] = self._cumg[n, 0] = 0.0
         self._cum[n, 1 : self._width + 1] = np.cumsum(self._bits[n, : self._width])
+        self._bmax[n] = self._bits[n, : self._width].max()
         self._cumg[n, 1 : self._width + 1] = self.block_s * np.cumsum(self._gains[n, : self._width])
         self._rem[n] = flow.remaining_bits
         self._size[n] = flow.size_bits
@@ -423,6 +424,7 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
         bits = self._bits_per_rb(self._snr[rows, None], self._gains[rows, c:w])
         self._bits[rows, c:w] = bits
         self._cum[rows, c + 1 : w + 1] = self._cum[rows, c : c + 1] + bits.cumsum(axis=1)
+        self._bound_rows(rows, c)
         self._cumg[rows, c + 1 : w + 1] = self._cumg[rows, c : c + 1] + self.block_s * (
             self._gains[rows, c:w].cumsum(axis=1)
         )
@@ -593,6 +595,7 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
         bits = self._bits_per_rb(new[:, None], self._gains[rows, c:w])
         self._bits[rows, c:w] = bits
         self._cum[rows, c + 1 : w + 1] = self._cum[rows, c : c + 1] + bits.cumsum(axis=1)
+        self._bound_rows(rows, c)
 
     def _allocate_shares(self) -> float:
         n = len(self.flows)

@@ -20,7 +20,7 @@ SLOT_S = 0.5e-3  # reference slot: half a fading block (numerology 1)
 REL = 1e-9
 
 
-def run_carrier(num_rbs, flows, sessions=(), scheduler="round_robin", fading=None):
+def run_carrier(num_rbs, flows, sessions=(), scheduler="round_robin", fading=None, efficiency=None):
     """flows: (start_s, size_bits, mean_snr, seed, cap); sessions: (start_s, end_s, demand).
 
     Returns delivery times (by flow index), the carrier, and the flow objects."""
@@ -31,7 +31,7 @@ def run_carrier(num_rbs, flows, sessions=(), scheduler="round_robin", fading=Non
         num_rbs,
         RB_HZ,
         fading or RayleighBlockFading(BLOCK_S),
-        shannon_efficiency,
+        efficiency or shannon_efficiency,
         scheduler,
     )
     ends: dict[int, float] = {}
@@ -330,6 +330,53 @@ def test_three_level_completion_search_finds_the_direct_search_instants(monkeypa
     two_level, _, _ = run_carrier(12, flows, sessions)
     assert two_level == direct
     assert max(direct.values()) > 3 * HORIZON_BLOCKS * BLOCK_S  # beyond several horizons
+
+
+@pytest.mark.parametrize("table", ["shannon", "cqi"])
+def test_completion_search_keeps_every_flow_that_may_end_first(monkeypatch, table):
+    """Large grids search only the flows whose bound (their position now plus what
+    remains at the most bits a column carries) is not past one flow's exact completion:
+    at every search the flows that end first (by a search of every flow) are among those
+    kept, most flows are not read, and the instants are the direct search's."""
+    from channel_models.link_budget import cqi_efficiency
+    from netfl.radio import block_grid
+
+    efficiency = cqi_efficiency if table == "cqi" else None
+    rng = np.random.default_rng(7)
+    flows = [
+        (
+            float(rng.uniform(0.0, 0.1)),
+            float(rng.uniform(1e4, 3e5)),
+            float(10 ** rng.uniform(0.0, 2.5)),
+            i,
+            float(rng.choice([math.inf, 2.0, 6.0])),
+        )
+        for i in range(80)
+    ]
+    sessions = [(0.0, 0.3, 2.0), (0.05, 0.4, 4.0)]
+    direct, _, _ = run_carrier(25, flows, sessions, efficiency=efficiency)
+    searched = block_grid.BlockGrid._contenders
+    kept_part = []
+
+    def checked(self, rows, need, target, x, j, w):
+        kept = searched(self, rows, need, target, x, j, w)
+        col = j + (self._cum[rows, j + 1 : w + 1] >= target[rows, None]).argmax(axis=1)
+        col = np.minimum(col, w - 1)
+        per = self._bits[rows, col]
+        frac = np.where(
+            per > 0, (target[rows] - self._cum[rows, col]) / np.where(per > 0, per, 1), 0
+        )
+        finish = col + np.clip(frac, 0.0, 1.0)
+        assert set(rows[finish == finish.min()].tolist()) <= set(kept.tolist())
+        kept_part.append((len(kept), len(rows)))
+        return kept
+
+    monkeypatch.setattr(block_grid.BlockGrid, "_contenders", checked)
+    monkeypatch.setattr(block_grid, "_DIRECT_SEARCH_LIMIT", 0)
+    bounded, _, _ = run_carrier(25, flows, sessions, efficiency=efficiency)
+    assert bounded == direct
+    kept, searched_rows = np.array(kept_part).sum(axis=0)
+    assert len(kept_part) > 100 and kept < 0.5 * searched_rows
 
 
 def _pf_vs_rr(num_flows, sessions=()):
