@@ -50,6 +50,7 @@ LAYERS: list[list[str]] = [
         "netfl.core.timeline",
         "netfl.core.invariants",
         "netfl.core.threads",
+        "netfl.core.gc_policy",
         "netfl.core.activity",
         "netfl.core.onoff",
     ],

@@ -66,3 +66,27 @@ def test_the_manifest_records_the_thread_choice(num_threads, tmp_path):
     )
     assert man["omp_wait_policy"] and man["omp_wait_policy_source"]
     assert torch.get_num_threads() == before
+
+
+def test_a_run_collects_garbage_less_often_and_restores_the_thresholds(monkeypatch):
+    """While a run lasts the collector's thresholds are :data:`RUN_THRESHOLDS` (seen from
+    inside the run); after it, and after a run that fails, they are what they were."""
+    import gc
+
+    import netfl.sim.runner as runner
+    from netfl.core.gc_policy import RUN_THRESHOLDS
+
+    seen = []
+
+    class Broken:
+        def __init__(self, *a, **k):
+            seen.append(gc.get_threshold())
+            raise RuntimeError("world")
+
+    monkeypatch.setattr(runner, "World", Broken)
+    before = gc.get_threshold()
+    assert before != RUN_THRESHOLDS
+    with pytest.raises(RuntimeError, match="world"):
+        runner.run(None)
+    assert seen == [RUN_THRESHOLDS]
+    assert gc.get_threshold() == before

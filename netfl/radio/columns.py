@@ -29,7 +29,7 @@ __all__ = [
 #: which it may rate its Rayleigh fading blocks G at a time
 AGGREGATE_ABOVE_FLOWS = 512
 #: the most fading blocks a column of a carrier's grid holds
-MAX_AGGREGATE = 64
+MAX_AGGREGATE = 256
 #: columns a flow's remaining lifetime should span at least when blocks are taken G at
 #: a time
 COLUMNS_PER_FLOW = 256

@@ -147,7 +147,7 @@ class LinkSection(_Strict):
         le=10**7,
         description="a Rayleigh carrier (round robin or fcfs) with at least this many flows "
         "rates its fading blocks G at a time, G the largest power of two ≤ the flows' median "
-        "remaining lifetime / 256 blocks (≤ 64): each column's mean gain exact, its bits the "
+        "remaining lifetime / 256 blocks (≤ 256): each column's mean gain exact, its bits the "
         "blocks' mean given it (channel_models.block_aggregation); 0: never (default 512)",
     )
     bandwidth_hz: float | None = Field(

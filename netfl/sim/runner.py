@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from netfl.algorithms import Algorithm, RoundSummary, get_algorithm
+from netfl.core.gc_policy import fewer_collections
 from netfl.core.invariants import check_records, check_round
 from netfl.core.records import collect_tables
 from netfl.core.threads import wait_policy
@@ -60,15 +61,18 @@ def run(
     raises (:class:`~netfl.errors.AppError`: a Flower ServerApp or ClientApp).
     """
     wall0 = time.perf_counter()
-    world = World(scenario, source=source)
-    algorithm: Algorithm | None = None
-    try:
-        algorithm = get_algorithm(scenario.algorithm.name)(world, algorithm_config(scenario))
-        return _run_world(world, algorithm, wall0, on_round, run_dir, resume, partial_on_interrupt)
-    finally:
-        if algorithm is not None:
-            algorithm.close()  # (a Flower ServerApp's thread)
-        world.close()  # a parallel executor's workers stop here, whatever happened
+    with fewer_collections():
+        world = World(scenario, source=source)
+        algorithm: Algorithm | None = None
+        try:
+            algorithm = get_algorithm(scenario.algorithm.name)(world, algorithm_config(scenario))
+            return _run_world(
+                world, algorithm, wall0, on_round, run_dir, resume, partial_on_interrupt
+            )
+        finally:
+            if algorithm is not None:
+                algorithm.close()  # (a Flower ServerApp's thread)
+            world.close()  # a parallel executor's workers stop here, whatever happened
 
 
 def simulate_round(world: World, algorithm: Algorithm, r: int) -> RoundSummary:
