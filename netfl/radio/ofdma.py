@@ -350,12 +350,15 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
             flow.fading, flow.path_share = g, 0.0
             g = g * self._path_snr(flow, flow.k0, self._kb + self._width, 0.0)
             snr0, self._n_path = 1.0, self._n_path + 1
-        self._gains[n, offset : self._width] = g
-        self._bits[n, offset : self._width] = self._bits_per_rb(snr0, g)
-        self._cum[n, 0] = self._cumg[n, 0] = 0.0
-        self._cum[n, 1 : self._width + 1] = np.cumsum(self._bits[n, : self._width])
-        self._bmax[n] = self._bits[n, : self._width].max()
-        self._cumg[n, 1 : self._width + 1] = self.block_s * np.cumsum(self._gains[n, : self._width])
+        bits = self._bits_per_rb(snr0, g)
+        w = self._width
+        self._gains[n, offset:w] = g
+        self._bits[n, offset:w] = bits
+        # (sums of the flow's own contiguous arrays: a row of the grid is strided)
+        self._cum[n, : offset + 1] = self._cumg[n, : offset + 1] = 0.0
+        self._cum[n, offset + 1 : w + 1] = np.cumsum(bits)
+        self._cumg[n, offset + 1 : w + 1] = self.block_s * np.cumsum(g)
+        self._bmax[n] = bits.max(initial=0.0)
         self._rem[n] = flow.remaining_bits
         self._size[n] = flow.size_bits
         self._n_capped += int(math.isfinite(flow.cap))
