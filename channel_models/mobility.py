@@ -271,6 +271,42 @@ def _waves(d_corr_m: float, seed: int, num_waves: int) -> tuple[np.ndarray, np.n
 L1_MEASUREMENT_PERIOD_S = 0.2
 
 
+def _l3_filter(
+    t: np.ndarray,
+    rsrp: np.ndarray,
+    keep: float,
+    period_s: float,
+    filtered: np.ndarray | None,
+    last: float | None,
+) -> np.ndarray:
+    """``(samples, cells)`` F_n = w_n·F_{n−1} + (1 − w_n)·M_n, w_n = ``keep``^(Δt_n /
+    ``period_s``), from ``filtered`` at time ``last`` (None: F_0 = M_0). Samples evenly
+    spaced (to 1e-9 of their step) are filtered as one linear recursion
+    (``scipy.signal.lfilter``), others one by one."""
+    from scipy.signal import lfilter
+
+    if filtered is None:
+        prev, t_prev = rsrp[0], t[0]
+    else:
+        prev, t_prev = np.asarray(filtered, dtype=float), float(last)
+    dt = np.diff(t, prepend=t_prev)
+    w = keep ** (dt / period_s)
+    if filtered is None:
+        w[0] = 0.0  # (F_0 = M_0)
+    if not w.any():  # (no filter)
+        return rsrp.copy()
+    if len(t) > 1 and np.ptp(dt[1:]) <= 1e-9 * abs(dt[1]) and keep > 0.0:
+        w1 = float(w[1:].mean())
+        first = w[0] * prev + (1.0 - w[0]) * rsrp[0]
+        rest, _ = lfilter([1.0 - w1], [1.0, -w1], rsrp[1:], axis=0, zi=(w1 * first)[None, :])
+        return np.concatenate([first[None, :], rest])
+    out = np.empty_like(rsrp)
+    for k in range(len(t)):
+        prev = w[k] * prev + (1.0 - w[k]) * rsrp[k]
+        out[k] = prev
+    return out
+
+
 def a3_handovers(
     t_s: np.ndarray,
     rsrp_dbm: np.ndarray,
@@ -307,28 +343,42 @@ def a3_handovers(
     state = {} if state is None else state
     entered: float | None = state.get("entered")
     target = int(state.get("target", -1))
+    if not len(t):
+        return out
     keep = 1.0 - 0.5 ** (filter_k / 4.0)  # (1 − a) per period X
-    filtered = state.get("filtered")
-    last = state.get("t")
-    for k in range(len(t)):
-        if filtered is None:
-            filtered = rsrp[k]
-        else:
-            w = keep ** ((t[k] - last) / filter_period_s)
-            filtered = w * filtered + (1.0 - w) * rsrp[k]
-        last = float(t[k])
-        row = filtered.copy()
-        own = row[serving]
-        row[serving] = -np.inf
-        best = int(np.argmax(row))
-        if row[best] > own + hysteresis_db:
-            if entered is None or best != target:
-                entered, target = float(t[k]), best
-            if t[k] - entered >= ttt_s - 1e-12:
-                out.append((float(t[k]), serving, target))
-                serving, entered, target = target, None, -1
-        else:
-            entered, target = None, -1
+    filtered = _l3_filter(t, rsrp, keep, filter_period_s, state.get("filtered"), state.get("t"))
+    # the A3 rule, instant by instant between handovers: where the best neighbour beats
+    # the serving cell by the hysteresis (``hot``), runs of the same neighbour
+    # (``entered`` at a run's first instant); a handover where a run has lasted the TTT
+    k, n = 0, len(t)
+    while k < n:
+        f = filtered[k:]
+        own = f[:, serving]
+        others = f.copy()
+        others[:, serving] = -np.inf
+        best = others.argmax(axis=1)
+        hot = others[np.arange(n - k), best] > own + hysteresis_db
+        new_run = hot.copy()
+        new_run[1:] &= ~hot[:-1] | (best[1:] != best[:-1])
+        if hot[0] and entered is not None and best[0] == target:
+            new_run[0] = False  # (a run the previous call began)
+        starts = np.where(new_run, np.arange(n - k), -1)
+        began = np.maximum.accumulate(starts)
+        held = entered if entered is not None else 0.0
+        since = np.where(began >= 0, t[k:][np.maximum(began, 0)], held)
+        fire = hot & (t[k:] - since >= ttt_s - 1e-12)
+        if not fire.any():
+            entered = float(since[-1]) if hot[-1] else None
+            target = int(best[-1]) if hot[-1] else -1
+            break
+        h = int(fire.argmax())
+        out.append((float(t[k + h]), serving, int(best[h])))
+        serving, entered, target = int(best[h]), None, -1
+        k += h + 1
+    else:
+        entered, target = None, -1
+    last = float(t[-1])
+    filtered = filtered[-1]
     state["entered"], state["target"], state["filtered"], state["t"] = (
         entered,
         target,

@@ -284,23 +284,34 @@ class SiteGeometry:
                 self.site_fields(site, self.site_xy[:1])  # (builds the fields)
             fields = [self._fields[site][k] for site in range(n_sites) for k in (0, 1)]
             waves = [f._waves() for f in fields]
+            omega = np.concatenate([w[0] for w in waves])  # (2·sites·M, 2)
             stacked = self._fields["stacked"] = (
-                np.concatenate([w[0] for w in waves]),  # (2·sites·M, 2)
+                omega,
                 np.concatenate([w[1] for w in waves]),
                 fields[0].num_waves,
+                np.ascontiguousarray(omega.T, dtype=np.float32),
             )
-        omega, phase, m = stacked
+        omega, phase, m, omega32 = stacked
         xy = np.asarray(xy, dtype=float).reshape(-1, 2)
         # the phases at each segment's first point in double precision (reduced to
         # [0, 2π)), the changes along the path from it in single: single-precision
         # cosines are vectorised an order of magnitude faster, and a path's points lie
         # metres apart, so the phases keep ~1e-5 rad
-        starts = np.arange(0, len(xy), segment or max(len(xy), 1))
-        base = np.remainder(xy[starts] @ omega.T + phase, 2.0 * math.pi).astype(np.float32)
-        first = np.repeat(starts, np.diff(np.append(starts, len(xy))))
-        arg = (xy - xy[first]).astype(np.float32) @ omega.T.astype(np.float32)
-        arg += base[first // (segment or max(len(xy), 1))]
-        v = np.cos(arg, out=arg).reshape(len(xy), -1, 2, m).sum(-1, dtype=np.float64)
+        seg = segment or max(len(xy), 1)
+        starts = np.arange(0, len(xy), seg)
+        base = xy[starts] @ omega.T + phase
+        base -= (2.0 * math.pi) * np.floor(base * (0.5 / math.pi))
+        base = base.astype(np.float32)
+        if len(xy) % seg:  # (a last segment cut short)
+            first = np.repeat(starts, np.diff(np.append(starts, len(xy))))
+            arg = (xy - xy[first]).astype(np.float32) @ omega32
+            arg += base[first // seg]
+        else:  # (whole segments: each segment's phases added to its points at once)
+            rel = xy.reshape(len(starts), seg, 2) - xy[starts][:, None, :]
+            arg = (rel.astype(np.float32) @ omega32).reshape(len(starts), seg, -1)
+            arg += base[:, None, :]
+        # (the sums of 512 waves in single precision: ~1e-6 of a unit normal)
+        v = np.cos(arg, out=arg).reshape(len(xy), -1, 2, m).sum(-1).astype(np.float64)
         v *= math.sqrt(2.0 / m)
         return ndtr(v[:, :, 0]), v[:, :, 1]
 

@@ -141,3 +141,29 @@ def test_unknown_state_is_an_error():
     with pytest.raises(ValueError, match="valid: uma, umi"):
         draw_link_rays("rma", "los", np.zeros(1), np.random.default_rng(0), 10.0)
     assert math.isfinite(RAY_PARAMS[("umi", "los")].cholesky().sum())
+
+
+@pytest.mark.parametrize("state", ["los", "nlos", "o2i"])
+@pytest.mark.parametrize("rows", [1, 10])
+def test_single_precision_ray_sums_are_the_antenna_tables(state, rows):
+    """:func:`ray_power_sums` (linear, single precision, the element's zenith factor
+    shared by the sectors) against Σ P·10^(G/10) with G from :func:`element_gain_db` +
+    :func:`array_gain_db` in double precision: within 1e-5 for 200 links × 3 sectors
+    at every azimuth (wrapped from ±540°) and zenith from 60° to 150°, omni too."""
+    from channel_models.bs_antenna import ray_power_sums
+
+    rng = np.random.default_rng(4)
+    r = draw_link_rays("uma", state, rng.standard_normal(200), rng, 20.0)
+    theta = rng.uniform(60.0, 150.0, 200)
+    phi = rng.uniform(-540.0, 540.0, 200)
+    t = r.zenith_deg(theta, np.full(200, 8.0), rng.uniform(-5.0, 5.0, 200))
+    sectors = [30.0, 150.0, -90.0, None]
+    got = ray_power_sums(t, phi, r, sectors, rows, 0.8, 102.0)
+    array = array_gain_db(t, rows)
+    for k, bore in enumerate(sectors):
+        db = array + (
+            0.0 if bore is None else element_gain_db(t, phi[:, None] - bore + r.azimuth_deg)
+        )
+        want = (r.weight * 10.0 ** (db / 10.0)).sum(axis=1)
+        np.testing.assert_allclose(got[:, k], want, rtol=1e-5)
+    assert got[:, :3].max() / got[:, :3].min() > 300  # (from the main lobe to the floor)

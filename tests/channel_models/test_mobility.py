@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 from scipy import optimize, stats
+from scipy.signal import lfilter
 
 from channel_models.mobility import (
     ConstantVelocity,
@@ -193,3 +194,58 @@ def test_a_folded_trajectory_keeps_its_speed_and_stays_inside():
     folded_steps = step > 400.0  # (a jump to the opposite edge)
     assert np.allclose(step[~folded_steps], 500 / 3.6 * np.diff(t)[~folded_steps])
     assert folded_steps.sum() >= 1
+
+
+def _a3_reference(t, rsrp, serving, hyst, ttt, state, filter_k):
+    """The A3 rule sample by sample (TS 38.331 §5.5.4.4, the L3 filter of §5.5.3.2 with
+    X = 200 ms): the rule :func:`a3_handovers` evaluates between handovers at once."""
+    out, keep = [], 1.0 - 0.5 ** (filter_k / 4.0)
+    entered, target = state.get("entered"), state.get("target", -1)
+    filtered, last = state.get("filtered"), state.get("t")
+    for k in range(len(t)):
+        if filtered is None:
+            filtered = rsrp[k]
+        else:
+            w = keep ** ((t[k] - last) / 0.2)
+            filtered = w * filtered + (1.0 - w) * rsrp[k]
+        last = t[k]
+        row = filtered.copy()
+        own = row[serving]
+        row[serving] = -np.inf
+        best = int(np.argmax(row))
+        if row[best] > own + hyst:
+            if entered is None or best != target:
+                entered, target = t[k], best
+            if t[k] - entered >= ttt - 1e-12:
+                out.append((t[k], serving, target))
+                serving, entered, target = target, None, -1
+        else:
+            entered, target = None, -1
+    state.update(entered=entered, target=target, filtered=filtered, t=last)
+    return out
+
+
+@pytest.mark.parametrize("filter_k", [0, 4, 11])
+@pytest.mark.parametrize("ttt", [0.0, 0.16, 0.64])
+def test_a3_rule_between_handovers_at_once_is_the_rule_sample_by_sample(filter_k, ttt):
+    """Mean-reverting walks of 7 cells' RSRP (600 samples 40 ms apart), cut into
+    calls of random lengths (the state carried across): the same handovers at the same
+    instants as the rule applied sample by sample, and the same state at the end."""
+    rng = np.random.default_rng(filter_k * 10 + int(ttt * 100))
+    t = np.arange(1, 601) * 0.04
+    rsrp = -90.0 + lfilter([1.0], [1.0, -0.97], rng.normal(0.0, 2.0, (600, 7)), axis=0)
+    cuts = np.sort(rng.choice(np.arange(1, 600), 12, replace=False))
+    got, want, s_got, s_want = [], [], {}, {}
+    serving_got = serving_want = 2
+    for a, b in zip([0, *cuts], [*cuts, 600], strict=True):
+        ev = a3_handovers(t[a:b], rsrp[a:b], serving_got, 3.0, ttt, s_got, filter_k)
+        ref = _a3_reference(t[a:b], rsrp[a:b], serving_want, 3.0, ttt, s_want, filter_k)
+        got += ev
+        want += ref
+        serving_got = ev[-1][2] if ev else serving_got
+        serving_want = ref[-1][2] if ref else serving_want
+    assert len(want) >= 4
+    assert [e[1:] for e in got] == [e[1:] for e in want]
+    np.testing.assert_allclose([e[0] for e in got], [e[0] for e in want], rtol=0, atol=1e-12)
+    assert (s_got["entered"], s_got["target"]) == (s_want["entered"], s_want["target"])
+    np.testing.assert_allclose(s_got["filtered"], s_want["filtered"], rtol=1e-12)
