@@ -245,7 +245,16 @@ class MovingLink:
     def terms(self, blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         step = self.handover.settings["sample_s"]
         at = np.maximum(self.start_s, np.asarray(blocks) * self.block_s)
-        return self.sample_terms(np.floor(at / step + 1e-9).astype(int))
+        ks = np.floor(at / step + 1e-9).astype(int)
+        if ks.size < 2:
+            return self.sample_terms(ks)
+        # (the blocks of one measurement share its terms: each instant evaluated once)
+        first = np.empty(ks.size, dtype=bool)
+        first[0] = True
+        np.not_equal(ks[1:], ks[:-1], out=first[1:])
+        psd, total = self.sample_terms(ks[first])
+        which = np.cumsum(first) - 1
+        return psd[which], total[which]
 
     def sample_terms(self, ks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(per-RB SINR, SINR of all power in one RB)`` at measurement instants ``ks``."""
