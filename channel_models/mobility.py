@@ -282,9 +282,7 @@ def _l3_filter(
     """``(samples, cells)`` F_n = w_n·F_{n−1} + (1 − w_n)·M_n, w_n = ``keep``^(Δt_n /
     ``period_s``), from ``filtered`` at time ``last`` (None: F_0 = M_0). Samples evenly
     spaced (to 1e-9 of their step) are filtered as one linear recursion
-    (``scipy.signal.lfilter``), others one by one."""
-    from scipy.signal import lfilter
-
+    (:func:`_recursion`), others one by one."""
     if filtered is None:
         prev, t_prev = rsrp[0], t[0]
     else:
@@ -295,16 +293,41 @@ def _l3_filter(
         w[0] = 0.0  # (F_0 = M_0)
     if not w.any():  # (no filter)
         return rsrp.copy()
-    if len(t) > 1 and np.ptp(dt[1:]) <= 1e-9 * abs(dt[1]) and keep > 0.0:
-        w1 = float(w[1:].mean())
-        first = w[0] * prev + (1.0 - w[0]) * rsrp[0]
-        rest, _ = lfilter([1.0 - w1], [1.0, -w1], rsrp[1:], axis=0, zi=(w1 * first)[None, :])
-        return np.concatenate([first[None, :], rest])
+    first = w[0] * prev + (1.0 - w[0]) * rsrp[0]
+    if len(t) > 1 and np.ptp(dt[1:]) <= 1e-9 * abs(dt[1]):
+        return np.concatenate([first[None, :], _recursion(float(w[1:].mean()), first, rsrp[1:])])
     out = np.empty_like(rsrp)
-    for k in range(len(t)):
+    out[0] = prev = first
+    for k in range(1, len(t)):
         prev = w[k] * prev + (1.0 - w[k]) * rsrp[k]
         out[k] = prev
     return out
+
+
+#: samples a block of :func:`_recursion` takes at once
+_BLOCK = 64
+
+
+def _recursion(w: float, start: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``(n, cells)`` y_k = w·y_{k−1} + (1 − w)·x_k from y_{−1} = ``start``, a block of
+    :data:`_BLOCK` samples at a time as one product: y = w^(k+1)·y_{−1} + (1 − w)·T·x,
+    T[k, j] = w^(k−j) for j ≤ k (the same values as the recursion to rounding)."""
+    powers, toeplitz = _block_matrices(w)
+    out = np.empty_like(x)
+    prev = start
+    for a in range(0, len(x), _BLOCK):
+        b = min(a + _BLOCK, len(x))
+        out[a:b] = powers[: b - a, None] * prev + toeplitz[: b - a, : b - a] @ x[a:b]
+        prev = out[b - 1]
+    return out
+
+
+@functools.lru_cache(maxsize=16)
+def _block_matrices(w: float) -> tuple[np.ndarray, np.ndarray]:
+    k = np.arange(_BLOCK)
+    lag = k[:, None] - k[None, :]
+    toeplitz = np.where(lag >= 0, (1.0 - w) * w ** np.maximum(lag, 0), 0.0)
+    return w ** (k + 1.0), toeplitz
 
 
 def a3_handovers(
