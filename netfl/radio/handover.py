@@ -241,6 +241,8 @@ class MovingLink:
         self.ue, self.cell = ue, cell_radio.cell
         self.uplink = direction == "uplink"
         self.start_s, self.block_s = float(start_s), float(block_s)
+        empty = np.zeros(0)
+        self._kept: tuple[int, np.ndarray, np.ndarray, np.ndarray] = (0, empty, empty, empty)
 
     def terms(self, blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         step = self.handover.settings["sample_s"]
@@ -257,9 +259,17 @@ class MovingLink:
         return psd[which], total[which]
 
     def sample_terms(self, ks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(per-RB SINR, SINR of all power in one RB)`` at measurement instants ``ks``."""
+        """``(per-RB SINR, SINR of all power in one RB)`` at measurement instants ``ks``:
+        the SNR terms of an instant are kept (its measurement never changes), the
+        interference is the one now."""
         lo, hi = int(ks.min()), int(ks.max())
-        loss = self.handover.measured(self.ue, lo, hi)[ks - lo]  # (instants, cells)
-        psd, total = self.cell_radio.snr_terms(loss[:, self.cell], not self.uplink, self.uplink)
+        k0, loss, psd, total = self._kept
+        if lo < k0 or hi >= k0 + len(loss):
+            loss = self.handover.measured(self.ue, lo, hi)  # (instants, cells)
+            psd, total = self.cell_radio.snr_terms(loss[:, self.cell], not self.uplink, self.uplink)
+            k0, total = lo, np.broadcast_to(total, psd.shape)
+            self._kept = (k0, loss, psd, total)
+        at = ks - k0
+        loss = loss[at]
         scale = self.interference.path_scales(self.cell, self.uplink, loss)
-        return psd * scale, np.broadcast_to(total, psd.shape) * scale
+        return psd[at] * scale, total[at] * scale
