@@ -242,7 +242,7 @@ class MovingLink:
         self.uplink = direction == "uplink"
         self.start_s, self.block_s = float(start_s), float(block_s)
         empty = np.zeros(0)
-        self._kept: tuple[int, np.ndarray, np.ndarray, np.ndarray] = (0, empty, empty, empty)
+        self._kept: tuple = (0, empty, empty, empty, None)
 
     def terms(self, blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         step = self.handover.settings["sample_s"]
@@ -263,13 +263,15 @@ class MovingLink:
         the SNR terms of an instant are kept (its measurement never changes), the
         interference is the one now."""
         lo, hi = int(ks.min()), int(ks.max())
-        k0, loss, psd, total = self._kept
+        k0, loss, psd, total, snr = self._kept
         if lo < k0 or hi >= k0 + len(loss):
             loss = self.handover.measured(self.ue, lo, hi)  # (instants, cells)
             psd, total = self.cell_radio.snr_terms(loss[:, self.cell], not self.uplink, self.uplink)
             k0, total = lo, np.broadcast_to(total, psd.shape)
-            self._kept = (k0, loss, psd, total)
+            snr = None if self.uplink else self.interference.downlink_snrs(loss)
+            self._kept = (k0, loss, psd, total, snr)
         at = ks - k0
-        loss = loss[at]
-        scale = self.interference.path_scales(self.cell, self.uplink, loss)
+        scale = self.interference.path_scales(
+            self.cell, self.uplink, loss[at], None if snr is None else snr[at]
+        )
         return psd[at] * scale, total[at] * scale

@@ -36,6 +36,7 @@ INTERFACE = (
     "snr_scale",
     "d2d_inr",
     "path_scales",
+    "downlink_snrs",
     "at_full_load",
     "uplink_inr_db",
 )
@@ -240,18 +241,27 @@ class Interference:
         eta = self.eta["uplink"]
         return float(eta @ row - eta[cell] * row[cell])
 
-    def path_scales(self, cell: int, uplink: bool, loss: np.ndarray) -> np.ndarray:
+    def path_scales(
+        self, cell: int, uplink: bool, loss: np.ndarray, snr: np.ndarray | None = None
+    ) -> np.ndarray:
         """SINR/SNR of a moving UE's link with ``cell`` at each of its measurements
-        ``loss`` (instants, cells) with the interference now (:meth:`inr`)."""
+        ``loss`` (instants, cells) with the interference now (:meth:`inr`); ``snr``: the
+        downlink SNRs of those losses from every cell, when the caller keeps them
+        (:meth:`downlink_snrs`)."""
         scale = np.ones(len(loss))
         if self.model == "none" or len(self.cells) == 1:
             return scale
         if uplink:
             scale[:] = 1.0 / (1.0 + float(self.eta["uplink"] @ self._ul_rx[:, cell]))
             return scale
-        snr = self.cells[0].snr_terms(loss, True, False)[0]  # (instants, cells)
+        if snr is None:
+            snr = self.downlink_snrs(loss)
         eta = self.eta["downlink"]
         return 1.0 / (1.0 + snr @ eta - eta[cell] * snr[:, cell])
+
+    def downlink_snrs(self, loss: np.ndarray) -> np.ndarray:
+        """``(instants, cells)`` downlink SNR from each cell at coupling losses ``loss``."""
+        return self.cells[0].snr_terms(loss, True, False)[0]
 
     @contextmanager
     def at_full_load(self) -> Iterator[None]:
