@@ -6,8 +6,9 @@ times and their ratio against the issue's target of 12× (10× the devices).
 Where the time goes at 10,000 devices: with n flows sharing the carrier each lasts ∝ n
 fading blocks, so rated block by block the flow-blocks grow as n²; from 512 flows the
 carrier rates its Rayleigh blocks G at a time (``cell.link.aggregate_above_flows``,
-docs/time-energy.md), so they grow as n. What remains above linear is per event: every
-flow arrival, completion and CUE session re-allocates and searches all active flows.
+docs/time-energy.md), so they grow as n; the completion search reads only the flows
+whose bound says they may end first. What remains above linear is per event: every flow
+arrival, completion and CUE session re-allocates the shares of all active flows.
 
     .venv/bin/python benchmarks/carrier_scale.py [--small 1000] [--large 10000]
 """
