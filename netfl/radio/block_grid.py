@@ -260,10 +260,11 @@ class BlockGrid:
         """Earliest completion within the drawn horizon, else the horizon's end.
 
         Only the blocks from the clock's onward are searched (a flow's target
-        position is never behind its current one). Small grids are searched with
-        one comparison; large ones with a coarse pass (every 64th block), a middle one
-        (every 8th) and a fine search, each only for the flows whose bracket can hold
-        the minimum.
+        position is never behind its current one). On large grids only the flows
+        that may end first are searched (:meth:`_contenders`). Small grids are
+        searched with one comparison; large ones with a coarse pass (every 64th
+        block), a middle one (every 8th) and a fine search, each only for the flows
+        whose bracket can hold the minimum.
         """
         now = self.env.now
         # columns of how many blocks: looked at when the horizon is extended (the flows

@@ -37,8 +37,9 @@ flow from its own generator, vectorised, for a horizon of blocks ahead. All
 active flows' per-RB bit curves are rows of one matrix on a common block grid,
 so draining and finding the next completion are a few array operations per
 event, whatever the number of flows; fading blocks create no events (the
-completion instant is found by a vectorised two-level search on the cumulative
-bits per RB; a wake-up at the horizon's end extends it).
+completion instant is found by a vectorised search on the cumulative bits per RB,
+which reads only the flows whose bound says they may end first; a wake-up at the
+horizon's end extends it).
 """
 
 from __future__ import annotations
