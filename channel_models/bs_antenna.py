@@ -177,8 +177,10 @@ def ray_power_sums(
     :func:`array_gain_db` evaluated in linear terms and single precision — the element
     is 10^0.8·e^(−1.2 ln10·(((θ−90)/65)² + (φ/65)²)) down to its 30 dB floor, so its
     zenith factor is the rays' for every sector and only the azimuth factor is per
-    sector. Within 1e-5 of the double-precision dB evaluation (tested) at a sixth of its
-    cost: a moving UE's gains along its path are sums of thousands of these."""
+    sector. Within 1e-4 of the double-precision dB evaluation (1e-5 tested on random
+    links; an array null seen by rays of a tiny spread, and the 1e-12 floor, are less
+    exact in relative terms, nothing in dB) at a sixth of its cost: a moving UE's
+    gains along its path are sums of thousands of these."""
     t = zenith_deg.astype(np.float32)
     weight = rays.weight.astype(np.float32)
     if rows > 1:  # the array factor |Σ_m e^{jmψ}|²/M = sin²(Mψ/2) / (M sin²(ψ/2))
@@ -188,7 +190,7 @@ def ray_power_sums(
         den = np.sin(half) ** 2
         num = np.sin(half * np.float32(rows)) ** 2
         small = den < np.float32(1e-30)
-        af = np.where(small, np.float32(rows), num / np.where(small, np.float32(1.0), den))
+        af = np.where(small, np.float32(rows * rows), num / np.where(small, np.float32(1.0), den))
         af *= np.float32(1.0 / rows)
         np.maximum(af, np.float32(1e-12), out=af)
         weight = weight * af

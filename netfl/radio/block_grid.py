@@ -246,15 +246,19 @@ class BlockGrid:
         need = need[rows]
         with np.errstate(divide="ignore"):  # (no bits ahead: only a row with none to send)
             bound = x + np.divide(need, self._bmax[rows], out=np.zeros(rows.size), where=need > 0)
-        best = int(rows[np.argmin(bound)])
+        first = int(np.argmin(bound))
+        best = int(rows[first])
         # the first column whose end reaches the target (cumulative bits never decrease)
         col = j + int(np.searchsorted(self._cum[best, j + 1 : w + 1], target[best]))
         col = min(col, w - 1)
         per_block = self._bits[best, col]
         frac = (target[best] - self._cum[best, col]) / per_block if per_block > 0 else 0.0
         finish = col + min(max(frac, 0.0), 1.0)
-        # (a margin far above rounding: a row at its bound is kept)
-        return rows[bound <= finish + 1e-6]
+        # (a margin far above rounding: a row at its bound is kept; the row searched
+        # exactly always is)
+        keep = bound <= finish + 1e-6
+        keep[first] = True
+        return rows[keep]
 
     def _min_finish_time(self) -> float:
         """Earliest completion within the drawn horizon, else the horizon's end.

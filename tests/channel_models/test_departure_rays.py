@@ -167,3 +167,15 @@ def test_single_precision_ray_sums_are_the_antenna_tables(state, rows):
         want = (r.weight * 10.0 ** (db / 10.0)).sum(axis=1)
         np.testing.assert_allclose(got[:, k], want, rtol=1e-5)
     assert got[:, :3].max() / got[:, :3].min() > 300  # (from the main lobe to the floor)
+
+
+def test_single_precision_ray_sums_in_the_tilt_direction_have_the_arrays_full_gain():
+    """A ray exactly along the electrical tilt (there the array factor's ratio is 0/0):
+    the array's full gain M (10 dB for 10 rows), as :func:`array_gain_db` says."""
+    from channel_models.bs_antenna import ray_power_sums
+
+    t = np.array([[65.0]])  # (cos 65° − cos 65° is exactly 0 in single precision)
+    r = LinkRays(t * 0, t * 0, t * 0, np.ones((1, 1)), np.zeros(1), np.ones(1))
+    got = ray_power_sums(t, np.array([0.0]), r, [None], 10, 0.8, 65.0)[0, 0]
+    assert got == pytest.approx(10.0 ** (array_gain_db(t, 10, 0.8, 65.0)[0, 0] / 10.0))
+    assert got == pytest.approx(10.0)

@@ -379,6 +379,75 @@ def test_completion_search_keeps_every_flow_that_may_end_first(monkeypatch, tabl
     assert len(kept_part) > 100 and kept < 0.5 * searched_rows
 
 
+@pytest.mark.parametrize("table", ["shannon", "cqi"])
+def test_completion_search_bound_holds_through_power_control_and_rescaling(monkeypatch, table):
+    """80 flows, most of them power-controlled (their per-RB SNR re-rated at every change
+    of their share), their SNRs rescaled 0.01–300× at random instants (interference
+    elsewhere): at every search each flow's kept bound covers the bits of every column
+    up to its completion, the flows that end first are kept, and the instants are the
+    direct search's."""
+    from channel_models.link_budget import cqi_efficiency
+    from netfl.radio import block_grid
+
+    efficiency = cqi_efficiency if table == "cqi" else shannon_efficiency
+
+    def run():
+        env = simpy.Environment()
+        carrier = OfdmaCarrier(
+            env, "ul", 25, RB_HZ, RayleighBlockFading(BLOCK_S), efficiency, "round_robin"
+        )
+        rng = np.random.default_rng(3)
+        ends = {}
+
+        def flow(i):
+            yield env.timeout(float(rng.uniform(0.0, 0.1)))
+            snr = float(10 ** rng.uniform(0.0, 2.5))
+            total = float(snr * rng.uniform(0.5, 8.0)) if rng.random() < 0.6 else math.inf
+            f = carrier.send(
+                float(rng.uniform(1e4, 3e5)), snr, np.random.default_rng(i), snr_total=total
+            )
+            yield f.done
+            ends[i] = env.now
+
+        def interference():
+            r = np.random.default_rng(99)
+            for _ in range(60):
+                yield env.timeout(float(r.uniform(0.001, 0.01)))
+                pick = [f for f in carrier.flows if r.random() < 0.3]
+                if pick:
+                    carrier.rescale_snr(pick, r.uniform(0.01, 300.0, len(pick)))
+
+        for i in range(80):
+            env.process(flow(i))
+        env.process(interference())
+        env.run()
+        return ends
+
+    direct = run()
+    searched = block_grid.BlockGrid._contenders
+    calls = []
+
+    def checked(self, rows, need, target, x, j, w):
+        kept = searched(self, rows, need, target, x, j, w)
+        col = j + (self._cum[rows, j + 1 : w + 1] >= target[rows, None]).argmax(axis=1)
+        col = np.minimum(col, w - 1)
+        for r, c in zip(rows, col, strict=True):
+            assert self._bits[r, j : c + 1].max() <= self._bmax[r]
+        per = self._bits[rows, col]
+        frac = np.where(
+            per > 0, (target[rows] - self._cum[rows, col]) / np.where(per > 0, per, 1), 0
+        )
+        finish = col + np.clip(frac, 0.0, 1.0)
+        assert set(rows[finish == finish.min()].tolist()) <= set(kept.tolist())
+        calls.append(len(rows))
+        return kept
+
+    monkeypatch.setattr(block_grid.BlockGrid, "_contenders", checked)
+    monkeypatch.setattr(block_grid, "_DIRECT_SEARCH_LIMIT", 0)
+    assert run() == direct
+    assert len(calls) > 100 and max(calls) >= 10
+
+
 def _pf_vs_rr(num_flows, sessions=()):
     flows = [(0.0, 2e7, 10.0, seed, math.inf) for seed in range(num_flows)]
     rr, _, rr_objs = run_carrier(20, flows, sessions, "round_robin")
