@@ -332,6 +332,19 @@ def test_three_level_completion_search_finds_the_direct_search_instants(monkeypa
     assert max(direct.values()) > 3 * HORIZON_BLOCKS * BLOCK_S  # beyond several horizons
 
 
+def _check_contenders(grid, rows, target, j, w, kept):
+    """Against a search of every row: each row's kept bound covers the bits of every
+    column up to its completion, and the rows that end first are among ``kept``."""
+    col = j + (grid._cum[rows, j + 1 : w + 1] >= target[rows, None]).argmax(axis=1)
+    col = np.minimum(col, w - 1)
+    for r, c in zip(rows, col, strict=True):
+        assert grid._bits[r, j : c + 1].max() <= grid._bmax[r]
+    per = grid._bits[rows, col]
+    frac = np.where(per > 0, (target[rows] - grid._cum[rows, col]) / np.where(per > 0, per, 1), 0)
+    finish = col + np.clip(frac, 0.0, 1.0)
+    assert set(rows[finish == finish.min()].tolist()) <= set(kept.tolist())
+
+
 @pytest.mark.parametrize("table", ["shannon", "cqi"])
 def test_completion_search_keeps_every_flow_that_may_end_first(monkeypatch, table):
     """Large grids search only the flows whose bound (their position now plus what
@@ -360,14 +373,7 @@ def test_completion_search_keeps_every_flow_that_may_end_first(monkeypatch, tabl
 
     def checked(self, rows, need, target, x, j, w):
         kept = searched(self, rows, need, target, x, j, w)
-        col = j + (self._cum[rows, j + 1 : w + 1] >= target[rows, None]).argmax(axis=1)
-        col = np.minimum(col, w - 1)
-        per = self._bits[rows, col]
-        frac = np.where(
-            per > 0, (target[rows] - self._cum[rows, col]) / np.where(per > 0, per, 1), 0
-        )
-        finish = col + np.clip(frac, 0.0, 1.0)
-        assert set(rows[finish == finish.min()].tolist()) <= set(kept.tolist())
+        _check_contenders(self, rows, target, j, w, kept)
         kept_part.append((len(kept), len(rows)))
         return kept
 
@@ -429,16 +435,7 @@ def test_completion_search_bound_holds_through_power_control_and_rescaling(monke
 
     def checked(self, rows, need, target, x, j, w):
         kept = searched(self, rows, need, target, x, j, w)
-        col = j + (self._cum[rows, j + 1 : w + 1] >= target[rows, None]).argmax(axis=1)
-        col = np.minimum(col, w - 1)
-        for r, c in zip(rows, col, strict=True):
-            assert self._bits[r, j : c + 1].max() <= self._bmax[r]
-        per = self._bits[rows, col]
-        frac = np.where(
-            per > 0, (target[rows] - self._cum[rows, col]) / np.where(per > 0, per, 1), 0
-        )
-        finish = col + np.clip(frac, 0.0, 1.0)
-        assert set(rows[finish == finish.min()].tolist()) <= set(kept.tolist())
+        _check_contenders(self, rows, target, j, w, kept)
         calls.append(len(rows))
         return kept
 
