@@ -366,11 +366,12 @@ class SiteGeometry:
         n_pts, n_sites = los.shape
         # a (site, state)'s rays: drawn once for a moving UE (:meth:`link_rays`), else
         # correlated with the shadowing at the first point in that state
-        for site in range(n_sites):
-            for state in (True, False):
-                hit = np.flatnonzero(los[:, site] == state)
-                if hit.size:
-                    k = hit[:1]
+        names = ("o2i", "o2i") if ue.o2i_loss_db > 0 else ("nlos", "los")
+        kept = self._rays if ue.name in self.mobile else {}
+        for state, there in ((True, los.any(axis=0)), (False, (~los).any(axis=0))):
+            for site in there.nonzero()[0].tolist():
+                if (ue.name, site, names[state]) not in kept:
+                    k = np.flatnonzero(los[:, site] == state)[:1]
                     self.link_rays([ue], site, los[k, site], z_site[k, site])
         # each site's gains over the rays at anchor points, linear between them (they
         # are smooth in the direction the UE is seen from: :func:`path_anchors`); the
@@ -394,10 +395,14 @@ class SiteGeometry:
             for s in range(n_sites)
         ]
         for state in (True, False):
-            sites = [s for s in range(n_sites) if (los[:, s] == state).any()]
+            sites = ((los if state else ~los).any(axis=0)).nonzero()[0].tolist()
             if not sites:
                 continue
-            rays = [self.link_rays([ue], s, np.array([state]), np.zeros(1)) for s in sites]
+            rays = [
+                kept.get((ue.name, s, names[state]))
+                or self.link_rays([ue], s, np.array([state]), np.zeros(1))
+                for s in sites
+            ]
             counts = [len(anchors[s]) for s in sites]
             off = np.concatenate([site_offs[anchors[s], s, :] for s in sites])
             which = np.repeat(np.arange(len(sites)), counts)
