@@ -56,18 +56,19 @@ class CellRadio(OfdmaRadio):
         net = self.network
         if not net.handover.mobile:
             return u, z
-        by_site: dict[int, list[tuple[int, int, Node]]] = {}
+        links = []
         for m, sn in enumerate(srcs):
             for i, dn in enumerate(dsts):
                 ue, bs = (sn, dn) if sn.is_device else (dn, sn)
                 if ue.is_device and not bs.is_device and ue.name in net.handover.mobile:
                     c = net.cell_index(bs)
                     if c is not None:
-                        by_site.setdefault(int(net.geometry.cell_site[c]), []).append((m, i, ue))
-        for site, links in by_site.items():  # (each site's fields at its UEs at once)
-            rows, cols, ues = zip(*links, strict=True)
-            fu, fz = net.geometry.site_fields(site, np.array([ue.position_m for ue in ues]))
-            u[rows, cols], z[rows, cols] = fu, fz
+                        links.append((m, i, ue, int(net.geometry.cell_site[c])))
+        if links:  # (every site's fields at the UEs at once, as along their paths)
+            rows, cols, ues, sites = zip(*links, strict=True)
+            fu, fz = net.geometry.all_site_fields(np.array([ue.position_m for ue in ues]), 1)
+            at = np.arange(len(links))
+            u[rows, cols], z[rows, cols] = fu[at, sites], fz[at, sites]
         return u, z
 
     def _ues(self, srcs, dsts, rows, cols) -> list[Node]:
