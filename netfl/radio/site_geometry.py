@@ -40,7 +40,7 @@ INTERFACE = (
     "antenna_gains_db",
     "link_rays",
     "mean_coupling_db",
-    "site_fields",
+    "all_site_fields",
     "coupling_along",
     "follow",
 )
