@@ -259,8 +259,11 @@ class Interference:
         eta = self.eta["downlink"]
         return 1.0 / (1.0 + snr @ eta - eta[cell] * snr[:, cell])
 
-    def downlink_snrs(self, loss: np.ndarray) -> np.ndarray:
-        """``(instants, cells)`` downlink SNR from each cell at coupling losses ``loss``."""
+    def downlink_snrs(self, loss: np.ndarray) -> np.ndarray | None:
+        """``(instants, cells)`` downlink SNR from each cell at coupling losses ``loss``
+        (None where no other cell interferes: :meth:`path_scales` needs none)."""
+        if self.model == "none" or len(self.cells) == 1:
+            return None
         return self.cells[0].snr_terms(loss, True, False)[0]
 
     @contextmanager
