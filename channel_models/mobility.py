@@ -401,7 +401,7 @@ def a3_handovers(
     else:
         entered, target = None, -1
     last = float(t[-1])
-    filtered = filtered[-1]
+    filtered = filtered[-1].copy()  # (the last row alone, not a view of them all)
     state["entered"], state["target"], state["filtered"], state["t"] = (
         entered,
         target,
