@@ -27,6 +27,9 @@ class CellRadio(OfdmaRadio):
         self.cell = cell
         self.node: Node = kw["bs"]
         self.group_ids = network.group_ids  # (multicast ids unique over the network)
+        #: a device's RRC state is its own, not a cell's: one over the network (a
+        #: handover keeps it connected; its tail and promotion are charged once)
+        self.ue_states = network.ue_states
 
     def _node_key(self, node: Node) -> np.uint64:
         """A BS's key is its site's (the first sector's node): co-located sectors share

@@ -178,7 +178,7 @@ class MovingTransfers:
 
         grant = self.network.profile.uplink_grant if uplink else None
         chunk = 8.0 * grant["bsr_max_bytes"] if grant is not None else math.inf
-        yield from self.network.cells[c].promote([device])  # (its RRC state is the cell's)
+        yield from self.network.cells[c].promote([device])  # (its RRC state: the network's)
         start = env.now
         key = self.network.enter([device])
         self.network.cells[c].begin(link_of(c), direction)
@@ -194,6 +194,10 @@ class MovingTransfers:
             while True:
                 self.network.mover([device])  # (a no-op when its position is up to date)
                 if self.network.serving[device.name] != c:  # handed over: the rest via the new cell
+                    # (the device stays RRC connected across the handover: held, so
+                    # leaving the old cell starts no tail — the interruption is part of
+                    # the transfer, charged as its wait)
+                    self.network.ue_states.start([device])
                     self.network.cells[c].end(link_of(c), direction)
                     begun = False
                     yield from self.wait_handover([device])
@@ -201,6 +205,7 @@ class MovingTransfers:
                     if not uplink:
                         yield from self.relay(c, edge, "downlink", left, kind, 0)
                     self.network.cells[c].begin(link_of(c), direction)
+                    self.network.ue_states.end([device])
                     begun = True
                     continue  # (the interruption took time: move again first)
                 waited = env.now
@@ -262,6 +267,8 @@ class MovingTransfers:
             cut = cut_flows(carrier, flows + ([on_air] if on_air else []), stop.cause)
             if begun:
                 self.network.cells[c].end(link_of(c), direction)
+            else:  # (cut within a handover: the hold ends, the tail starts)
+                self.network.ue_states.end([device])
             self.network.cells[c].record(
                 *link_of(c), kind, direction, size_bits, start, num_models, cut.extra, cut=cut
             )

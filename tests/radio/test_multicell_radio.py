@@ -405,9 +405,10 @@ def test_a_network_run_writes_its_tables_and_figures(tmp_path):
     assert set(back.tables["coverage"]["cell"]) <= set(range(21))
 
 
-def _driving_ue(cell, network, x0, v, interruption_s, sample_s):
+def _driving_ue(cell, network, x0, v, interruption_s, sample_s, **device):
     """One UE driving at ``v`` m/s from x = ``x0`` towards site 1 of ``TWO_SITES``; the
-    A3 rule at 3 dB, TTT 160 ms, unfiltered (the filter is tested on its own)."""
+    A3 rule at 3 dB, TTT 160 ms, unfiltered (the filter is tested on its own);
+    ``device``: more keys of its ``devices`` section."""
     return _scenario(
         cell=cell,
         network={
@@ -425,6 +426,7 @@ def _driving_ue(cell, network, x0, v, interruption_s, sample_s):
             "count": 1,
             "layout": {"kind": "positions", "positions_m": [[x0, 0.0]]},
             "mobility": {"model": "constant_velocity", "speed_kmh": v * 3.6, "heading_deg": 0},
+            **device,
         },
     )
 
@@ -1015,3 +1017,47 @@ def test_a_moving_devices_promotion_is_its_serving_cells_rrc_state():
     promotion = ue.compute.rrc_promotion_s
     assert first.start_s == pytest.approx(promotion) and second.start_s >= first.end_s
     assert ue.energy.promotion_s == pytest.approx(promotion)
+
+
+def test_a_device_stays_rrc_connected_across_a_handover():
+    """``huang2012_lte`` (a promotion and a tail): a download that hands over mid-way is
+    promoted once and leaves one tail, from its end — leaving the old cell starts none,
+    the interruption is the transfer's wait (the RRC state is the device's, one over the
+    network) — and an upload on the new cell right after it waits for no promotion."""
+    s = _driving_ue(PLAIN_CELL, {}, 230.0, 20.0, 0.05, 0.01, compute_profile="huang2012_lte")
+    world = World(s)
+    radio, env = world.radio, world.env
+    (ue,) = world.all_devices
+    c = ue.compute
+    assert c.rrc_promotion_s > 0 and c.rrc_tail_s > 0
+    first = env.run(until=radio.transfer(world.bs, ue, 4e8, "down"))
+    ((when, _, src, dst),) = radio.handover.handovers
+    assert (src, dst) == (0, 1) and first.start_s < when < first.end_s
+    assert first.start_s == pytest.approx(c.rrc_promotion_s)
+    second = env.run(until=radio.transfer(ue, world.bs, 1e5, "up"))
+    assert second.src == "ue0" and second.dst == "cell1"
+    assert second.start_s == pytest.approx(first.end_s)  # (connected: no promotion)
+    env.run(until=second.end_s + c.rrc_tail_s + 1.0)
+    radio.settle()
+    e = ue.energy
+    assert e.promotion_s == pytest.approx(c.rrc_promotion_s)
+    assert e.tail_s == pytest.approx(c.rrc_tail_s, rel=1e-12)  # (one tail, from the end)
+    mine = [r for r in world.recorder.transfers if "ue0" in (r.src, r.dst)]
+    assert e.wait_s == pytest.approx(sum(r.end_s - r.start_s - r.airtime_s for r in mine))
+    assert first.end_s - first.start_s - first.airtime_s >= 0.05  # (the interruption)
+
+    # cut during the interruption (the device left): the hold ends, the tail starts there
+    from netfl.core.activity import DeviceCut
+
+    world = World(s)
+    radio, env = world.radio, world.env
+    (ue,) = world.all_devices
+    proc = radio.transfer(world.bs, ue, 4e8, "down")
+    env.run(until=when + 0.02)
+    assert radio.handover.handovers and radio.handover.busy_until([ue]) > env.now
+    world.activities.cut(ue, "left")
+    with pytest.raises(DeviceCut):
+        env.run(until=proc)
+    env.run(until=when + 0.02 + c.rrc_tail_s + 1.0)
+    radio.settle()
+    assert ue.energy.tail_s == pytest.approx(c.rrc_tail_s, rel=1e-12)
