@@ -93,7 +93,7 @@ LAYERS: list[list[str]] = [
         "netfl.radio.geometry",
         "netfl.radio.handover",
         "netfl.radio.interference",
-        "netfl.radio.path_anchors",
+        "netfl.radio.path_gains",
         "netfl.radio.site_geometry",
         "netfl.radio.moving_transfers",
         "netfl.radio.multicell_radio",

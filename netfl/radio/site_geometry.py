@@ -20,7 +20,7 @@ from channel_models.departure_rays import LinkRays, draw_link_rays, median_asd_d
 from channel_models.multicell import nearest_image_offsets
 from channel_models.pathloss import los_distance_m
 from netfl.core.nodes import Node
-from netfl.radio.path_anchors import greedy_anchors, path_steps
+from netfl.radio.path_gains import ray_gains_db_along
 
 if TYPE_CHECKING:
     from netfl.radio.multicell_radio import CellRadio
@@ -363,96 +363,30 @@ class SiteGeometry:
             )
         site_d2 = los_distance_m(np.hypot(site_offs[..., 0], site_offs[..., 1]), inside)
         los = u_site < law.los_probability(site_d2)  # (points, sites), as loss_db_given
-        n_pts, n_sites = los.shape
-        # a (site, state)'s rays: drawn once for a moving UE (:meth:`link_rays`), else
+        # a (site, state)'s rays: kept for a moving UE (:meth:`link_rays`), else drawn
         # correlated with the shadowing at the first point in that state
         names = ("o2i", "o2i") if ue.o2i_loss_db > 0 else ("nlos", "los")
         kept = self._rays if ue.name in self.mobile else {}
+        rays = {}
         for state, there in ((True, los.any(axis=0)), (False, (~los).any(axis=0))):
             for site in there.nonzero()[0].tolist():
-                if (ue.name, site, names[state]) not in kept:
+                got = kept.get((ue.name, site, names[state]))
+                if got is None:
                     k = np.flatnonzero(los[:, site] == state)[:1]
-                    self.link_rays([ue], site, los[k, site], z_site[k, site])
-        # each site's gains over the rays at anchor points, linear between them (they
-        # are smooth in the direction the UE is seen from: :func:`path_anchors`); the
-        # LOS path's sharp pattern at every point
-        dz = h_ut - self.bs_height_m
-        bores = self.boresight.reshape(n_sites, -1)
-        k_sec = bores.shape[1]
-        same = omni or bool((bores == bores[:1]).all())
-        idx = np.arange(n_pts)
-        steps = path_steps(site_offs, np.full(n_sites, dz)) if n_pts > 1 else None
-        seg = segment or n_pts
-        anchors = [
-            np.concatenate(
-                [
-                    a + greedy_anchors(steps[a : min(a + seg, n_pts) - 1, s])
-                    for a in range(0, n_pts, seg)
-                ]
-            )
-            if steps is not None
-            else np.arange(n_pts)
-            for s in range(n_sites)
-        ]
-        for state in (True, False):
-            sites = ((los if state else ~los).any(axis=0)).nonzero()[0].tolist()
-            if not sites:
-                continue
-            rays = [
-                kept.get((ue.name, s, names[state]))
-                or self.link_rays([ue], s, np.array([state]), np.zeros(1))
-                for s in sites
-            ]
-            counts = [len(anchors[s]) for s in sites]
-            off = np.concatenate([site_offs[anchors[s], s, :] for s in sites])
-            which = np.repeat(np.arange(len(sites)), counts)
-            stacked = LinkRays.stack(rays).take(which)
-            groups = (
-                [np.arange(len(off))]
-                if same
-                else np.split(np.arange(len(off)), np.cumsum(counts)[:-1])
-            )
-            ray_sum = np.empty((len(off), k_sec))
-            for g, first in zip(groups, [sites[0]] if same else sites, strict=True):
-                ray_sum[g], _ = site_gains_db(
-                    off[g],
-                    np.full(len(g), dz),
-                    None if omni else bores[first],
-                    np.full(len(g), state),
-                    self.scenario,
-                    self.carrier_hz,
-                    np.full(len(g), h_ut),
-                    self.bs_height_m,
-                    self.array_rows,
-                    0.8,
-                    self.tilt_zenith_deg,
-                    stacked.take(g),
-                    split=True,
-                )
-            ray_db = np.log10(np.maximum(ray_sum, 1e-300))
-            starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-            for i, s in enumerate(sites):
-                rows = (los[:, s] == state).nonzero()[0]
-                a = anchors[s]
-                j = np.clip(np.searchsorted(a, idx[rows], side="right") - 1, 0, max(len(a) - 2, 0))
-                nxt = np.minimum(j + 1, len(a) - 1)
-                w = ((idx[rows] - a[j]) / np.maximum(a[nxt] - a[j], 1))[:, None]
-                db = ray_db[starts[i] : starts[i] + counts[i]]
-                gain = 10.0 ** ((1.0 - w) * db[j] + w * db[nxt])
-                if rays[i].direct[0] > 0:
-                    direct_db = sector_gain_db(
-                        site_offs[rows, s, None, :],
-                        np.full((len(rows), 1), dz),
-                        None if omni else bores[s][None, :],
-                        None,
-                        self.scenario,
-                        self.carrier_hz,
-                        np.full((len(rows), 1), h_ut),
-                        self.bs_height_m,
-                        self.array_rows,
-                        tilt_zenith_deg=self.tilt_zenith_deg,
-                    )
-                    gain = gain + rays[i].direct[0] * 10.0 ** (direct_db / 10.0)
-                cells = s * k_sec + np.arange(k_sec)
-                out[np.ix_(rows, cells)] -= 10.0 * np.log10(gain)
+                    got = self.link_rays([ue], site, los[k, site], z_site[k, site])
+                rays[site, state] = got
+        out -= ray_gains_db_along(
+            site_offs,
+            los,
+            rays,
+            None if omni else self.boresight.reshape(len(self.site_xy), -1),
+            h_ut - self.bs_height_m,
+            h_ut,
+            self.scenario,
+            self.carrier_hz,
+            self.bs_height_m,
+            self.array_rows,
+            self.tilt_zenith_deg,
+            segment,
+        )
         return out + ue.o2i_loss_db
