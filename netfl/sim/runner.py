@@ -101,7 +101,6 @@ def _run_world(
     tr = scenario.training
     env, rec = world.env, world.recorder
     nodes = {n.name: n for n in [*world.infrastructure, *world.all_devices]}
-    device_names = {n.name for n in world.all_devices}
     rows: list[dict[str, Any]] = []
     stop_reason = "rounds"
     start = 0
@@ -109,16 +108,7 @@ def _run_world(
         raise ValueError("resume needs the run directory")
     fingerprint = scenario_fingerprint(scenario)
     if resume and checkpoint_path(run_dir).is_file():  # (none yet: start from round 0)
-        ck = load_checkpoint(run_dir, fingerprint)
-        start, rows = int(ck["next_round"]), list(ck["rows"])
-        if not 0 < start <= tr.rounds or len(rows) != start:
-            raise UserError(
-                f"--resume: the checkpoint in {run_dir} is at round {start} with "
-                f"{len(rows)} rows, for a run of {tr.rounds} rounds: damaged"
-            )
-        _replay(world, algorithm, nodes, start)
-        algorithm.load_state_dict(ck["algorithm"])
-        log.info("resumed %s at round %d", run_dir, start)
+        start, rows = _resume(world, algorithm, nodes, run_dir, fingerprint)
     every = scenario.outputs.checkpoint_every
     n_tr, n_co = len(rec.transfers), len(rec.computes)
     error, trace = None, ""
@@ -128,33 +118,9 @@ def _run_world(
             n_tr, n_co = len(rec.transfers), len(rec.computes)
             before = snapshot(nodes)
             summary = simulate_round(world, algorithm, r)
-            row = round_row(
-                r,
-                t0,
-                env.now,
-                rec.transfers[n_tr:],
-                rec.computes[n_co:],
-                nodes,
-                before,
-                snapshot(nodes),
-                summary,
+            row, over_budget = _round_row(
+                world, algorithm, r, t0, n_tr, n_co, nodes, before, summary
             )
-            path = critical_path(r, t0, rec.transfers[n_tr:], rec.computes[n_co:], device_names)
-            row.update(straggler_columns(path, device_names))
-            row["nonfinite_updates"] = len(world.round_faults)
-            row["starved_devices"] = len(world.all_devices) - len(world.devices)
-            over_budget = tr.time_budget_s is not None and env.now >= tr.time_budget_s
-            last = r == tr.rounds - 1 or over_budget or algorithm.finished
-            acc = loss = float("nan")
-            on_clock = tr.eval_every_s is not None and (
-                int(env.now // tr.eval_every_s) > int(t0 // tr.eval_every_s)
-            )  # (the round crossed a multiple of eval_every_s)
-            if world.learn and ((r + 1) % tr.eval_every == 0 or last or on_clock):
-                acc, loss = algorithm.evaluate()
-                row.update(algorithm.evaluation_columns())
-            row["accuracy"], row["loss"] = acc, loss
-            check_records(rec.transfers[n_tr:], rec.computes[n_co:], env.now)
-            check_round(r, t0, env.now, before, snapshot(nodes), acc)
             rows.append(row)
             if every and run_dir is not None and (r + 1) % every == 0 and r + 1 < tr.rounds:
                 save_checkpoint(
@@ -168,7 +134,7 @@ def _run_world(
                 )
             if on_round is not None:
                 on_round(row)
-            if tr.target_accuracy is not None and acc >= tr.target_accuracy:
+            if tr.target_accuracy is not None and row["accuracy"] >= tr.target_accuracy:
                 stop_reason = "target_accuracy"
                 break
             if over_budget:
@@ -190,6 +156,79 @@ def _run_world(
         )
         error = None if isinstance(err, KeyboardInterrupt) else str(err)
         trace = getattr(err, "trace", "")
+    return _result(world, algorithm, rows, stop_reason, wall0, setup_wall_s, error, trace)
+
+
+def _resume(
+    world: World, algorithm: Algorithm, nodes: dict, run_dir: str | Path, fingerprint: str
+) -> tuple[int, list[dict[str, Any]]]:
+    """The first round to run and the rows before it, from ``run_dir``'s checkpoint: the
+    rounds before it replayed on the clock, the algorithm's state loaded."""
+    ck = load_checkpoint(run_dir, fingerprint)
+    start, rows = int(ck["next_round"]), list(ck["rows"])
+    rounds = world.scenario.training.rounds
+    if not 0 < start <= rounds or len(rows) != start:
+        raise UserError(
+            f"--resume: the checkpoint in {run_dir} is at round {start} with "
+            f"{len(rows)} rows, for a run of {rounds} rounds: damaged"
+        )
+    _replay(world, algorithm, nodes, start)
+    algorithm.load_state_dict(ck["algorithm"])
+    log.info("resumed %s at round %d", run_dir, start)
+    return start, rows
+
+
+def _round_row(
+    world: World,
+    algorithm: Algorithm,
+    r: int,
+    t0: float,
+    n_tr: int,
+    n_co: int,
+    nodes: dict,
+    before: dict,
+    summary: RoundSummary,
+) -> tuple[dict[str, Any], bool]:
+    """Round ``r``'s row of the rounds table (from ``t0``; its records from index
+    ``n_tr``/``n_co`` on; the meters ``before`` it), evaluated where the schedule says,
+    its invariants checked; and whether the run's time budget is spent."""
+    tr, env, rec = world.scenario.training, world.env, world.recorder
+    transfers, computes = rec.transfers[n_tr:], rec.computes[n_co:]
+    device_names = {n.name for n in world.all_devices}
+    after = snapshot(nodes)
+    row = round_row(r, t0, env.now, transfers, computes, nodes, before, after, summary)
+    path = critical_path(r, t0, transfers, computes, device_names)
+    row.update(straggler_columns(path, device_names))
+    row["nonfinite_updates"] = len(world.round_faults)
+    row["starved_devices"] = len(world.all_devices) - len(world.devices)
+    over_budget = tr.time_budget_s is not None and env.now >= tr.time_budget_s
+    last = r == tr.rounds - 1 or over_budget or algorithm.finished
+    acc = loss = float("nan")
+    on_clock = tr.eval_every_s is not None and (
+        int(env.now // tr.eval_every_s) > int(t0 // tr.eval_every_s)
+    )  # (the round crossed a multiple of eval_every_s)
+    if world.learn and ((r + 1) % tr.eval_every == 0 or last or on_clock):
+        acc, loss = algorithm.evaluate()
+        row.update(algorithm.evaluation_columns())
+    row["accuracy"], row["loss"] = acc, loss
+    check_records(transfers, computes, env.now)
+    check_round(r, t0, env.now, before, snapshot(nodes), acc)
+    return row, over_budget
+
+
+def _result(
+    world: World,
+    algorithm: Algorithm,
+    rows: list[dict[str, Any]],
+    stop_reason: str,
+    wall0: float,
+    setup_wall_s: float,
+    error: str | None,
+    trace: str,
+) -> RunResult:
+    """The run's :class:`RunResult`: its rounds, records, tables and run information."""
+    scenario, rec = world.scenario, world.recorder
+    device_names = {n.name for n in world.all_devices}
     rounds = pd.DataFrame(rows)
     for column in ("nonfinite_updates", "starved_devices"):
         if column in rounds:
