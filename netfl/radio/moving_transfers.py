@@ -201,8 +201,10 @@ class MovingTransfers:
                     self.network.cells[c].end(link_of(c), direction)
                     begun = False
                     yield from self.wait_handover([device])
-                    c = self.network.serving[device.name]
-                    if not uplink:
+                    old, c = c, self.network.serving[device.name]
+                    site = self.network.geometry.cell_site
+                    if not uplink and site[c] != site[old]:  # (a sector of the same site
+                        # has the rest already: it crossed that site's backhaul once)
                         yield from self.relay(c, edge, "downlink", left, kind, 0)
                     self.network.cells[c].begin(link_of(c), direction)
                     self.network.ue_states.end([device])

@@ -563,6 +563,14 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
         self._advance()
         return flow.size_bits - max(float(self._rem[i]), 0.0), float(self._air[i])
 
+    def rb_seconds(self, flow: OfdmaFlow) -> float:
+        """A flow's RBs held × time [RB·s] until now (finished or withdrawn: banked)."""
+        i = next((k for k, f in enumerate(self.flows) if f is flow), None)
+        if i is None:
+            return flow.rb_seconds
+        self._advance()
+        return float(self._rbs[i])
+
     def _bank(self, i: int) -> None:
         """Write row ``i``'s accounting to its flow and remove the row (swap with the last)."""
         f = self.flows[i]

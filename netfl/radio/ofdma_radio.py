@@ -445,7 +445,15 @@ class OfdmaRadio(LinkRadio):
         if self.profile.downlink_delay_s > 0 and size_bits > 0:
             yield self.env.timeout(self.profile.downlink_delay_s)
         flow = self.send(carrier, size_bits, float(snrs.min()), math.inf, multicast_snrs=snrs)
-        progress.append(lambda: carrier.progress(flow))
+
+        def sent() -> tuple[float, dict[str, float]]:
+            bits, airtime = carrier.progress(flow)
+            return bits, {
+                "airtime_s": airtime,
+                "rb_subframes": carrier.rb_seconds(flow) / SUBFRAME_S,
+            }
+
+        progress.append(sent)
         try:
             yield flow.done
         except simpy.Interrupt as stop:  # (every receiver left)

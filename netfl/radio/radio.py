@@ -24,7 +24,9 @@ from netfl.radio.radio_energy import BsPowerModel, BsRadioMeter, UeRadioStates
 from netfl.radio.sharing import ProcessorSharing
 
 #: a multicast's progress now: ``(bits delivered, airtime so far [s])``
-Progress = Callable[[], tuple[float, float]]
+#: a transfer's progress so far: its bits delivered and its accounting fields
+#: (``airtime_s``; on OFDMA links ``rb_subframes`` too)
+Progress = Callable[[], tuple[float, dict[str, float]]]
 
 __all__ = ["COVERAGE_COLUMNS", "LinkRadio", "Radio", "FixedRateRadio", "direction_of"]
 
@@ -325,6 +327,10 @@ class LinkRadio(Radio):
         if self.mover is not None:
             self.mover(receivers)
         yield from self.promote(receivers)
+        if self.activities is not None:  # (cut while they were promoted: not receivers)
+            receivers = [r for r in receivers if self.activities.is_cut(r) is None]
+            if not receivers:
+                return []
         start = self.env.now
         group = next(self.group_ids)
         progress: list[Progress] = []
@@ -333,7 +339,7 @@ class LinkRadio(Radio):
 
         def cut_receiver(r: Node) -> Callable[[DeviceCut], None]:
             def on_cut(cause: DeviceCut) -> None:
-                delivered, airtime = progress[0]() if progress else (0.0, 0.0)
+                delivered, fields = progress[0]() if progress else (0.0, {"airtime_s": 0.0})
                 self.ue_states.end((r,))
                 records[r.name] = self.record(
                     src,
@@ -343,7 +349,7 @@ class LinkRadio(Radio):
                     size_bits,
                     start,
                     num_models,
-                    {"airtime_s": airtime},
+                    dict(fields),
                     group=group,
                     cut=TransferCut(cause, delivered),
                 )
@@ -444,22 +450,24 @@ class FixedRateRadio(LinkRadio):
     def _send(
         self, size_bits: float, rate_bps: float, direction: str
     ) -> tuple[simpy.Event, Progress, Callable[[], float]]:
-        """Start sending: the event of the last bit, the progress ``(bits, airtime)`` so
-        far, and a withdrawal (takes the bits off the medium; returns those delivered)."""
+        """Start sending: the event of the last bit, its :data:`Progress` so far, and a
+        withdrawal (takes the bits off the medium; returns those delivered)."""
         medium = self._media.get(direction)
         start = self.env.now
         if medium is None:
 
-            def sent() -> tuple[float, float]:
-                return min(rate_bps * (self.env.now - start), size_bits), self.env.now - start
+            def sent() -> tuple[float, dict[str, float]]:
+                airtime = self.env.now - start
+                return min(rate_bps * airtime, size_bits), {"airtime_s": airtime}
 
             return self.env.timeout(size_bits / rate_bps), sent, lambda: sent()[0]
         flow = medium.add(size_bits, cap_bps=rate_bps)
-        return (
-            flow.done,
-            lambda: medium.progress(flow),
-            lambda: flow.size_bits - medium.withdraw(flow),
-        )
+
+        def shared() -> tuple[float, dict[str, float]]:
+            bits, airtime = medium.progress(flow)
+            return bits, {"airtime_s": airtime}
+
+        return flow.done, shared, lambda: flow.size_bits - medium.withdraw(flow)
 
     def _deliver(
         self, src: Node, dst: Node, size_bits: float, direction: str

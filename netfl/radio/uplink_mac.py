@@ -80,7 +80,7 @@ def cut_flows(carrier: OfdmaCarrier, flows: list[OfdmaFlow], cause: DeviceCut) -
         if any(g is f for g in carrier.flows):
             carrier.withdraw(f)
     delivered = sum(f.size_bits - f.remaining_bits for f in flows)
-    extra = flows_accounting(flows) if flows else {"airtime_s": 0.0}
+    extra = flows_accounting(flows) if flows else {"airtime_s": 0.0, "rb_subframes": 0.0}
     return TransferCut(cause, delivered, extra)
 
 

@@ -61,6 +61,21 @@ def bits_on_air(transfers: list[TransferRecord]) -> dict[str, float]:
     return bits
 
 
+def rb_subframes_on_air(transfers: list[TransferRecord]) -> float:
+    """RB sub-frames the transfers held: a multicast's once (each of its receivers' records
+    carries the transmission's; one cut short, the part until its cut: the group counts
+    its largest). NaN where a link has none (fixed rate)."""
+    total, groups = 0.0, {}
+    for t in transfers:
+        if t.multicast_group >= 0:
+            best = groups.get(t.multicast_group)
+            if best is None or t.rb_subframes > best:
+                groups[t.multicast_group] = t.rb_subframes
+        else:
+            total += t.rb_subframes
+    return total + sum(groups.values())
+
+
 def round_row(
     r: int,
     t0_s: float,
@@ -101,7 +116,7 @@ def round_row(
         "d2d_bits": bits["d2d"],
         "backhaul_bits": bits["backhaul"],
         "subframes": math.ceil(airtime / SUBFRAME_S - 1e-9) if airtime > 0 else 0,
-        "rb_subframes": sum(t.rb_subframes for t in air),
+        "rb_subframes": rb_subframes_on_air(air),
         # (models that arrived: a transfer cut short carried no whole model)
         "models_sent": sum(t.num_models for t in air if t.outcome == "delivered"),
         **{
