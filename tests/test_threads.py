@@ -90,3 +90,38 @@ def test_a_run_collects_garbage_less_often_and_restores_the_thresholds(monkeypat
         runner.run(None)
     assert seen == [RUN_THRESHOLDS]
     assert gc.get_threshold() == before
+
+
+def test_runs_in_threads_that_overlap_restore_the_thresholds_once_all_have_ended():
+    """The thresholds are the process's: two threads whose blocks overlap (the first
+    leaves while the second still runs) keep :data:`RUN_THRESHOLDS` until the last one
+    leaves, then the thresholds from before the first."""
+    import gc
+    import threading
+
+    from netfl.core.gc_policy import RUN_THRESHOLDS, fewer_collections
+
+    before = gc.get_threshold()
+    first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
+    seen = {}
+
+    def first():
+        with fewer_collections():
+            first_in.set()
+            second_in.wait(10)
+        first_out.set()
+
+    def second():
+        first_in.wait(10)
+        with fewer_collections():
+            second_in.set()
+            first_out.wait(10)
+            seen["after the first left"] = gc.get_threshold()
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+    assert seen == {"after the first left": RUN_THRESHOLDS}
+    assert gc.get_threshold() == before

@@ -14,6 +14,7 @@ counting still frees at once everything that is not in a cycle.
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -22,14 +23,27 @@ __all__ = ["RUN_THRESHOLDS", "fewer_collections"]
 #: ``gc.set_threshold`` while a run lasts
 RUN_THRESHOLDS = (10_000, 20, 20)
 
+_lock = threading.Lock()
+_inside = 0  # (blocks under way, in any thread: the thresholds are the process's)
+_before: tuple[int, ...] = ()
+
 
 @contextmanager
 def fewer_collections() -> Iterator[None]:
     """Collect less often inside the block (:data:`RUN_THRESHOLDS`); the thresholds
-    before it are restored after, whatever happens."""
-    before = gc.get_threshold()
-    gc.set_threshold(*RUN_THRESHOLDS)
+    before it are restored after, whatever happens. The thresholds are the process's:
+    with blocks under way in several threads (runs in a thread pool) the first to enter
+    sets them and the last to leave restores those from before the first."""
+    global _inside, _before
+    with _lock:
+        if _inside == 0:
+            _before = gc.get_threshold()
+            gc.set_threshold(*RUN_THRESHOLDS)
+        _inside += 1
     try:
         yield
     finally:
-        gc.set_threshold(*before)
+        with _lock:
+            _inside -= 1
+            if _inside == 0:
+                gc.set_threshold(*_before)
