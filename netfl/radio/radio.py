@@ -23,8 +23,7 @@ from netfl.core.records import Recorder, TransferRecord
 from netfl.radio.radio_energy import BsPowerModel, BsRadioMeter, UeRadioStates
 from netfl.radio.sharing import ProcessorSharing
 
-#: a multicast's progress now: ``(bits delivered, airtime so far [s])``
-#: a transfer's progress so far: its bits delivered and its accounting fields
+#: a multicast's progress so far: its bits delivered and its accounting fields
 #: (``airtime_s``; on OFDMA links ``rb_subframes`` too)
 Progress = Callable[[], tuple[float, dict[str, float]]]
 
