@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Generator
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import simpy
@@ -187,6 +187,8 @@ class FD(_SoftTargets):
     """Federated distillation (Jeong et al.): only soft targets travel; models stay local."""
 
     name = "fd"
+    download_kind: ClassVar[str] = "soft_targets_down"  # (no model travels)
+    download_models: ClassVar[int] = 0
     Config = FDConfig
     config: FDConfig
 
@@ -202,7 +204,7 @@ class FD(_SoftTargets):
     ) -> Generator[simpy.Event, Any, Any]:
         world = self.world
         if download:
-            yield world.radio.transfer(world.bs, device, self.soft_bits, "soft_targets_down")
+            yield world.radio.transfer(world.bs, device, self.soft_bits, self.download_kind)
         # (with multicast the round already broadcast them)
         state = self.device_states.get(device.index, self.global_state)
         result = yield from self.distill_update(r, device, state)

@@ -86,6 +86,10 @@ class FedAvg(Algorithm):
     #: its rounds select among the devices available at their start; a variant that
     #: replaces :meth:`round` without calling it sets False
     supports_availability: ClassVar[bool] = True
+    #: the download's kind and the model copies it carries, unicast or multicast (a
+    #: variant whose payload is no model says so)
+    download_kind: ClassVar[str] = "model_down"
+    download_models: ClassVar[int] = 1
     name = "fedavg"
     Config = FedAvgConfig
     config: FedAvgConfig
@@ -137,7 +141,11 @@ class FedAvg(Algorithm):
         world = self.world
         if download:
             yield world.radio.transfer(
-                world.bs, device, self.model_bits(device), "model_down", num_models=1
+                world.bs,
+                device,
+                self.model_bits(device),
+                self.download_kind,
+                num_models=self.download_models,
             )
         result = yield from self.local_update(r, device, self.global_state)
         yield world.radio.transfer(
@@ -258,7 +266,11 @@ class FedAvg(Algorithm):
         multicast = self.config.downlink == "multicast"
         if multicast:
             sent = self.world.radio.broadcast(
-                self.world.bs, clients, self.model_bits(), "model_down", num_models=1
+                self.world.bs,
+                clients,
+                self.model_bits(),
+                self.download_kind,
+                num_models=self.download_models,
             )
             yield sent if deadline is None else sent | deadline
         jobs = [

@@ -112,7 +112,7 @@ class Radio(ABC):
         receivers: Sequence[Node],
         size_bits: float,
         kind: str,
-        num_models: int = 1,
+        num_models: int = 0,
     ) -> simpy.Process:
         """Multicast ``size_bits`` from the BS to every receiver at once.
 

@@ -113,3 +113,15 @@ def test_soft_targets_correct_counts_rows_peaking_on_their_label(name):
     soft[torch.arange(10), (torch.arange(10) + torch.tensor([0] * 7 + [1] * 3)) % 10] = 0.9
     alg.soft = soft
     assert alg.soft_targets_correct() == 7
+
+
+@pytest.mark.parametrize("downlink", ["unicast", "multicast"])
+def test_fd_soft_targets_count_no_model_either_way(downlink):
+    """FD's soft targets are no model, broadcast or sent to each client: the downloads
+    are ``soft_targets_down`` records carrying 0 models, and no round counts one."""
+    result = run(_scenario({"name": "fd", "downlink": downlink}, "timing"))
+    down = result.transfers[result.transfers["direction"] == "downlink"]
+    assert set(down["kind"]) == {"soft_targets_down"} and (down["num_models"] == 0).all()
+    assert (down["multicast_group"] >= 0).all() == (downlink == "multicast")
+    assert (result.rounds["models_downlink"] == 0).all()
+    assert (result.rounds["models_sent"] == 0).all()

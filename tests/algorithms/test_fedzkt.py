@@ -191,3 +191,13 @@ def test_l2_weight_keeps_the_scale_of_9_per_device():
     assert seen
     for index, weight in seen:
         assert weight == pytest.approx(3.0 / len(world.partitions[index]))
+
+
+@pytest.mark.parametrize("downlink", ["unicast", "multicast"])
+def test_fedmd_consensus_counts_no_model_either_way(downlink):
+    """FedMD's consensus scores are no model, broadcast or sent to each device."""
+    result = run(_scenario({**FEDMD, "downlink": downlink}, "timing", training={"rounds": 1}))
+    down = result.transfers[result.transfers["kind"] == "consensus_down"]
+    assert len(down) and (down["num_models"] == 0).all()
+    assert (down["multicast_group"] >= 0).all() == (downlink == "multicast")
+    assert (result.rounds["models_downlink"] == 0).all()
