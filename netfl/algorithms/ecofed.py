@@ -89,6 +89,19 @@ class EcoFed(SplitFL):
     Config = EcoFedConfig
     config: EcoFedConfig
 
+    @classmethod
+    def check_scenario(cls, scenario: Any) -> list[tuple[str, str]]:
+        problems = super().check_scenario(scenario)
+        if scenario.algorithm.options().get("downlink") == "multicast":
+            problems.append(
+                (
+                    "algorithm.downlink",
+                    "ecofed sends each device its frozen device part once, by unicast, in "
+                    "its first round; multicast does not apply",
+                )
+            )
+        return problems
+
     def __init__(self, world: RoundContext, config: EcoFedConfig):
         from netfl.learning.split_model import ReplayBuffer
 

@@ -184,6 +184,17 @@ def test_split_schemes_need_a_splittable_model():
         parse_scenario(tiny_scenario(algorithm={"name": "ecofed"}))
 
 
+def test_ecofed_refuses_a_multicast_downlink():
+    """EcoFed's device part goes to each device once, by unicast: a multicast downlink
+    (FedAvg's option) is a one-line error, not silently ignored."""
+    with pytest.raises(ScenarioError, match="algorithm.downlink: ecofed sends each device"):
+        parse_scenario(
+            tiny_scenario(
+                model={"name": "cnn"}, algorithm={"name": "ecofed", "downlink": "multicast"}
+            )
+        )
+
+
 def test_coalesced_device_steps_deliver_at_the_same_instants():
     """Merging a batch's backward with the next forward (the device idles in between
     otherwise) changes no transfer instant, round time or energy; it saves events."""
