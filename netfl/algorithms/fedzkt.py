@@ -153,6 +153,7 @@ class FedZKT(HeterogeneousFL):
         self.server_flops = self._server_flops_per_device()
         self.generator_state: dict[str, torch.Tensor] | None = None
         self._server_losses: dict[str, float] = {}
+        self._distill_flops = 0.0  # (the last round's distillation)
         if world.learn:
             with torch.random.fork_rng():
                 torch.manual_seed(world.streams.torch_seed("generator_init"))
@@ -251,7 +252,10 @@ class FedZKT(HeterogeneousFL):
                     value_range=self.value_range,
                 )
             )
-        yield world.compute.run(world.bs, self.server_update_flops(clients), "distill")
+        # (the FLOPs of the distillation over the models kept; none kept, none runs)
+        self._distill_flops = self.server_update_flops(clients) if clients else 0.0
+        if clients:
+            yield world.compute.run(world.bs, self._distill_flops, "distill")
         if future is not None:
             out = future.result()
             self.global_state = out.global_state
@@ -290,7 +294,7 @@ class FedZKT(HeterogeneousFL):
             num_clients=len(clients),
             train_loss=float(np.mean(losses)) if losses else float("nan"),
             extra={
-                "server_flops": self.server_update_flops([d for d, _ in arrived]),
+                "server_flops": self._distill_flops,
                 **self._server_losses,
                 **cut_counts(outcomes),
             },

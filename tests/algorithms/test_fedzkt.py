@@ -201,3 +201,19 @@ def test_fedmd_consensus_counts_no_model_either_way(downlink):
     assert len(down) and (down["num_models"] == 0).all()
     assert (down["multicast_group"] >= 0).all() == (downlink == "multicast")
     assert (result.rounds["models_downlink"] == 0).all()
+
+
+def test_fedzkt_charges_no_distillation_when_every_update_was_dropped():
+    """A learning rate that blows every device model up (non-finite updates, dropped):
+    no distillation runs, so none is charged and ``server_flops`` says 0; with the
+    updates kept, the column is the FLOPs the server was charged."""
+    blown = run(
+        _scenario(ZKT, training={"rounds": 1, "lr": 1000.0, "local_epochs": 3, "batch_size": 8})
+    )
+    row = blown.rounds.iloc[0]
+    assert row["nonfinite_updates"] == 5
+    assert row["server_flops"] == 0.0
+    assert not (blown.computes["kind"] == "distill").any()
+    fine = run(_scenario(ZKT, "timing", training={"rounds": 1}))
+    distill = fine.computes[fine.computes["kind"] == "distill"]["flops"].sum()
+    assert distill > 0 and fine.rounds["server_flops"].iloc[0] == distill
