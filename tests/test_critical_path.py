@@ -77,3 +77,50 @@ def test_every_run_draws_its_timeline_and_upload_cdf(tmp_path):
     paths = {p.name: p for p in result_figures(res, tmp_path)}
     for name in ("device_timeline.png", "upload_cdf.png", "energy_per_device.png"):
         assert paths[name].stat().st_size > 10_000, name
+
+
+@pytest.mark.parametrize(
+    "algorithm",
+    [
+        {"name": "fedzkt", "server_iterations": 3, "distill_batch_size": 16, "generator_width": 8},
+        {"name": "hierfavg", "kappa1": 1, "kappa2": 2},
+    ],
+)
+def test_a_download_after_the_servers_work_follows_it_on_the_path(algorithm):
+    """FedZKT sends each device its model after the server's distillation, HierFAVG's
+    edges after their aggregation: the path walks back from a download through that
+    work (it used to jump to the device's own earlier steps), contiguous from the
+    round's start to its end."""
+    network = (
+        {
+            "site_positions_m": [[0.0, 0.0], [500.0, 0.0]],
+            "sectors": 1,
+            "antenna": "omni",
+            "server_site": "cloud",
+        }
+        if algorithm["name"] == "hierfavg"
+        else None
+    )
+    sections = {"network": network, "cell": {"link": {"mode": "ofdma"}}} if network else {}
+    res = run(
+        parse_scenario(
+            tiny_scenario(
+                algorithm=algorithm,
+                devices={"count": 4},
+                training={"rounds": 1},
+                learning={"mode": "timing"},
+                **sections,
+            )
+        )
+    )
+    steps = res.tables["critical_path"]
+    kinds = list(steps["step"])
+    downloads = [k for k, s in enumerate(kinds) if s == "download" and k > 0]
+    assert downloads, kinds
+    for k in downloads:
+        assert kinds[k - 1] in ("server_compute", "backhaul"), kinds
+    row = res.rounds.iloc[0]
+    assert steps["start_s"].iloc[0] == pytest.approx(row["sim_time_s"] - row["round_time_s"])
+    assert steps["end_s"].iloc[-1] == pytest.approx(row["sim_time_s"], rel=1e-12)
+    gaps = steps["start_s"].to_numpy()[1:] - steps["end_s"].to_numpy()[:-1]
+    assert (abs(gaps) < 1e-9).all()

@@ -2,8 +2,10 @@
 
 Walking back from the step that ended last (in FedAvg the server's aggregation): the
 step before a step is the one that ended last, no later than it began, among the steps
-of its *actors* — the devices it involves (a transfer's device end, a device's compute),
-or its nodes when it involves no device (the server's compute follows what reached the
+of its *actors* — the devices it involves (a transfer's device end, a device's compute)
+and the sender of a transfer from the infrastructure (a download follows the server's
+or an edge's work before it: FedZKT's distillation, HierFAVG's edge aggregation), or
+its nodes when it involves no device (the server's compute follows what reached the
 server). Each step found is on the critical path; the walk stops at the round's start.
 
 ``straggler`` is the last device on the path (the one the round waited for);
@@ -40,7 +42,8 @@ def _steps(
     out = []
     for t in transfers:
         nodes = frozenset((t.src, t.dst))
-        actors = (nodes & devices) or nodes
+        ends = nodes & devices
+        actors = (ends | ({t.src} - devices)) if ends else nodes
         node = next(iter(sorted(nodes & devices)), t.src)
         out.append(
             (
