@@ -8,10 +8,18 @@ its platform's idle power over the round minus its compute time; modem
 energy (tx, rx, wait, tail, promotion) adds to it. ``device_energy_j`` is all of it:
 compute + tx + rx + wait + tail + promotion + idle; ``device_active_energy_j`` leaves
 out idle (what FL papers usually count).
+
+The time split, the sub-frames on air and the idle energy describe the round's window
+[t0, t1] (:func:`window_columns`): every record that overlaps it, clipped to it. In a
+synchronous round these are the round's own records; an asynchronous algorithm's rows
+(one per server update) have steps running across them, whose records exist only once
+they end — a run's rows are brought up to date with every record at its end
+(:func:`refine_windows`).
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +35,16 @@ if TYPE_CHECKING:
     from netfl.algorithms.algorithm import RoundSummary
     from netfl.sim.world import World
 
-__all__ = ["MeterSnapshot", "snapshot", "round_row", "devices_frame", "bits_on_air"]
+__all__ = [
+    "MeterSnapshot",
+    "bits_on_air",
+    "devices_frame",
+    "rb_subframes_on_air",
+    "refine_windows",
+    "round_row",
+    "snapshot",
+    "window_columns",
+]
 
 #: node name → values of its meter (in METER_FIELDS order)
 MeterSnapshot = dict[str, tuple[float, ...]]
@@ -96,15 +113,11 @@ def round_row(
         for k in ("compute", "tx", "rx", "wait", "tail", "promotion")
     }
     duration = t1_s - t0_s
-    idle_j = 0.0
-    i = METER_FIELDS.index("compute_s")
-    for n in devices:
-        busy = after[n][i] - before[n][i]
-        idle_j += nodes[n].compute.idle_power_w * max(duration - busy, 0.0)
+    window = window_columns(t0_s, t1_s, transfers, computes, nodes)
+    idle_j = window.pop("device_idle_energy_j")
     bs_radio_j = _delta(before, after, servers, "bs_radio_j")
     server_compute_j = _delta(before, after, servers, "compute_j")
     air = [t for t in transfers if t.direction != "backhaul"]  # (radio transfers)
-    airtime = union_length_s((t.start_s, t.end_s) for t in air)
     row: dict[str, Any] = {
         "round": r,
         "sim_time_s": t1_s,
@@ -115,7 +128,7 @@ def round_row(
         "downlink_bits": bits["downlink"],
         "d2d_bits": bits["d2d"],
         "backhaul_bits": bits["backhaul"],
-        "subframes": math.ceil(airtime / SUBFRAME_S - 1e-9) if airtime > 0 else 0,
+        "subframes": window.pop("subframes"),
         "rb_subframes": rb_subframes_on_air(air),
         # (models that arrived: a transfer cut short carried no whole model)
         "models_sent": sum(t.num_models for t in air if t.outcome == "delivered"),
@@ -137,15 +150,73 @@ def round_row(
         "device_idle_energy_j": idle_j,
         "server_energy_j": server_compute_j + bs_radio_j,
         "bs_radio_energy_j": bs_radio_j,
-        **split_time(
-            t0_s,
-            t1_s,
-            [(t.start_s, t.end_s) for t in transfers],
-            [(c.start_s, c.end_s) for c in computes],
-        ),
+        **window,
     }
     row.update(summary.extra)
     return row
+
+
+def window_columns(
+    t0_s: float,
+    t1_s: float,
+    transfers: list[TransferRecord],
+    computes: list[ComputeRecord],
+    nodes: dict[str, Node],
+) -> dict[str, Any]:
+    """The columns of the window [t0, t1] from the records that overlap it, each interval
+    clipped to it: the time split (:func:`split_time`), ``subframes`` (1 ms sub-frames
+    with a radio transfer on air) and ``device_idle_energy_j`` (each device's idle power
+    over the window less its compute time in it)."""
+
+    def clip(a: float, b: float) -> tuple[float, float]:
+        return max(a, t0_s), max(min(b, t1_s), t0_s)
+
+    comm = [clip(t.start_s, t.end_s) for t in transfers]
+    air = [c for c, t in zip(comm, transfers, strict=True) if t.direction != "backhaul"]
+    airtime = union_length_s(air)
+    work = [clip(c.start_s, c.end_s) for c in computes]
+    busy: dict[str, float] = {}
+    for c, (a, b) in zip(computes, work, strict=True):
+        busy[c.node] = busy.get(c.node, 0.0) + (b - a)
+    duration = t1_s - t0_s
+    idle_j = sum(
+        node.compute.idle_power_w * max(duration - busy.get(name, 0.0), 0.0)
+        for name, node in nodes.items()
+        if node.is_device
+    )
+    return {
+        "subframes": math.ceil(airtime / SUBFRAME_S - 1e-9) if airtime > 0 else 0,
+        "device_idle_energy_j": idle_j,
+        **split_time(t0_s, t1_s, comm, work),
+    }
+
+
+def refine_windows(
+    rows: list[dict[str, Any]],
+    transfers: list[TransferRecord],
+    computes: list[ComputeRecord],
+    nodes: dict[str, Node],
+) -> None:
+    """Bring the rows' :func:`window_columns` (and ``device_energy_j``) up to date with
+    every record of the run: a step that ran across rows (an asynchronous algorithm's
+    training across server updates) counts in each row's window for the part inside it.
+    The rows' windows follow each other from the first's start."""
+    if not rows:
+        return
+    t1 = [float(row["sim_time_s"]) for row in rows]
+    t0 = [t1[0] - float(rows[0]["round_time_s"]), *t1[:-1]]
+    tr: list[list[TransferRecord]] = [[] for _ in rows]
+    co: list[list[ComputeRecord]] = [[] for _ in rows]
+    for records, into in ((transfers, tr), (computes, co)):
+        for rec in records:
+            first = bisect.bisect_right(t1, rec.start_s)  # (the first window ending after it)
+            last = bisect.bisect_left(t0, rec.end_s) - 1  # (the last beginning before its end)
+            for k in range(first, min(last, len(rows) - 1) + 1):
+                into[k].append(rec)
+    for row, a, b, ts, cs in zip(rows, t0, t1, tr, co, strict=True):
+        window = window_columns(a, b, ts, cs, nodes)
+        row.update(window)
+        row["device_energy_j"] = row["device_active_energy_j"] + window["device_idle_energy_j"]
 
 
 def devices_frame(world: World) -> pd.DataFrame:

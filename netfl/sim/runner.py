@@ -24,7 +24,7 @@ from netfl.core.threads import wait_policy
 from netfl.errors import AppError, UserError, WorkerLost
 from netfl.scenario.files import algorithm_config
 from netfl.scenario.schema import Scenario
-from netfl.sim.accounting import devices_frame, round_row, snapshot
+from netfl.sim.accounting import devices_frame, refine_windows, round_row, snapshot
 from netfl.sim.checkpoint import (
     checkpoint_path,
     load_checkpoint,
@@ -229,6 +229,8 @@ def _result(
     """The run's :class:`RunResult`: its rounds, records, tables and run information."""
     scenario, rec = world.scenario, world.recorder
     device_names = {n.name for n in world.all_devices}
+    nodes = {n.name: n for n in [*world.infrastructure, *world.all_devices]}
+    refine_windows(rows, rec.transfers, rec.computes, nodes)  # (steps across rows)
     rounds = pd.DataFrame(rows)
     for column in ("nonfinite_updates", "starved_devices"):
         if column in rounds:

@@ -325,3 +325,48 @@ def test_bernoulli_availability_draws_again_instead_of_stopping():
         )
     )
     assert len(res.rounds) == 40 and (res.rounds["updates"] == 1).all()
+
+
+@pytest.mark.parametrize("name", ["fedasync", "fedbuff"])
+def test_rows_account_for_the_steps_that_run_across_them(name):
+    """Raspberry Pis training the CNN for seconds while the server publishes several
+    updates: each row's time split sums to its window and its sub-frames fit in it, a
+    device's compute counts in every row it spans (clipped), and the rows' energy adds
+    up to the devices table's (idle included) — steps across rows were charged as idle
+    where they ran and their records' whole intervals counted in the row they ended."""
+    res = run(
+        parse_scenario(
+            tiny_scenario(
+                devices={
+                    "count": 3,
+                    "compute_profile": "raspberry_pi_4",
+                    "groups": [{"count": 1, "link_profile": p} for p in ("5g", "4g_lte", "3g")],
+                },
+                data={"dataset": "mnist5k"},
+                model={"name": "cnn"},
+                training={"rounds": 12},
+                algorithm={"name": name},
+            )
+        )
+    )
+    rows, computes = res.rounds, res.computes
+    t1 = rows["sim_time_s"].to_numpy()
+    t0 = t1 - rows["round_time_s"].to_numpy()
+    spans = computes[(computes["node"] != "bs")]
+    across = [(a, b) for a, b in zip(spans["start_s"], spans["end_s"], strict=True)]
+    assert any(((a < t0) & (b > t0)).any() for a, b in across)  # (steps across rows)
+    split = rows[["compute_time_s", "comm_time_s", "overlap_time_s", "idle_time_s"]].sum(axis=1)
+    assert np.allclose(split, rows["round_time_s"], rtol=1e-9, atol=1e-9)
+    assert (rows["subframes"] <= np.ceil(rows["round_time_s"] / 1e-3 + 1e-9)).all()
+    # the compute time inside each row (the server's too), by hand from the records
+    # clipped to it: their union is at most their sum, and none only when none
+    for k in range(len(rows)):
+        ends, starts = computes["end_s"], computes["start_s"]
+        inside = np.clip(ends, t0[k], t1[k]) - np.clip(starts, t0[k], t1[k])
+        busy = rows[["compute_time_s", "overlap_time_s"]].iloc[k].sum()
+        assert busy <= inside.sum() + 1e-9 and (inside.sum() == 0) == (busy == 0)
+    devices = res.devices[res.devices["node"] != "bs"]
+    assert rows["device_energy_j"].sum() == pytest.approx(devices["energy_j"].sum(), rel=1e-12)
+    assert rows["device_idle_energy_j"].sum() == pytest.approx(
+        devices["idle_energy_j"].sum(), rel=1e-12
+    )
