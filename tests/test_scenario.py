@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -259,3 +261,155 @@ def test_a_group_may_be_a_fraction_of_the_devices():
     ):
         with pytest.raises(ScenarioError, match=message):
             devices(20, groups)
+
+
+_OFDMA = {"link": {"mode": "ofdma"}}
+_FEDDIF_CELL = {"link": {"mode": "ofdma", "channel_profile": "feddif"}}
+
+
+@pytest.mark.parametrize(
+    "sections, refused, accepted",
+    [
+        (  # mobility: keys of another model
+            {
+                "cell": _OFDMA,
+                "devices": {"count": 2, "mobility": {"model": "random_waypoint", "speed_kmh": 9}},
+            },
+            "devices.mobility: speed_kmh does not apply to model 'random_waypoint'",
+            {
+                "cell": _OFDMA,
+                "devices": {"count": 2, "mobility": {"model": "constant_velocity", "speed_kmh": 9}},
+            },
+        ),
+        (  # a dedicated fixed-rate link runs at each device's link profile
+            {"cell": {"link": {"mode": "fixed_rate", "uplink_capacity_mbps": 5}}},
+            "cell.link: uplink_capacity_mbps applies only with shared: true",
+            {"cell": {"link": {"mode": "fixed_rate", "shared": True, "uplink_capacity_mbps": 5}}},
+        ),
+        (
+            {
+                "cell": {
+                    "link": {"mode": "ofdma", "channel_profile": "lte_20mhz", "tdd_pattern": "DSU"}
+                }
+            },
+            "cell.link: tdd_pattern applies only with duplex: tdd",
+            {
+                "cell": {
+                    "link": {
+                        "mode": "ofdma",
+                        "channel_profile": "lte_20mhz",
+                        "duplex": "tdd",
+                        "tdd_pattern": "DSU",
+                    }
+                }
+            },
+        ),
+        (
+            {"cell": {"link": {"mode": "ofdma", "pf_window_blocks": 50}}},
+            "cell.link: pf_window_blocks applies only with scheduler: proportional_fair",
+            {
+                "cell": {
+                    "link": {
+                        "mode": "ofdma",
+                        "scheduler": "proportional_fair",
+                        "pf_window_blocks": 50,
+                    }
+                }
+            },
+        ),
+        (
+            {
+                "cell": {
+                    "link": {
+                        "mode": "ofdma",
+                        "scheduler": "fcfs",
+                        "downlink_allocation": "rbg_round_robin",
+                    }
+                }
+            },
+            "cell.link: downlink_allocation applies only with scheduler: round_robin",
+            {"cell": {"link": {"mode": "ofdma", "downlink_allocation": "rbg_round_robin"}}},
+        ),
+        (
+            {"cell": _OFDMA, "devices": {"count": 2, "link_profile": "5g"}},
+            "devices.link_profile: a link profile sets a fixed-rate link",
+            {"devices": {"count": 2, "link_profile": "5g"}},
+        ),
+        (
+            {"cell": _OFDMA, "network": {"sites": 7, "antenna": "omni", "antenna_rows": 4}},
+            "network: antenna_rows does not apply to antenna: omni",
+            {"cell": _OFDMA, "network": {"sites": 7, "antenna_rows": 4}},
+        ),
+        (
+            {
+                "cell": _OFDMA,
+                "network": {"sites": 7, "interference": {"model": "none", "load": 0.3}},
+            },
+            "network.interference: load does not apply to model 'none'",
+            {
+                "cell": _OFDMA,
+                "network": {"sites": 7, "interference": {"model": "load_factor", "load": 0.3}},
+            },
+        ),
+        (
+            {"cell": _OFDMA, "network": {"site_positions_m": [[0, 0], [500, 0]], "isd_m": 300}},
+            "network: isd_m does not apply to site_positions_m",
+            {"cell": _OFDMA, "network": {"sites": 7, "isd_m": 300}},
+        ),
+        (
+            {"learning": {"executor": "serial", "workers": 2}},
+            "learning: workers does not apply to executor 'serial'",
+            {"learning": {"executor": "process", "workers": 2}},
+        ),
+        (
+            {"algorithm": {"name": "fd", "threshold": 0.3}},
+            "algorithm: threshold does not apply to fd",
+            {"algorithm": {"name": "dfl", "threshold": 0.3}},
+        ),
+        (
+            {"algorithm": {"name": "dfl", "ratio": "fixed", "threshold": 0.3}},
+            "algorithm: threshold does not apply to ratio 'fixed'",
+            {"algorithm": {"name": "dfl", "ratio": "fixed", "fixed_ratio": 0.3}},
+        ),
+        (
+            {"algorithm": {"name": "fedasync", "staleness": "constant", "a": 2}},
+            "algorithm: a does not apply to staleness 'constant'",
+            {"algorithm": {"name": "fedasync", "staleness": "hinge", "a": 2, "b": 1}},
+        ),
+        (
+            {"cell": _FEDDIF_CELL, "algorithm": {"name": "fedswap", "epsilon": 0.1}},
+            "algorithm.epsilon: fedswap diffuses fully",
+            {"cell": _FEDDIF_CELL, "algorithm": {"name": "feddif", "epsilon": 0.1}},
+        ),
+        (
+            {"cell": _FEDDIF_CELL, "algorithm": {"name": "feddif", "efficiency_epsilon": 0.1}},
+            "algorithm: efficiency_epsilon does not apply to stop 'per_model'",
+            {
+                "cell": _FEDDIF_CELL,
+                "algorithm": {
+                    "name": "feddif",
+                    "stop": "mean_efficiency",
+                    "efficiency_epsilon": 0.1,
+                },
+            },
+        ),
+        (
+            {"model": {"name": "vgg11"}, "algorithm": {"name": "ecofed", "value_bits": 16}},
+            "algorithm: value_bits does not apply with quantize: true",
+            {
+                "model": {"name": "vgg11"},
+                "algorithm": {"name": "ecofed", "value_bits": 16, "quantize": False},
+            },
+        ),
+    ],
+)
+def test_a_key_another_choice_makes_inapplicable_is_refused(sections, refused, accepted):
+    """A key that the section's (or the algorithm's) other choices would ignore is a
+    one-line error naming it; under the choice that reads it, it is accepted; the
+    resolved scenario (every default written) parses back."""
+    from netfl.scenario.files import resolved
+
+    with pytest.raises(ScenarioError, match=re.escape(refused)):
+        parse_scenario(tiny_scenario(**sections))
+    ok = parse_scenario(tiny_scenario(**accepted))
+    assert resolved(parse_scenario(resolved(ok))) == resolved(ok)

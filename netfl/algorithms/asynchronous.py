@@ -45,12 +45,13 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 import simpy
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from netfl.algorithms.algorithm import Algorithm, AlgorithmConfig, RoundSummary, register
 from netfl.core.activity import DeviceCut
 from netfl.core.nodes import Node
 from netfl.learning.tasks import TrainTask
+from netfl.scenario.strict import given, refuse
 
 if TYPE_CHECKING:
     from netfl.algorithms.context import RoundContext
@@ -93,6 +94,12 @@ class FedAsyncConfig(AsyncConfig):
     )
     a: float = Field(0.5, ge=0.0, le=100.0, description="exponent (polynomial) or slope (hinge)")
     b: float = Field(4.0, ge=0.0, le=1e6, description="hinge: staleness without penalty")
+
+    @model_validator(mode="after")
+    def _keys_of_staleness(self) -> FedAsyncConfig:
+        unused = {"constant": {"a", "b"}, "polynomial": {"b"}, "hinge": set()}[self.staleness]
+        refuse(given(self, unused), f"to staleness {self.staleness!r}")
+        return self
 
 
 class FedBuffConfig(AsyncConfig):

@@ -29,12 +29,13 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 import simpy
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from netfl.algorithms.algorithm import RoundSummary, register
 from netfl.algorithms.context import RoundContext
 from netfl.algorithms.fedavg import FedAvg, FedAvgConfig
 from netfl.core.nodes import Node
+from netfl.scenario.strict import given, refuse
 
 __all__ = ["DFL", "DFLConfig", "FD", "FDConfig"]
 
@@ -54,6 +55,12 @@ class DFLConfig(FedAvgConfig):
         "(standard distillation's direction; the paper does not say which it means)",
     )
     value_bits: int = Field(32, ge=1, description="bits per soft-target value on the wire", le=64)
+
+    @model_validator(mode="after")
+    def _keys_of_ratio(self) -> DFLConfig:
+        unused = {"dynamic": {"fixed_ratio"}, "fixed": {"threshold"}}[self.ratio]
+        refuse(given(self, unused), f"to ratio {self.ratio!r}")
+        return self
 
 
 class _SoftTargets(FedAvg):
@@ -173,6 +180,15 @@ class FDConfig(DFLConfig):
     kd_weight: float = Field(
         1.0, ge=0.0, description="weight of the KL term (CE has weight 1)", le=1e3
     )
+
+    @model_validator(mode="after")
+    def _keys_of_ratio(self) -> FDConfig:  # (replaces DFL's: FD has no ratio)
+        refuse(
+            given(self, {"ratio", "threshold", "fixed_ratio"}),
+            "to fd (its loss weighs CE by 1 and KL by kd_weight)",
+        )
+        return self
+
     eval_devices: int | None = Field(
         10,
         ge=1,

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 import simpy
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from netfl.algorithms.algorithm import RoundSummary, register
 from netfl.algorithms.context import RoundContext
@@ -37,6 +37,7 @@ from netfl.algorithms.fedavg import cut_counts, is_cut
 from netfl.algorithms.split_fl import SplitConfig, SplitFL
 from netfl.core.nodes import Node
 from netfl.errors import UserError
+from netfl.scenario.strict import given, refuse
 
 __all__ = ["EcoFed", "EcoFedConfig", "PretrainConfig"]
 
@@ -75,6 +76,12 @@ class EcoFedConfig(SplitConfig):
         le=10_000_000,
     )
     pretrain: PretrainConfig = PretrainConfig()
+
+    @model_validator(mode="after")
+    def _bits_of_quantizer(self) -> EcoFedConfig:
+        if self.quantize:  # (8-bit values and a scale per batch: value_bits is not read)
+            refuse(given(self, {"value_bits"}), "with quantize: true (8-bit activations)")
+        return self
 
 
 @register

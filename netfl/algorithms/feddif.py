@@ -82,6 +82,7 @@ from netfl.algorithms.feddif_state import (
     valuation_matrix,
 )
 from netfl.core.nodes import Node
+from netfl.scenario.strict import given, refuse
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -123,6 +124,8 @@ class FedDifConfig(FedAvgConfig):
                 "stop: mean_efficiency needs efficiency_epsilon (IID-distance drop per Hz; "
                 "the diffusion table's mean_efficiency column shows the scale)"
             )
+        if self.stop == "per_model":
+            refuse(given(self, {"efficiency_epsilon"}), "to stop 'per_model' (ε: epsilon)")
         return self
 
     min_efficiency_bps_per_hz: float = Field(

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from netfl.algorithms.algorithm import register
 from netfl.algorithms.feddif import FedDif
 from netfl.algorithms.feddif_state import Chain
 from netfl.core.nodes import Node
+from netfl.scenario.strict import given
 
 __all__ = ["FedSwap"]
 
@@ -24,6 +27,16 @@ class FedSwap(FedDif):
 
     name = "fedswap"
     within_epsilon_gets_no_edges = False  # (full diffusion: every model goes on)
+
+    @classmethod
+    def check_scenario(cls, scenario: Any) -> list[tuple[str, str]]:
+        problems = super().check_scenario(scenario)
+        config = cls.Config(**scenario.algorithm.options())
+        for key in given(config, {"epsilon", "stop", "efficiency_epsilon"}):
+            problems.append(
+                (f"algorithm.{key}", "fedswap diffuses fully: no IID-distance stop applies")
+            )
+        return problems
 
     def valuations(self, chains: list[Chain], pues: list[Node]) -> np.ndarray:
         return np.ones((len(chains), len(pues)))

@@ -275,8 +275,45 @@ class LinkSection(_Strict):
         except ValueError as err:
             raise ValueError(f"channel_profile: {err}") from None
         if self.mode == "ofdma":
-            self.channel_profile_resolved()  # grid, TDD pattern, power control consistent
+            # (grid, TDD pattern, power control consistent)
+            self._refuse_unchosen(self.channel_profile_resolved())
+        elif not self.shared:
+            self._refuse_unchosen(None)
         return self
+
+    def _refuse_unchosen(self, profile: ChannelProfile | None) -> None:
+        """Keys that apply only under another choice of this section are refused, not
+        silently ignored."""
+        if profile is None:  # (fixed rate, dedicated)
+            rules = [
+                (
+                    {"capacity_profile", "uplink_capacity_mbps", "downlink_capacity_mbps"},
+                    True,
+                    "shared: true (a dedicated link runs at each device's link_profile)",
+                )
+            ]
+        else:
+            rules = [
+                (
+                    {"tdd_pattern", "special_slot_symbols"},
+                    profile.duplex != "tdd",
+                    f"duplex: tdd (channel profile {profile.name!r} is {profile.duplex})",
+                ),
+                (
+                    {"pf_window_blocks"},
+                    self.scheduler != "proportional_fair",
+                    "scheduler: proportional_fair",
+                ),
+                (
+                    {"downlink_allocation"},
+                    self.scheduler != "round_robin",
+                    "scheduler: round_robin (the others share RBs fractionally)",
+                ),
+            ]
+        for keys, off, needs in rules:
+            stray = self.given(keys)
+            if stray and off:
+                raise ValueError(f"{', '.join(stray)} applies only with {needs}")
 
     def _efficiency(self, base: ChannelProfile) -> dict[str, Any]:
         """The profile's efficiency model with ``max_bps_per_hz``, ``snr_gap_db``,

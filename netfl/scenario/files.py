@@ -208,6 +208,7 @@ def parse_scenario(
         raise ScenarioError(source, probs) from None
     probs = (
         _check_device_models(scenario)
+        + _check_link_profiles(scenario)
         + _check_availability(scenario)
         + _check_deadline(scenario)
         + ALGORITHMS[name].check_scenario(scenario)
@@ -238,6 +239,20 @@ def _check_deadline(scenario: Scenario) -> list[tuple[str, str]]:
             f"round (valid with: {able})",
         )
     ]
+
+
+def _check_link_profiles(scenario: Scenario) -> list[tuple[str, str]]:
+    """A device's ``link_profile`` (its fixed rates) does not apply to an OFDMA cell,
+    which rates each device from its channel: refused, not written into the devices
+    table as if it had been used."""
+    if scenario.cell.link.mode != "ofdma":
+        return []
+    devices = scenario.devices
+    keys = [("devices.link_profile", devices)] + [
+        (f"devices.groups.{i}.link_profile", g) for i, g in enumerate(devices.groups)
+    ]
+    why = "a link profile sets a fixed-rate link; an OFDMA cell rates each device from its channel"
+    return [(key, why) for key, section in keys if section.given({"link_profile"})]
 
 
 def _check_availability(scenario: Scenario) -> list[tuple[str, str]]:

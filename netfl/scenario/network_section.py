@@ -61,7 +61,7 @@ import numpy as np
 from pydantic import Field, NonNegativeFloat, PositiveFloat, model_validator
 
 from netfl.scenario.layout import Coordinate
-from netfl.scenario.strict import _Strict
+from netfl.scenario.strict import _Strict, refuse
 
 __all__ = [
     "NetworkSection",
@@ -88,6 +88,13 @@ class InterferenceSection(_Strict):
         "SINR with other cells at their carriers' occupancy now",
     )
     load: float = Field(1.0, ge=0.0, le=1.0, description="share of RBs other cells use")
+
+    @model_validator(mode="after")
+    def _load_of_model(self) -> InterferenceSection:
+        refuse(
+            self.given({"load"}) if self.model != "load_factor" else [], f"to model {self.model!r}"
+        )
+        return self
 
 
 class BackhaulSection(_Strict):
@@ -121,6 +128,23 @@ class HandoverSection(_Strict):
 
 #: speeds are checked against channel_models.mobility.MAX_SPEED_KMH by the validator
 _SPEED = {"minimum": 0.0, "maximum": 500.0}
+
+
+#: the keys each mobility model reads
+_MOBILITY_KEYS = {
+    "static": set(),
+    "constant_velocity": {"speed_kmh", "heading_deg", "record_every_s"},
+    "random_waypoint": {"v_min_kmh", "v_max_kmh", "pause_s", "record_every_s"},
+    "gauss_markov": {
+        "speed_kmh",
+        "heading_deg",
+        "alpha",
+        "step_s",
+        "speed_std_kmh",
+        "heading_std_deg",
+        "record_every_s",
+    },
+}
 
 
 class MobilitySection(_Strict):
@@ -179,6 +203,8 @@ class MobilitySection(_Strict):
                 )
         if self.model == "random_waypoint" and not 0.0 < self.v_min_kmh <= self.v_max_kmh:
             raise ValueError("random_waypoint needs 0 < v_min_kmh ≤ v_max_kmh")
+        keys = set(type(self).model_fields) - {"model"} - _MOBILITY_KEYS[self.model]
+        refuse(self.given(keys), f"to model {self.model!r}")
         return self
 
     @property
@@ -230,6 +256,10 @@ class NetworkSection(_Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> NetworkSection:
+        if self.antenna == "omni":
+            refuse(self.given({"antenna_rows", "tilt_zenith_deg"}), "to antenna: omni")
+        if self.site_positions_m is not None:
+            refuse(self.given({"isd_m"}), "to site_positions_m (isd_m spaces a grid)")
         if self.site_positions_m is not None:
             if self.sites is not None and "sites" in self.model_fields_set:
                 raise ValueError("give either sites (a grid) or site_positions_m, not both")

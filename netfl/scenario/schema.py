@@ -44,6 +44,7 @@ from netfl.scenario.strict import (
     _check_name,
     _Strict,
     no_bool_for_numbers,
+    refuse,
     resolve_plugin_spec,
 )
 
@@ -366,6 +367,16 @@ class LearningSection(_Strict):
         max_length=200,
         description="an existing Ray cluster for the 'ray' executor ('auto', 'ray://host:port')",
     )
+
+    @model_validator(mode="after")
+    def _keys_of_executor(self) -> LearningSection:
+        keys = {"serial": set(), "batched": set(), "process": {"workers"}}
+        keys["ray"] = {"workers", "ray_address"}
+        refuse(
+            self.given({"workers", "ray_address"} - keys[self.executor]),
+            f"to executor {self.executor!r}",
+        )
+        return self
 
 
 class OutputsSection(_Strict):

@@ -78,6 +78,29 @@ class _Strict(BaseModel):
 
     _no_bool = field_validator("*", mode="before")(classmethod(no_bool_for_numbers))
 
+    def given(self, keys: set[str]) -> list[str]:
+        """:func:`given` of this section."""
+        return given(self, keys)
+
+
+def given(model: BaseModel, keys: set[str]) -> list[str]:
+    """Those of ``keys`` the input set on ``model`` to a value other than their default
+    (a resolved scenario, which writes every default, gives none it did not set): the
+    keys to refuse where another choice of the section makes them inapplicable."""
+    fields = type(model).model_fields
+    return sorted(
+        k
+        for k in set(keys) & model.model_fields_set
+        if getattr(model, k) != fields[k].get_default(call_default_factory=True)
+    )
+
+
+def refuse(stray: list[str], why: str) -> None:
+    """``ValueError`` "``stray`` does not apply …" when any key is stray."""
+    if stray:
+        verb = "does" if len(stray) == 1 else "do"
+        raise ValueError(f"{', '.join(stray)} {verb} not apply {why}")
+
 
 def _check_name(kind: str, name: str | None, valid: dict) -> str | None:
     try:

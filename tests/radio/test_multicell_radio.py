@@ -833,7 +833,14 @@ def test_fast_devices_stay_inside_a_wrap_around_network_for_40_rounds(model):
             "isd_m": 200,
             "handover": {"sample_ms": 200},  # (coarse measurements: a fast test)
         },
-        devices={"count": 3, "mobility": {"model": model, "speed_kmh": 500, "alpha": 0.9}},
+        devices={
+            "count": 3,
+            "mobility": {
+                "model": model,
+                "speed_kmh": 500,
+                **({"alpha": 0.9} if model == "gauss_markov" else {}),
+            },
+        },
         model={"name": "logreg", "size_bits": 5e8},
         training={"rounds": 40},
     )
