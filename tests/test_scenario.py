@@ -401,6 +401,46 @@ _FEDDIF_CELL = {"link": {"mode": "ofdma", "channel_profile": "feddif"}}
                 "algorithm": {"name": "ecofed", "value_bits": 16, "quantize": False},
             },
         ),
+        (
+            {"server": {"compute_overrides": {"idle_power_w": 5}}},
+            "server: compute_overrides.idle_power_w does not apply to the server",
+            {"server": {"compute_overrides": {"busy_power_w": 5}}},
+        ),
+        (
+            {"data": {"dataset": "digits", "synthetic": {"num_samples": 100}}},
+            "data: synthetic.num_samples does not apply to dataset 'digits'",
+            {"data": {"dataset": "synthetic", "synthetic": {"num_samples": 100}}},
+        ),
+        (
+            {"data": {"dataset": "mnist5k", "root": "/tmp"}},
+            "data: root does not apply to dataset 'mnist5k'",
+            {"data": {"dataset": "mnist5k", "test_fraction": 0.3}},
+        ),
+        (
+            {"data": {"dataset": "mnist", "root": "/tmp", "test_fraction": 0.3}},
+            "data: test_fraction does not apply to dataset 'mnist'",
+            {"data": {"dataset": "mnist", "root": "/tmp"}},
+        ),
+        (
+            {"cell": _OFDMA, "network": {"sites": 7, "high_loss_fraction": 0.2}},
+            "network: high_loss_fraction does not apply without indoor devices",
+            {
+                "cell": _OFDMA,
+                "network": {"sites": 7, "indoor_fraction": 0.5, "high_loss_fraction": 0.2},
+            },
+        ),
+        (
+            {
+                "cell": _FEDDIF_CELL,
+                "devices": {"count": 4, "mobility": {"model": "constant_velocity"}},
+                "algorithm": {"name": "feddif", "redrop_each_diffusion_round": True},
+            },
+            "algorithm.redrop_each_diffusion_round: moving devices follow their paths",
+            {
+                "cell": _FEDDIF_CELL,
+                "algorithm": {"name": "feddif", "redrop_each_diffusion_round": True},
+            },
+        ),
     ],
 )
 def test_a_key_another_choice_makes_inapplicable_is_refused(sections, refused, accepted):

@@ -197,6 +197,17 @@ class FedDif(FedAvg):
                     "(eqs. (9), (16e), (21)): it needs 'ofdma'",
                 )
             ]
+        options = scenario.algorithm.options()
+        if options.get("redrop_each_diffusion_round") and any(
+            m.moves for m in scenario.devices.mobility_of()
+        ):
+            return [
+                (
+                    "algorithm.redrop_each_diffusion_round",
+                    "moving devices follow their paths (a re-drop would teleport them, and "
+                    "their next transfer moves them back); set one of the two",
+                )
+            ]
         return []
 
     # -- steps a variant may override ------------------------------------------

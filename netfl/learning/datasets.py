@@ -26,7 +26,14 @@ from channel_models.registry import lookup
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["Dataset", "load_dataset", "DATASETS", "DATASET_INFO", "DataRootError"]
+__all__ = [
+    "DATASETS",
+    "DATASET_INFO",
+    "TORCHVISION_DATASETS",
+    "DataRootError",
+    "Dataset",
+    "load_dataset",
+]
 
 
 class DataRootError(FileNotFoundError):
@@ -285,6 +292,9 @@ DATASET_INFO: dict[str, str] = {
     "cifar10": "torchvision CIFAR-10 from data.root",
     "cifar100": "torchvision CIFAR-100 from data.root",
 }
+
+#: the torchvision data sets (read from ``data.root``, their own train/test files)
+TORCHVISION_DATASETS = frozenset(_TV)
 
 DATASETS: dict[str, Callable[..., Dataset]] = {
     "mnist5k": _load_mnist5k,

@@ -260,6 +260,8 @@ class NetworkSection(_Strict):
             refuse(self.given({"antenna_rows", "tilt_zenith_deg"}), "to antenna: omni")
         if self.site_positions_m is not None:
             refuse(self.given({"isd_m"}), "to site_positions_m (isd_m spaces a grid)")
+        if self.indoor_fraction == 0:
+            refuse(self.given({"high_loss_fraction"}), "without indoor devices (indoor_fraction)")
         if self.site_positions_m is not None:
             if self.sites is not None and "sites" in self.model_fields_set:
                 raise ValueError("give either sites (a grid) or site_positions_m, not both")

@@ -32,7 +32,7 @@ from pydantic import (
 from channel_models import link_profiles
 from netfl.compute.profiles import compute_profiles
 from netfl.learning.catalog import MODEL_CATALOG as MODELS
-from netfl.learning.datasets import DATASETS
+from netfl.learning.datasets import DATASETS, TORCHVISION_DATASETS
 from netfl.learning.partition import BUILTIN_SCHEMES, PARTITION_PARAMS, PARTITIONERS
 from netfl.radio.uplink_mac import MAX_GRANT_CYCLES
 from netfl.scenario.availability_section import AvailabilitySection
@@ -201,6 +201,19 @@ class ServerSection(_Strict):
         lambda v: _check_name("compute profile", v, compute_profiles())
     )
 
+    @model_validator(mode="after")
+    def _server_keys(self) -> ServerSection:
+        # (the server has no modem — the BS's radio energy is its load-dependent power
+        # model — and its idle power is not charged: idle energy is the devices')
+        keys = set(ComputeOverrides.model_fields) - {
+            "effective_flops_per_s",
+            "busy_power_w",
+            "parallel_jobs",
+        }
+        stray = [f"compute_overrides.{k}" for k in self.compute_overrides.given(keys)]
+        refuse(stray, "to the server (no modem, no idle charge)")
+        return self
+
 
 _BUILTIN_PARAMS = {"alpha", "min_samples", "shards_per_device", "fraction", "classes"}
 #: a plugin partition's parameter (``data.partition.options``)
@@ -282,6 +295,20 @@ class DataSection(_Strict):
     synthetic: SyntheticSection = SyntheticSection()
 
     _vd = field_validator("dataset")(lambda v: _check_name("data set", v, DATASETS))
+
+    @model_validator(mode="after")
+    def _keys_of_dataset(self) -> DataSection:
+        bundled = {"mnist5k", "digits", "synthetic"}  # (shipped: no folder, no official split)
+        if self.dataset != "synthetic":
+            stray = [
+                f"synthetic.{k}" for k in self.synthetic.given(set(SyntheticSection.model_fields))
+            ]
+            refuse(stray, f"to dataset {self.dataset!r}")
+        if self.dataset in bundled:
+            refuse(self.given({"root"}), f"to dataset {self.dataset!r} (it ships with a package)")
+        elif self.dataset in TORCHVISION_DATASETS:
+            refuse(self.given({"test_fraction"}), f"to dataset {self.dataset!r} (its own test set)")
+        return self
 
 
 class ModelSection(_Strict):
