@@ -15,17 +15,10 @@ from netfl.scenario.files import parse_scenario
 from netfl.sim.accounting import rb_subframes_on_air, round_row, snapshot
 from netfl.sim.world import World
 from tests.conftest import tiny_scenario
+from tests.radio.test_multicell_radio import PLAIN_CELL
 
-CELL = {
-    "radius_m": 400,
-    "link": {
-        "mode": "ofdma",
-        "channel_profile": "nr_fr1_uma",
-        "pathloss": {"model": "log_distance", "beta0_db": -35.0, "kappa": 3.5},
-        "shadowing": False,
-        "fading": "none",
-    },
-}
+#: the two-site tests' plain cell (deterministic loss), without fading
+CELL = {**PLAIN_CELL, "link": {**PLAIN_CELL["link"], "fading": "none"}}
 TWO_SITES = {
     "site_positions_m": [[0.0, 0.0], [500.0, 0.0]],
     "sectors": 1,
