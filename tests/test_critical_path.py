@@ -124,3 +124,27 @@ def test_a_download_after_the_servers_work_follows_it_on_the_path(algorithm):
     assert steps["end_s"].iloc[-1] == pytest.approx(row["sim_time_s"], rel=1e-12)
     gaps = steps["start_s"].to_numpy()[1:] - steps["end_s"].to_numpy()[:-1]
     assert (abs(gaps) < 1e-9).all()
+
+
+def test_a_download_waiting_for_a_promotion_does_not_follow_another_devices_steps():
+    """ue1 (``huang2012_lte``) downloads only after its RRC promotion; ue0 on 5G finishes
+    its round meanwhile. ue1's download has no recorded predecessor: the path is ue1's
+    own steps and the aggregation — not ue0's steps with the BS, which set nothing."""
+    groups = [
+        {"count": 1, "compute_profile": "raspberry_pi_4", "link_profile": "5g"},
+        {"count": 1, "compute_profile": "huang2012_lte", "link_profile": "4g_lte"},
+    ]
+    res = run(
+        parse_scenario(
+            tiny_scenario(
+                devices={"count": 2, "groups": groups},
+                model={"name": "logreg", "size_bits": 2e6},
+                training={"rounds": 1},
+            )
+        )
+    )
+    steps = res.tables["critical_path"]
+    assert list(steps["node"]) == ["ue1", "ue1", "ue1", "bs"]
+    assert list(steps["step"]) == ["download", "compute", "upload", "server_compute"]
+    promotion = get_compute_profile("huang2012_lte").rrc_promotion_s
+    assert steps["start_s"].iloc[0] == pytest.approx(promotion)

@@ -211,3 +211,24 @@ def test_every_table_and_column_a_run_writes_is_documented():
                 missing.append(table)
             missing += [f"{table}.{c}" for c in frame.columns if not documented(c)]
     assert missing == [], missing
+
+
+def test_an_interrupt_after_a_rows_end_keeps_that_rows_records():
+    """Ctrl-C in the progress callback of round 1 (its row is complete): the run returns
+    both rows marked interrupted, and round 1's records stay with its row (only a round
+    in progress is dropped), so its time split and sub-frames are its own."""
+    from netfl import parse_scenario, run
+    from tests.conftest import tiny_scenario
+
+    def on_round(row):
+        if row["round"] == 1:
+            raise KeyboardInterrupt
+
+    res = run(
+        parse_scenario(tiny_scenario(training={"rounds": 4})),
+        on_round=on_round,
+        partial_on_interrupt=True,
+    )
+    assert res.stop_reason == "interrupted" and list(res.rounds["round"]) == [0, 1]
+    assert set(res.transfers["round"]) == {0, 1}
+    assert (res.rounds["subframes"] > 0).all() and (res.rounds["comm_time_s"] > 0).all()

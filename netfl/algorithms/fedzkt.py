@@ -256,6 +256,8 @@ class FedZKT(HeterogeneousFL):
         self._distill_flops = self.server_update_flops(clients) if clients else 0.0
         if clients:
             yield world.compute.run(world.bs, self._distill_flops, "distill")
+        else:  # (no distillation: no losses of one either)
+            self._server_losses = dict.fromkeys(self._server_losses, float("nan"))
         if future is not None:
             out = future.result()
             self.global_state = out.global_state

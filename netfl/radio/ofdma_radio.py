@@ -442,6 +442,8 @@ class OfdmaRadio(LinkRadio):
         carrier = self.carriers["downlink"]
         snrs = np.array([self.link_now(src, r)[1] for r in receivers])
         start = self.env.now
+        # (a receiver cut before the flow starts: nothing on air, no RB held)
+        progress.append(lambda: (0.0, {"airtime_s": 0.0, "rb_subframes": 0.0}))
         if self.profile.downlink_delay_s > 0 and size_bits > 0:
             yield self.env.timeout(self.profile.downlink_delay_s)
         flow = self.send(carrier, size_bits, float(snrs.min()), math.inf, multicast_snrs=snrs)
@@ -453,7 +455,7 @@ class OfdmaRadio(LinkRadio):
                 "rb_subframes": carrier.rb_seconds(flow) / SUBFRAME_S,
             }
 
-        progress.append(sent)
+        progress[:] = [sent]
         try:
             yield flow.done
         except simpy.Interrupt as stop:  # (every receiver left)

@@ -86,7 +86,7 @@ def rb_subframes_on_air(transfers: list[TransferRecord]) -> float:
     for t in transfers:
         if t.multicast_group >= 0:
             best = groups.get(t.multicast_group)
-            if best is None or t.rb_subframes > best:
+            if best is None or math.isnan(best) or t.rb_subframes > best:
                 groups[t.multicast_group] = t.rb_subframes
         else:
             total += t.rb_subframes

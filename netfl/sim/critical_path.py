@@ -3,8 +3,9 @@
 Walking back from the step that ended last (in FedAvg the server's aggregation): the
 step before a step is the one that ended last, no later than it began, among the steps
 of its *actors* — the devices it involves (a transfer's device end, a device's compute)
-and the sender of a transfer from the infrastructure (a download follows the server's
-or an edge's work before it: FedZKT's distillation, HierFAVG's edge aggregation), or
+and, for a transfer from the infrastructure, its sender's steps that involve no device
+(a download follows the server's or an edge's work before it: FedZKT's distillation,
+HierFAVG's edge aggregation; not another device's transfer with the sender), or
 its nodes when it involves no device (the server's compute follows what reached the
 server). Each step found is on the critical path; the walk stops at the round's start.
 
@@ -43,7 +44,10 @@ def _steps(
     for t in transfers:
         nodes = frozenset((t.src, t.dst))
         ends = nodes & devices
-        actors = (ends | ({t.src} - devices)) if ends else nodes
+        # (a download's sender: its work before it — a step of the sender's that
+        # involves no device, so other devices' transfers with it are no predecessor)
+        infra = frozenset((("infra", t.src),)) if t.src not in devices else frozenset()
+        actors = (ends | infra) if ends else nodes
         node = next(iter(sorted(nodes & devices)), t.src)
         out.append(
             (
@@ -79,10 +83,14 @@ def critical_path(
     if not steps:
         return []
     order = sorted(range(len(steps)), key=lambda i: (steps[i][1], steps[i][0]))
-    by_node: dict[str, list[int]] = {}
+    by_node: dict[Any, list[int]] = {}
     for i in order:
-        for node in steps[i][4]:
+        nodes = steps[i][4]
+        for node in nodes:
             by_node.setdefault(node, []).append(i)
+        if not nodes & devices:  # (the infrastructure's own steps, apart)
+            for node in nodes:
+                by_node.setdefault(("infra", node), []).append(i)
     ends = {node: [steps[i][1] for i in idx] for node, idx in by_node.items()}
     # the step that ended last (of equal ends: the one that began last, a device's first)
     current = max(

@@ -122,6 +122,7 @@ def _run_world(
                 world, algorithm, r, t0, n_tr, n_co, nodes, before, summary
             )
             rows.append(row)
+            n_tr, n_co = len(rec.transfers), len(rec.computes)  # (an interrupt keeps them)
             if every and run_dir is not None and (r + 1) % every == 0 and r + 1 < tr.rounds:
                 save_checkpoint(
                     run_dir,

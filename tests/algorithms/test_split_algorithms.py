@@ -190,7 +190,7 @@ def test_ecofed_refuses_a_multicast_downlink():
     with pytest.raises(ScenarioError, match="algorithm.downlink: ecofed sends each device"):
         parse_scenario(
             tiny_scenario(
-                model={"name": "cnn"}, algorithm={"name": "ecofed", "downlink": "multicast"}
+                model={"name": "vgg11"}, algorithm={"name": "ecofed", "downlink": "multicast"}
             )
         )
 

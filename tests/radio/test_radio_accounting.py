@@ -99,6 +99,7 @@ def test_rb_subframes_on_air_counts_unicasts_and_each_multicast_group_once():
 
     air = [R(-1, 2.0), R(-1, 3.0), R(4, 10.0), R(4, 7.0), R(4, 10.0), R(5, 1.0)]
     assert rb_subframes_on_air(air) == 2.0 + 3.0 + 10.0 + 1.0
+    assert rb_subframes_on_air([R(4, math.nan), R(4, 6.0), R(4, 5.0)]) == 6.0
     assert math.isnan(rb_subframes_on_air([R(-1, math.nan)]))  # (fixed rate: none)
 
 
@@ -193,3 +194,23 @@ def test_a_downlink_handed_over_between_sectors_of_one_site_crosses_its_backhaul
     hops = [t for t in world.recorder.transfers if t.direction == "backhaul"]
     assert sum(t.delivered_bits for t in hops) == 8e8
     assert rec.delivered_bits == 8e8 and rec.dst == "ue0"
+
+
+def test_a_multicast_receiver_cut_before_the_flow_starts_held_no_resource_blocks():
+    """On LTE a multicast waits the downlink delay before its flow starts: a receiver
+    cut then holds 0 RB sub-frames (not NaN), and the round counts the others' once."""
+    s = tiny_scenario(
+        cell={"link": {"mode": "ofdma", "channel_profile": "lte_20mhz"}}, devices={"count": 3}
+    )
+    world = World(parse_scenario(s))
+    env, radio = world.env, world.radio
+    nodes = {n.name: n for n in [*world.infrastructure, *world.all_devices]}
+    before = snapshot(nodes)
+    delay = radio.profile.downlink_delay_s
+    proc = radio.broadcast(world.bs, world.all_devices, 1e7, "model_down", 1)
+    env.run(until=delay / 2)
+    world.activities.cut(world.all_devices[0], "left")
+    first, *others = env.run(until=proc)
+    assert first.outcome == "left" and first.rb_subframes == 0.0
+    assert others[0].rb_subframes > 0 and others[0].rb_subframes == others[1].rb_subframes
+    assert _row(world, before, nodes)["rb_subframes"] == pytest.approx(others[0].rb_subframes)
