@@ -128,6 +128,7 @@ LAYERS: list[list[str]] = [
         "netfl.algorithms.link_probe",
         "netfl.scenario",
         "netfl.scenario.strict",
+        "netfl.scenario.data_section",
         "netfl.scenario.availability_section",
         "netfl.scenario.cell",
         "netfl.scenario.files",
