@@ -66,6 +66,8 @@ class DFLConfig(FedAvgConfig):
 class _SoftTargets(FedAvg):
     """What DFL and FD share: the global soft targets and their payload."""
 
+    wraps_fedavg_round: ClassVar[bool] = True  # (their rounds add columns to FedAvg's)
+
     def __init__(self, world: RoundContext, config):
         from netfl.learning.distill import uniform_soft_targets
 

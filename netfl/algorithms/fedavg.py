@@ -90,6 +90,9 @@ class FedAvg(Algorithm):
     #: variant whose payload is no model says so)
     download_kind: ClassVar[str] = "model_down"
     download_models: ClassVar[int] = 1
+    #: a variant whose :meth:`round` wraps this one (calls it, adds to its summary) sets
+    #: True: FedAvg's round keeps its deadline (``deadline_s``) there too
+    wraps_fedavg_round: ClassVar[bool] = False
     name = "fedavg"
     Config = FedAvgConfig
     config: FedAvgConfig

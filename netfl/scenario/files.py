@@ -219,14 +219,16 @@ def parse_scenario(
 
 
 def _check_deadline(scenario: Scenario) -> list[tuple[str, str]]:
-    """``algorithm.deadline_s`` is kept by FedAvg's round: an algorithm that runs its
-    own rounds (FedDif, HierFAVG, the split and heterogeneous families) refuses it."""
+    """``algorithm.deadline_s`` is kept by FedAvg's round (and by those that wrap it:
+    DFL, FD): an algorithm that runs its own rounds (FedDif, HierFAVG, EcoFed, the
+    heterogeneous families) refuses it."""
     if scenario.algorithm.options().get("deadline_s") is None:
         return []
     from netfl.algorithms.fedavg import FedAvg
 
     def keeps(cls: type) -> bool:
-        return cls.round is FedAvg.round and cls.supports_availability
+        fedavgs = cls.round is FedAvg.round or getattr(cls, "wraps_fedavg_round", False)
+        return fedavgs and cls.supports_availability
 
     name = scenario.algorithm.name
     if keeps(ALGORITHMS[name]):

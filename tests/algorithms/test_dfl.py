@@ -125,3 +125,16 @@ def test_fd_soft_targets_count_no_model_either_way(downlink):
     assert (down["multicast_group"] >= 0).all() == (downlink == "multicast")
     assert (result.rounds["models_downlink"] == 0).all()
     assert (result.rounds["models_sent"] == 0).all()
+
+
+@pytest.mark.parametrize("name", ["dfl", "fd"])
+def test_a_deadline_cuts_late_clients_as_in_fedavg(name):
+    """DFL's and FD's rounds are FedAvg's with columns added: its deadline applies. A
+    deadline inside the round's span cuts the slow clients, recorded late; the round
+    ends at the deadline plus the server's step."""
+    free = run(_scenario({"name": name}, "timing", training={"rounds": 1}))
+    span = float(free.rounds["round_time_s"].iloc[0])
+    cut = run(_scenario({"name": name, "deadline_s": 0.5 * span}, "timing", training={"rounds": 1}))
+    row = cut.rounds.iloc[0]
+    assert row["clients_late"] > 0 and row["round_time_s"] < span
+    assert (cut.transfers["outcome"] == "late").any()
