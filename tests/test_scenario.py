@@ -441,6 +441,12 @@ _FEDDIF_CELL = {"link": {"mode": "ofdma", "channel_profile": "feddif"}}
                 "algorithm": {"name": "feddif", "redrop_each_diffusion_round": True},
             },
         ),
+        (
+            {"algorithm": {"name": "transfer_test", "starved": "hold_share"}},
+            "algorithm.starved: hold_share (an out-of-coverage UE's round-robin RBs held) "
+            "applies to one OFDMA cell, not a fixed-rate link",
+            {"cell": _OFDMA, "algorithm": {"name": "transfer_test", "starved": "hold_share"}},
+        ),
     ],
 )
 def test_a_key_another_choice_makes_inapplicable_is_refused(sections, refused, accepted):

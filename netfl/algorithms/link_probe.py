@@ -74,20 +74,33 @@ class TransferTest(Algorithm):
 
     @classmethod
     def check_scenario(cls, scenario: Any) -> list[tuple[str, str]]:
-        """The upload takes at most ``MAX_GRANT_CYCLES`` grant cycles (LTE cells)."""
+        """The upload takes at most ``MAX_GRANT_CYCLES`` grant cycles (LTE cells);
+        ``starved: hold_share`` needs one OFDMA cell (not implemented on networks)."""
         from netfl.radio.uplink_mac import MAX_GRANT_CYCLES
 
         cfg = cls.Config(**scenario.algorithm.options())
-        cycles = scenario.grant_cycles(cfg.on_air_bits(cfg.upload_bytes))
-        if cycles <= MAX_GRANT_CYCLES:
-            return []
-        return [
-            (
-                "algorithm.upload_bytes",
-                f"{cfg.upload_bytes:g} bytes take {cycles:,.0f} uplink grant cycles on this "
-                f"LTE cell (at most {MAX_GRANT_CYCLES:,})",
+        problems = []
+        if cfg.starved == "hold_share" and (
+            scenario.cell.link.mode != "ofdma" or scenario.network is not None
+        ):
+            where = "a network" if scenario.network is not None else "a fixed-rate link"
+            problems.append(
+                (
+                    "algorithm.starved",
+                    f"hold_share (an out-of-coverage UE's round-robin RBs held) applies to "
+                    f"one OFDMA cell, not {where}",
+                )
             )
-        ]
+        cycles = scenario.grant_cycles(cfg.on_air_bits(cfg.upload_bytes))
+        if cycles > MAX_GRANT_CYCLES:
+            problems.append(
+                (
+                    "algorithm.upload_bytes",
+                    f"{cfg.upload_bytes:g} bytes take {cycles:,.0f} uplink grant cycles on "
+                    f"this LTE cell (at most {MAX_GRANT_CYCLES:,})",
+                )
+            )
+        return problems
 
     def _device(self, device: Node) -> Generator[simpy.Event, Any, None]:
         world = self.world
