@@ -442,6 +442,24 @@ _FEDDIF_CELL = {"link": {"mode": "ofdma", "channel_profile": "feddif"}}
             },
         ),
         (
+            {"cell": {"link": {"mode": "ofdma", "rbg_configuration": 2}}},
+            "cell.link: rbg_configuration applies only with an NR profile's rbg_round_robin",
+            {
+                "cell": {
+                    "link": {
+                        "mode": "ofdma",
+                        "rbg_configuration": 2,
+                        "downlink_allocation": "rbg_round_robin",
+                    }
+                }
+            },
+        ),
+        (
+            {"cell": {"link": {"mode": "ofdma", "fading": "none", "aggregate_above_flows": 64}}},
+            "cell.link: aggregate_above_flows applies only with Rayleigh fading",
+            {"cell": {"link": {"mode": "ofdma", "aggregate_above_flows": 64}}},
+        ),
+        (
             {"algorithm": {"name": "transfer_test", "starved": "hold_share"}},
             "algorithm.starved: hold_share (an out-of-coverage UE's round-robin RBs held) "
             "applies to one OFDMA cell, not a fixed-rate link",

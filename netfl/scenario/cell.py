@@ -309,6 +309,21 @@ class LinkSection(_Strict):
                     self.scheduler != "round_robin",
                     "scheduler: round_robin (the others share RBs fractionally)",
                 ),
+                (
+                    {"rbg_configuration"},
+                    profile.rbg_standard != "nr"
+                    or profile.downlink_allocation != "rbg_round_robin"
+                    or self.scheduler != "round_robin",
+                    "an NR profile's rbg_round_robin downlink (TS 38.214's configurations; "
+                    "LTE has one RBG table)",
+                ),
+                (
+                    {"aggregate_above_flows"},
+                    profile.fading.get("model") != "rayleigh"
+                    or self.scheduler == "proportional_fair",
+                    "Rayleigh fading under round robin or fcfs (proportional fair rates "
+                    "every block)",
+                ),
             ]
         for keys, off, needs in rules:
             stray = self.given(keys)
