@@ -460,6 +460,19 @@ _FEDDIF_CELL = {"link": {"mode": "ofdma", "channel_profile": "feddif"}}
             {"cell": {"link": {"mode": "ofdma", "aggregate_above_flows": 64}}},
         ),
         (
+            {"model": {"name": "logreg", "size_bits": 1e6}, "algorithm": {"name": "fd"}},
+            "model.size_bits: fd sends soft targets only",
+            {"model": {"name": "logreg", "size_bits": 1e6}, "algorithm": {"name": "dfl"}},
+        ),
+        (
+            {"model": {"name": "vgg11", "size_bits": 1e6}, "algorithm": {"name": "vanilla_dpfl"}},
+            "model.size_bits: vanilla_dpfl sizes each part by its parameters",
+            {
+                "model": {"name": "vgg11", "bits_per_param": 16},
+                "algorithm": {"name": "vanilla_dpfl"},
+            },
+        ),
+        (
             {"algorithm": {"name": "transfer_test", "starved": "hold_share"}},
             "algorithm.starved: hold_share (an out-of-coverage UE's round-robin RBs held) "
             "applies to one OFDMA cell, not a fixed-rate link",

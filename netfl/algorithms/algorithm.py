@@ -105,6 +105,12 @@ class Algorithm(ABC):
         (beyond its Config), reported with the file name when the scenario is parsed."""
         return []
 
+    @classmethod
+    def unread_model_keys(cls, scenario: Any, keys: set[str], why: str) -> list[tuple[str, str]]:
+        """Problems for the ``model`` keys among ``keys`` that a scenario sets and this
+        algorithm never reads (``why``), so that they are not silently ignored."""
+        return [(f"model.{key}", f"{cls.name} {why}") for key in scenario.model.given(keys)]
+
     def info(self) -> dict[str, Any]:
         """Facts of the run for its manifest (e.g. EcoFed's pre-training cost)."""
         return {}

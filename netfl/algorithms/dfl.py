@@ -210,6 +210,12 @@ class FD(_SoftTargets):
     Config = FDConfig
     config: FDConfig
 
+    @classmethod
+    def check_scenario(cls, scenario: Any) -> list[tuple[str, str]]:
+        return super().check_scenario(scenario) + cls.unread_model_keys(
+            scenario, {"size_bits", "bits_per_param"}, "sends soft targets only: no model travels"
+        )
+
     def __init__(self, world: RoundContext, config: FDConfig):
         super().__init__(world, config)
         self.device_states: dict[int, dict] = {}

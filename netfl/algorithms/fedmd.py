@@ -101,6 +101,12 @@ class FedMD(HeterogeneousFL):
     #: that leaves mid-round is out of the consensus (or of the digest) from there
     supports_availability = True
 
+    @classmethod
+    def check_scenario(cls, scenario: Any) -> list[tuple[str, str]]:
+        return super().check_scenario(scenario) + cls.unread_model_keys(
+            scenario, {"size_bits", "bits_per_param"}, "sends class scores only: no model travels"
+        )
+
     def __init__(self, world: RoundContext, config: FedMDConfig):
         from netfl.learning import DataRootError, load_dataset
         from netfl.learning.consensus import adapt_images

@@ -72,6 +72,12 @@ class SplitFL(FedAvg):
     def check_scenario(cls, scenario: Any) -> list[tuple[str, str]]:
         from netfl.learning.split_model import PARTITION_POINTS
 
+        unread = cls.unread_model_keys(
+            scenario,
+            {"size_bits"},
+            "sizes each part by its parameters × model.bits_per_param (size_bits is the whole "
+            "model's)",
+        )
         name = scenario.model.name
         if name not in PARTITION_POINTS:
             return [
@@ -79,9 +85,10 @@ class SplitFL(FedAvg):
                     "model.name",
                     f"{cls.name} splits the model at a partition point: use one of "
                     f"{', '.join(sorted(PARTITION_POINTS))} (got {name!r})",
-                )
+                ),
+                *unread,
             ]
-        return []
+        return unread
 
     def __init__(self, world: RoundContext, config: SplitConfig):
         import torch
