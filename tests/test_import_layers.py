@@ -131,6 +131,7 @@ LAYERS: list[list[str]] = [
         "netfl.scenario.data_section",
         "netfl.scenario.availability_section",
         "netfl.scenario.cell",
+        "netfl.scenario.link_resolution",
         "netfl.scenario.files",
         "netfl.scenario.reading",
         "netfl.scenario.plugins",

@@ -23,10 +23,9 @@ from channel_models.channel_profiles import (
     channel_profiles,
     parse_channel_profiles,
 )
-from channel_models.numerology import num_resource_blocks
 from channel_models.pathloss import PATHLOSS_MODELS
-from channel_models.registry import lookup
 from netfl.radio.schedulers import SCHEDULERS
+from netfl.scenario.link_resolution import refuse_unchosen, resolved_profile
 from netfl.scenario.reading import cached_per_file
 from netfl.scenario.strict import _check_name, _Strict
 
@@ -247,7 +246,7 @@ class LinkSection(_Strict):
         lambda v: _check_name("link profile", v, link_profiles())
     )
 
-    def _profiles(self) -> dict[str, ChannelProfile]:
+    def profiles(self) -> dict[str, ChannelProfile]:
         """The built-in profiles and those of ``channel_profile_file`` (which win)."""
         if self.channel_profile_file is None:
             return channel_profiles()
@@ -271,204 +270,20 @@ class LinkSection(_Strict):
             # (absolute from here on: the resolved scenario.yaml names the file it used)
             self.__dict__["channel_profile_file"] = str(path.resolve())
         try:
-            _check_name("channel profile", self.channel_profile, self._profiles())
+            _check_name("channel profile", self.channel_profile, self.profiles())
         except ValueError as err:
             raise ValueError(f"channel_profile: {err}") from None
         if self.mode == "ofdma":
             # (grid, TDD pattern, power control consistent)
-            self._refuse_unchosen(self.channel_profile_resolved())
+            refuse_unchosen(self, self.channel_profile_resolved())
         elif not self.shared:
-            self._refuse_unchosen(None)
+            refuse_unchosen(self, None)
         return self
 
-    def _refuse_unchosen(self, profile: ChannelProfile | None) -> None:
-        """Keys that apply only under another choice of this section are refused, not
-        silently ignored."""
-        if profile is None:  # (fixed rate, dedicated)
-            rules = [
-                (
-                    {"capacity_profile", "uplink_capacity_mbps", "downlink_capacity_mbps"},
-                    True,
-                    "shared: true (a dedicated link runs at each device's link_profile)",
-                )
-            ]
-        else:
-            rules = [
-                (
-                    {"tdd_pattern", "special_slot_symbols"},
-                    profile.duplex != "tdd",
-                    f"duplex: tdd (channel profile {profile.name!r} is {profile.duplex})",
-                ),
-                (
-                    {"pf_window_blocks"},
-                    self.scheduler != "proportional_fair",
-                    "scheduler: proportional_fair",
-                ),
-                (
-                    {"downlink_allocation"},
-                    self.scheduler != "round_robin",
-                    "scheduler: round_robin (the others share RBs fractionally)",
-                ),
-                (
-                    {"rbg_configuration"},
-                    profile.rbg_standard != "nr"
-                    or profile.downlink_allocation != "rbg_round_robin"
-                    or self.scheduler != "round_robin",
-                    "an NR profile's rbg_round_robin downlink (TS 38.214's configurations; "
-                    "LTE has one RBG table)",
-                ),
-                (
-                    {"aggregate_above_flows"},
-                    profile.fading.get("model") != "rayleigh"
-                    or self.scheduler == "proportional_fair",
-                    "Rayleigh fading under round robin or fcfs (proportional fair rates "
-                    "every block)",
-                ),
-            ]
-        for keys, off, needs in rules:
-            stray = self.given(keys)
-            if stray and off:
-                raise ValueError(f"{', '.join(stray)} applies only with {needs}")
-
-    def _efficiency(self, base: ChannelProfile) -> dict[str, Any]:
-        """The profile's efficiency model with ``max_bps_per_hz``, ``snr_gap_db``,
-        ``cqi_table``, ``link_abstraction`` and ``bler_target`` applied.
-
-        LTE profiles: ``gap`` = ``lte_amc``, ``bler`` = ``lte_bler``; ``cqi_table`` is
-        refused (TS 36.213 has its own tables). NR (``nr_bler``) profiles: ``cqi_table``
-        picks the MCS table (64qam: 1, 256qam: 2); ``gap`` = that CQI table through a
-        Shannon gap (``cqi``), ``bler`` = ``nr_bler``. Shannon profiles: ``cqi_table``
-        turns them into ``cqi`` (gap and cap kept); the abstractions do not apply."""
-        efficiency = dict(base.efficiency)
-        model = efficiency["model"]
-        if self.max_bps_per_hz is not None:
-            efficiency["max_bps_per_hz"] = self.max_bps_per_hz
-        if self.snr_gap_db is not None:
-            efficiency["gap_db"] = self.snr_gap_db
-        lte, nr = model in ("lte_amc", "lte_bler"), model == "nr_bler"
-        if self.cqi_table is not None:
-            if lte:
-                raise ValueError(
-                    f"cqi_table: channel profile {base.name!r} is LTE (TS 36.213 tables); "
-                    "the TS 38.214 tables apply to NR and Shannon-based profiles"
-                )
-            if nr:
-                efficiency["mcs_table"] = {"64qam": 1, "256qam": 2}[self.cqi_table]
-            else:  # a Shannon profile's gap and cap stay; the efficiency becomes the table's
-                efficiency = {**efficiency, "model": "cqi", "table": self.cqi_table}
-        if (self.link_abstraction or self.bler_target) and not (lte or nr):
-            key = "link_abstraction" if self.link_abstraction else "bler_target"
-            raise ValueError(
-                f"{key}: channel profile {base.name!r} is neither LTE nor NR (its efficiency "
-                f"model is {model!r}); the gap and bler abstractions apply to lte_* and "
-                "nr_* profiles"
-            )
-        keep = {k: efficiency.get(k) for k in ("reference_prbs", "bler_target", "max_mcs")}
-        if self.link_abstraction == "gap" and lte:
-            efficiency = {
-                "model": "lte_amc",
-                "gap_db": efficiency.get("gap_db"),
-                "reference_prbs": keep["reference_prbs"],
-                "max_mcs": keep["max_mcs"],
-            }
-        elif self.link_abstraction == "bler" and lte:
-            efficiency = {"model": "lte_bler", **keep}
-        elif self.link_abstraction == "gap" and nr:
-            table = "256qam" if efficiency.get("mcs_table") == 2 else "64qam"
-            efficiency = {
-                "model": "cqi",
-                "table": table,
-                "gap_db": efficiency.get("gap_db") or 0.0,
-                "max_bps_per_hz": efficiency.get("max_bps_per_hz"),
-            }
-        if self.max_mcs is not None:
-            if efficiency["model"] not in ("lte_amc", "lte_bler", "nr_bler"):
-                raise ValueError(
-                    f"max_mcs: the efficiency model {efficiency['model']!r} has no MCS table "
-                    "(cap a Shannon or CQI rate with max_bps_per_hz)"
-                )
-            efficiency["max_mcs"] = self.max_mcs
-        if self.bler_target is not None:
-            if efficiency["model"] not in ("lte_bler", "nr_bler"):
-                raise ValueError("bler_target: applies to link_abstraction: bler")
-            efficiency["bler_target"] = self.bler_target
-        return efficiency
-
     def channel_profile_resolved(self) -> ChannelProfile:
-        """The named channel profile with this section's overrides applied.
-
-        A ``bandwidth_hz`` or ``numerology`` override without ``num_rbs`` takes N_RB
-        from TS 38.101-1 Table 5.3.2-1; ``ValueError`` names an inconsistent value
-        (e.g. more RBs than the bandwidth holds, a bandwidth with no N_RB entry).
-        """
-        base = lookup(self._profiles(), self.channel_profile, "channel profile")
-        numerology = self.numerology if self.numerology is not None else base.numerology
-        bandwidth = self.bandwidth_hz or base.bandwidth_hz
-        num_rbs = self.num_rbs
-        if num_rbs is None and (self.bandwidth_hz is not None or self.numerology is not None):
-            try:
-                num_rbs = num_resource_blocks(bandwidth, numerology)
-            except (KeyError, ValueError) as err:
-                raise ValueError(
-                    f"bandwidth_hz/numerology: {str(err).strip(chr(34))}; set num_rbs to use "
-                    "another bandwidth"
-                ) from None
-        fading = dict(base.fading)
-        if self.fading is not None:
-            fading = {
-                "model": self.fading,
-                "coherence_time_s": fading.get("coherence_time_s", 1e-3),
-            }
-        if self.coherence_time_s is not None:
-            fading["coherence_time_s"] = self.coherence_time_s
-        efficiency = self._efficiency(base)
-        overhead = dict(base.phy_overhead)
-        if self.phy_overhead_uplink is not None:
-            overhead["uplink"] = self.phy_overhead_uplink
-        if self.phy_overhead_downlink is not None:
-            overhead["downlink"] = self.phy_overhead_downlink
-        pc = self.uplink_power_control.model_dump() if self.uplink_power_control else None
-        return base.with_overrides(
-            numerology=numerology,
-            bandwidth_hz=bandwidth,
-            num_rbs=num_rbs,
-            fading=fading,
-            ue_tx_power_dbm=self.ue_tx_power_dbm,
-            bs_tx_power_dbm=self.bs_tx_power_dbm,
-            noise_figure_ue_db=self.noise_figure_ue_db,
-            noise_figure_bs_db=self.noise_figure_bs_db,
-            duplex=self.duplex,
-            tdd_pattern=self.tdd_pattern,
-            special_slot_symbols=self.special_slot_symbols,
-            uplink_power_control=pc,
-            efficiency=efficiency,
-            phy_overhead=overhead,
-            overheads={**base.overheads, **(self.overheads or {})},
-            cqi_sinr=self.cqi_sinr,
-            downlink_delay_s=self.downlink_delay_s,
-            downlink_allocation=self.downlink_allocation,
-            rbg_configuration=self.rbg_configuration,
-            pathloss=self._shadowed(self.pathloss or base.pathloss, "pathloss"),
-            d2d_pathloss=self._shadowed(base.d2d_pathloss, "d2d"),
-        )
-
-    def _shadowed(self, law: dict[str, Any], which: str) -> dict[str, Any]:
-        """``law`` with the ``shadowing`` switch applied (unchanged when it is unset)."""
-        if self.shadowing is None:
-            return law
-        law = dict(law)
-        if law["model"] in ("uma", "umi", "rma"):
-            law["shadowing"] = self.shadowing
-        elif not self.shadowing:
-            law["shadowing_std_db"] = 0.0
-        elif not law.get("shadowing_std_db"):
-            if which == "d2d":
-                return law  # (a D2D law without shadowing stays as it is)
-            raise ValueError(
-                f"shadowing: true, but the {law['model']} path loss has no shadowing_std_db "
-                "(set it in cell.link.pathloss)"
-            )
-        return law
+        """The named channel profile with this section's overrides applied
+        (:func:`netfl.scenario.link_resolution.resolved_profile`)."""
+        return resolved_profile(self)
 
 
 class CueSection(_Strict):
