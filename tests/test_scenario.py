@@ -473,6 +473,46 @@ _FEDDIF_CELL = {"link": {"mode": "ofdma", "channel_profile": "feddif"}}
             },
         ),
         (
+            {
+                "model": {"name": "vgg11"},
+                "algorithm": {"name": "ecofed", "pretrain": {"weights_file": "w.pt", "epochs": 5}},
+            },
+            "algorithm.pretrain: epochs does not apply with weights_file (loaded)",
+            {
+                "model": {"name": "vgg11"},
+                "algorithm": {"name": "ecofed", "pretrain": {"epochs": 5}},
+            },
+        ),
+        (
+            {
+                "model": {"name": "vgg11"},
+                "algorithm": {"name": "ecofed", "pretrain": {"epochs": 0, "lr": 0.1}},
+            },
+            "algorithm.pretrain: lr does not apply with epochs: 0 (no pre-training)",
+            {"model": {"name": "vgg11"}, "algorithm": {"name": "ecofed", "pretrain": {"lr": 0.1}}},
+        ),
+        (
+            {
+                "model": {"name": "vgg11"},
+                "algorithm": {"name": "ecofed", "pretrain": {"dataset": "digits", "root": "d"}},
+            },
+            "algorithm.pretrain: root does not apply to dataset 'digits' (not read from a folder)",
+            {
+                "model": {"name": "vgg11"},
+                "algorithm": {"name": "ecofed", "pretrain": {"dataset": "cifar10", "root": "d"}},
+            },
+        ),
+        (
+            {"algorithm": {"name": "fedmd", "public_root": "d"}},
+            "algorithm: public_root does not apply to public_dataset 'digits' (not read from",
+            {"algorithm": {"name": "fedmd", "public_dataset": "mnist", "public_root": "d"}},
+        ),
+        (
+            {"training": {"target_accuracy": 0.9}},
+            "training.target_accuracy does not apply in learning.mode: timing",
+            {"training": {"target_accuracy": 0.9}, "learning": {"mode": "learn"}},
+        ),
+        (
             {"algorithm": {"name": "transfer_test", "starved": "hold_share"}},
             "algorithm.starved: hold_share (an out-of-coverage UE's round-robin RBs held) "
             "applies to one OFDMA cell, not a fixed-rate link",

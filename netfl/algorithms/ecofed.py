@@ -63,6 +63,23 @@ class PretrainConfig(BaseModel):
         None, description="load the whole model's pre-trained state from this local file instead"
     )
 
+    @model_validator(mode="after")
+    def _keys_of_source(self) -> PretrainConfig:
+        from netfl.learning.datasets import TORCHVISION_DATASETS
+
+        training = {"num_samples", "lr", "batch_size", "root"}
+        if self.weights_file is not None:
+            refuse(given(self, training | {"dataset", "epochs"}), "with weights_file (loaded)")
+        elif self.dataset is None:
+            refuse(given(self, training | {"epochs"}), "with dataset: null (no pre-training)")
+        elif self.epochs == 0:
+            refuse(given(self, training | {"dataset"}), "with epochs: 0 (no pre-training)")
+        if self.dataset != "synthetic":
+            refuse(given(self, {"num_samples"}), f"to dataset {self.dataset!r}")
+        if self.dataset not in TORCHVISION_DATASETS:
+            refuse(given(self, {"root"}), f"to dataset {self.dataset!r} (not read from a folder)")
+        return self
+
 
 class EcoFedConfig(SplitConfig):
     rho: int = Field(

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 import simpy
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from netfl.algorithms.algorithm import RoundSummary, register
 from netfl.algorithms.context import RoundContext
@@ -40,6 +40,7 @@ from netfl.algorithms.hetero import HeterogeneousFL
 from netfl.core.nodes import Node
 from netfl.errors import UserError
 from netfl.learning.tasks import FedMDTask
+from netfl.scenario.strict import given, refuse
 
 __all__ = ["FedMD", "FedMDConfig"]
 
@@ -88,6 +89,17 @@ class FedMDConfig(FedAvgConfig):
         if v not in DATASETS:
             raise ValueError(f"unknown data set {v!r} (valid: {', '.join(sorted(DATASETS))})")
         return v
+
+    @model_validator(mode="after")
+    def _root_of_public_set(self) -> FedMDConfig:
+        from netfl.learning.datasets import TORCHVISION_DATASETS
+
+        if self.public_dataset not in TORCHVISION_DATASETS:
+            refuse(
+                given(self, {"public_root"}),
+                f"to public_dataset {self.public_dataset!r} (not read from a folder)",
+            )
+        return self
 
 
 @register

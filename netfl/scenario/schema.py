@@ -440,6 +440,13 @@ class Scenario(_Strict):
         return self
 
     @model_validator(mode="after")
+    def _timing_evaluates_nothing(self) -> Scenario:
+        if self.learning.mode == "timing":
+            stray = [f"training.{k}" for k in self.training.given({"target_accuracy"})]
+            refuse(stray, "in learning.mode: timing (no model is trained or evaluated)")
+        return self
+
+    @model_validator(mode="after")
     def _network_fits(self) -> Scenario:
         if self.network is None:
             return self
