@@ -265,6 +265,7 @@ def test_a_group_may_be_a_fraction_of_the_devices():
 
 _OFDMA = {"link": {"mode": "ofdma"}}
 _FEDDIF_CELL = {"link": {"mode": "ofdma", "channel_profile": "feddif"}}
+_NR_LINK = {"mode": "ofdma", "channel_profile": "nr_fr1_uma"}
 
 
 @pytest.mark.parametrize(
@@ -506,6 +507,19 @@ _FEDDIF_CELL = {"link": {"mode": "ofdma", "channel_profile": "feddif"}}
             {"algorithm": {"name": "fedmd", "public_root": "d"}},
             "algorithm: public_root does not apply to public_dataset 'digits' (not read from",
             {"algorithm": {"name": "fedmd", "public_dataset": "mnist", "public_root": "d"}},
+        ),
+        (
+            {"cell": {"link": {**_NR_LINK, "cqi_sinr": "allocation"}}},
+            "cell.link: cqi_sinr applies only with full-carrier uplink power",
+            {
+                "cell": {
+                    "link": {
+                        **_NR_LINK,
+                        "cqi_sinr": "allocation",
+                        "uplink_power_control": {"model": "full_carrier"},
+                    }
+                }
+            },
         ),
         (
             {"training": {"target_accuracy": 0.9}},

@@ -118,6 +118,11 @@ def refuse_unchosen(link: LinkSection, profile: ChannelProfile | None) -> None:
                 profile.fading.get("model") != "rayleigh" or link.scheduler == "proportional_fair",
                 "Rayleigh fading under round robin or fcfs (proportional fair rates every block)",
             ),
+            (
+                {"cqi_sinr"},
+                profile.uplink_power_control.get("model") != "full_carrier",
+                "full-carrier uplink power (open-loop power control sets a per-RB power)",
+            ),
         ]
     for keys, off, needs in rules:
         stray = link.given(keys)
