@@ -137,3 +137,76 @@ def test_all_finite_finds_one_bad_value_anywhere_in_large_tensors():
                 y[int(torch.randint(0, y.numel(), (1,), generator=g))] = bad
                 assert not all_finite(y), (dtype, bad)
                 assert not all_finite(y.view(600, 500).t())  # a strided view too
+
+
+def _clock(result) -> tuple[list, list, float]:
+    """Every compute step and transfer as (node, kind, amount, start, end), and the end."""
+    c = result.computes[["node", "kind", "flops", "start_s", "end_s"]]
+    t = result.transfers[["src", "dst", "kind", "size_bits", "start_s", "end_s"]]
+    return (
+        [tuple(row) for row in c.itertuples(index=False)],
+        [tuple(row) for row in t.itertuples(index=False)],
+        float(result.rounds["sim_time_s"].iloc[-1]),
+    )
+
+
+@pytest.mark.parametrize("algo", [*sorted(ALGOS), "ecofed"])
+def test_dropped_updates_leave_the_clock_as_timing_mode_runs_it(algo):
+    """Diverging training (every update NaN, dropped) runs on the clock of the same
+    scenario in timing mode: what an algorithm charges never depends on learned values
+    (a resumed run replays its finished rounds without learning, on that clock)."""
+    if algo == "ecofed":
+        from tests.algorithms.test_split_algorithms import TINY_PRETRAIN
+        from tests.algorithms.test_split_algorithms import _scenario as split_scenario
+
+        def scenario(mode):
+            return split_scenario(
+                {"name": "ecofed", "rho": 1, "pretrain": TINY_PRETRAIN},
+                mode,
+                training={"rounds": 2, "batch_size": 16, "lr": 1e3},
+            )
+    else:
+
+        def scenario(mode):
+            s = tiny_scenario(
+                model={"name": "fcn"},
+                devices={"count": 4, "models": ["logreg", "fcn"]}
+                if algo in ("fedzkt", "fedmd")
+                else {"count": 4},
+                learning={"mode": mode},
+                training={"rounds": 2, "batch_size": 16, "lr": 1e3},
+                algorithm=ALGOS[algo],
+            )
+            return parse_scenario(s)
+
+    learnt = run(scenario("learn"))
+    assert (learnt.rounds["nonfinite_updates"] > 0).all()
+    assert _clock(learnt) == _clock(run(scenario("timing")))
+
+
+def test_fedmd_with_every_score_dropped_charges_the_digest_as_timing_mode(monkeypatch):
+    """Every device's class scores NaN (no consensus to digest): the digest steps are
+    still charged, on timing mode's clock."""
+    original_submit = SerialExecutor.submit
+
+    def submit(self, task):
+        fut = original_submit(self, task)
+        if isinstance(fut.result(), torch.Tensor):  # (a device's class scores)
+            fut._result = _poison(fut.result())
+        return fut
+
+    def scenario(mode):
+        return parse_scenario(
+            tiny_scenario(
+                model={"name": "fcn"},
+                devices={"count": 4, "models": ["logreg", "fcn"]},
+                learning={"mode": mode},
+                training={"rounds": 2, "batch_size": 16},
+                algorithm=ALGOS["fedmd"],
+            )
+        )
+
+    monkeypatch.setattr(SerialExecutor, "submit", submit)
+    learnt = run(scenario("learn"))
+    assert (learnt.rounds["nonfinite_updates"] == 4).all()
+    assert _clock(learnt) == _clock(run(scenario("timing")))

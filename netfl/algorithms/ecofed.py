@@ -310,8 +310,10 @@ class EcoFed(SplitFL):
             if v is not None and not is_cut(v)
         ]
         trained = self.world.keep_finite([v for _, v in done], [d.name for d, _ in done])
+        # (every server part that was trained is aggregated, finite or not: the clock
+        # never depends on learned values — a resumed run replays it without learning)
         yield self.world.compute.run(
-            self.world.bs, 2.0 * self.split.server_params * len(trained), "aggregate"
+            self.world.bs, 2.0 * self.split.server_params * len(done), "aggregate"
         )
         if self.world.learn and trained:
             self.merge(

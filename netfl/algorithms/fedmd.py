@@ -208,9 +208,15 @@ class FedMD(HeterogeneousFL):
         flops = m.train_per_sample * (
             self.align * self.config.digest_epochs + world.num_samples(device) * self.revisit
         )
-        if world.learn and consensus is None:  # every device's scores were dropped (NaN/Inf)
-            return None
-        fut = self._job(r, device, "digest", x, consensus, self.config.digest_epochs)
+        # every device's scores dropped (NaN/Inf): nothing to digest, but the step is
+        # charged all the same — the clock never depends on learned values (a resumed
+        # run replays it without learning)
+        lost = world.learn and consensus is None
+        fut = (
+            None
+            if lost
+            else self._job(r, device, "digest", x, consensus, self.config.digest_epochs)
+        )
         yield world.compute.run(device, flops, "train")
         if fut is None:
             return None

@@ -47,6 +47,9 @@ if TYPE_CHECKING:
 
 __all__ = ["FedZKT", "FedZKTConfig"]
 
+#: the server's losses of a distillation, one column each in ``rounds.csv``
+_LOSSES = ("generator_loss", "global_loss", "transfer_loss")
+
 
 class FedZKTConfig(AlgorithmConfig):
     fraction: float = Field(1.0, gt=0.0, le=1.0, description="p: share of devices active per round")
@@ -232,6 +235,7 @@ class FedZKT(HeterogeneousFL):
         """Algorithm 3 on the server's compute profile; then store each device's new model."""
         world = self.world
         future = None
+        arrived = clients
         if world.learn:
             ok = {id(res) for res in world.keep_finite(results, [d.name for d in clients])}
             kept = [(d, res) for d, res in zip(clients, results, strict=True) if id(res) in ok]
@@ -252,23 +256,21 @@ class FedZKT(HeterogeneousFL):
                     value_range=self.value_range,
                 )
             )
-        # (the FLOPs of the distillation over the models kept; none kept, none runs)
-        self._distill_flops = self.server_update_flops(clients) if clients else 0.0
-        if clients:
+        # (the FLOPs of the distillation over the models that arrived, finite or not —
+        # the clock never depends on learned values: a resumed run replays it without
+        # learning; none arrived, none runs)
+        self._distill_flops = self.server_update_flops(arrived) if arrived else 0.0
+        if arrived:
             yield world.compute.run(world.bs, self._distill_flops, "distill")
-        else:  # (no distillation: no losses of one either)
-            self._server_losses = dict.fromkeys(self._server_losses, float("nan"))
+        if world.learn and not clients:  # (no distillation ran: no losses of one either)
+            self._server_losses = dict.fromkeys(_LOSSES, float("nan"))
         if future is not None:
             out = future.result()
             self.global_state = out.global_state
             self.generator_state = out.generator_state
             for dev, state in zip(clients, out.device_states, strict=True):
                 self.device_states[dev.index] = state
-            self._server_losses = {
-                "generator_loss": out.generator_loss,
-                "global_loss": out.global_loss,
-                "transfer_loss": out.transfer_loss,
-            }
+            self._server_losses = {k: getattr(out, k) for k in _LOSSES}
 
     supports_availability = True  # (a device that leaves: out of the distillation)
 

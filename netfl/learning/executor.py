@@ -205,6 +205,7 @@ class LearningContext:
                 split.device,
                 task.states["device"],
                 x,
+                task.config.batch_size,
                 device=self.device,
                 augment=task.config.augment,
                 seed=task.seed,

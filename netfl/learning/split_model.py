@@ -209,11 +209,21 @@ class ReplayBuffer:
         return list(self._entries)
 
     def state_dict(self) -> dict:
-        return {"capacity": self.capacity, "entries": list(self._entries.items())}
+        """Plain tensors only (a checkpoint loads with ``weights_only``): quantised
+        activations as their codes and scales."""
+        entries = []
+        for device, (acts, labels) in self._entries.items():
+            if isinstance(acts, QuantizedActivations):
+                acts = {"codes": acts.codes, "scales": acts.scales}
+            entries.append((device, acts, labels))
+        return {"capacity": self.capacity, "entries": entries}
 
     def load_state_dict(self, state: dict) -> None:
         self.capacity = state["capacity"]
-        self._entries = OrderedDict(state["entries"])
+        self._entries = OrderedDict(
+            (device, (QuantizedActivations(**acts) if isinstance(acts, dict) else acts, labels))
+            for device, acts, labels in state["entries"]
+        )
 
 
 def activation_switch(round_index: int, rho: int) -> bool:

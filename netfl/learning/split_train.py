@@ -29,6 +29,7 @@ from netfl.learning.train import (
     TrainConfig,
     TrainResult,
     augment_batch,
+    batch_bounds,
     cpu_state,
     minibatches,
     sgd,
@@ -64,7 +65,10 @@ def device_activations(
     seed: int = 0,
 ) -> torch.Tensor:
     """Activations of a frozen device part (eval mode: BatchNorm uses its stored
-    statistics), computed in batches; on the CPU. With ``augment`` (EcoFed's horizontal
+    statistics), computed in the training batches of ``batch_size``
+    (:func:`~netfl.learning.train.batch_bounds`: the batches a device forwards, uploads
+    and is charged for — a BatchNorm without stored statistics normalises each over
+    its own samples); on the CPU. With ``augment`` (EcoFed's horizontal
     flips) the device's images are augmented first, one draw per image from
     ``torch.Generator().manual_seed(seed)``: a fresh upload sees new flips, a replayed
     activation keeps those it was computed with."""
@@ -73,9 +77,7 @@ def device_activations(
     device_part.eval()
     if augment:
         x = augment_batch(x, augment, torch.Generator().manual_seed(seed))
-    out = [
-        device_part(x[i : i + batch_size].to(device)).cpu() for i in range(0, len(x), batch_size)
-    ]
+    out = [device_part(x[a:b].to(device)).cpu() for a, b in batch_bounds(len(x), batch_size)]
     return torch.cat(out) if out else torch.empty(0)
 
 

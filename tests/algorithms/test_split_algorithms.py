@@ -235,7 +235,9 @@ def test_local_loss_streams_through_one_send_queue_per_device():
 
 def test_ecofed_rho1_unquantised_trains_on_fresh_activations_exactly():
     """ρ = 1, no quantisation: each round's server part is the weighted average of
-    server parts trained on the activations the frozen device part gives now."""
+    server parts trained on the activations the frozen device part gives now, batch by
+    training batch (the batches the device forwards and uploads: resnet9's BatchNorm
+    keeps no statistics, so each activation depends on the batch it was computed in)."""
     from netfl.learning import weighted_average
     from netfl.learning.split_train import device_activations, train_server_part
 
@@ -252,7 +254,7 @@ def test_ecofed_rho1_unquantised_trains_on_fresh_activations_exactly():
     for d in world.devices:
         idx = torch.from_numpy(world.partitions[d.index])
         x, y = world.dataset.train_x[idx], world.dataset.train_y[idx]
-        acts = device_activations(split.device, dev0, x)
+        acts = device_activations(split.device, dev0, x, world.train_config.batch_size)
         res = train_server_part(
             split.server,
             srv0,

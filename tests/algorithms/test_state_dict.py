@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import io
-
 import numpy as np
 import pytest
 import torch
@@ -68,21 +66,22 @@ def _rounds(world, algorithm, rounds) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(set(ALGORITHMS) - NOT_RESUMABLE))
-def test_state_dict_round_trip_resumes_identically(name):
+def test_state_dict_round_trip_resumes_identically(name, tmp_path):
+    from netfl.sim.checkpoint import load_checkpoint, save_checkpoint
+
     world_a, alg_a = _build(name)
     _rounds(world_a, alg_a, [0, 1])
 
     world_b, alg_b = _build(name)
     _rounds(world_b, alg_b, [0])
-    buf = io.BytesIO()
-    torch.save(alg_b.state_dict(), buf)  # serialisable, not just in memory
-    buf.seek(0)
+    # through the run's checkpoint file, read back as a resume reads it (weights_only)
+    save_checkpoint(tmp_path, {"algorithm": alg_b.state_dict()})
     world_c, alg_c = _build(name)
     # as the runner resumes: round 0's clock replayed without torch work, then the state
     world_c.learn = False
     _rounds(world_c, alg_c, [0])
     world_c.learn = True
-    alg_c.load_state_dict(torch.load(buf, weights_only=False))
+    alg_c.load_state_dict(load_checkpoint(tmp_path)["algorithm"])
     _rounds(world_c, alg_c, [1])
 
     sa, sc = alg_a.state_dict(), alg_c.state_dict()
