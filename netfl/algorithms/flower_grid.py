@@ -25,9 +25,11 @@ in coverage that are available now (``devices.availability``). A message to a no
 that is not (a device off, out of coverage, or no device at all) is answered at once
 with Flower's ``NODE_UNAVAILABLE`` error; so is one to a device that leaves while
 its message, handler or reply is under way (the transfer or compute step stops there,
-recorded with what it did: :mod:`netfl.core.activity`). When a strategy polls ``get_node_ids`` for
-more nodes than are on, each repeated call advances the clock to the next device that
-turns on. Each node keeps its ``Context`` across rounds (``node_config``:
+recorded with what it did: :mod:`netfl.core.activity`). When a strategy waits for more
+nodes than are on (Flower's ``sample_nodes`` sleeps between two ``get_node_ids``), each
+of its sleeps advances the clock to the next device that turns on, taking no real time;
+a ServerApp's own polling loop does so once it has asked :data:`SPIN_POLLS` times in a
+row without sending or sleeping through Flower's helpers (asking a few times is free). Each node keeps its ``Context`` across rounds (``node_config``:
 ``partition-id`` = the device's index, ``num-partitions``; ``run_config`` from the
 scenario), as Flower's simulation keeps it.
 
@@ -43,6 +45,8 @@ import itertools
 import logging
 import math
 import random
+import threading
+import time
 from collections.abc import Generator, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +54,12 @@ import numpy as np
 import simpy
 from flwr.app import Context, Error, Message, RecordDict
 from flwr.common.constant import SUPERLINK_NODE_ID, ErrorCode
+from flwr.common.serde import (
+    context_from_proto,
+    context_to_proto,
+    message_from_proto,
+    message_to_proto,
+)
 from flwr.serverapp import Grid
 from flwr.supercore.run import Run
 from flwr.supercore.task_identity import TaskIdentity
@@ -77,9 +87,34 @@ __all__ = ["FlowerBridge", "NODE_ID_BASE", "message_bits", "aggregate_metrics"]
 #: node id of device i: NODE_ID_BASE + i (Flower's own ids are random 64-bit integers)
 NODE_ID_BASE = 1_000_000
 RUN_ID = 1
-#: consecutive get_node_ids calls, no device able to turn on, after which a run stops
-#: (Flower's strategies sleep 1 s of real time between two)
+#: waits for nodes, no device able to turn on, after which a run stops
 WAIT_POLLS = 6
+#: consecutive get_node_ids calls (no message sent, no wait through Flower's helpers)
+#: after which a ServerApp's own polling loop is taken to wait for nodes
+SPIN_POLLS = 100
+
+#: the grid of the ServerApp running in this thread (Flower's helpers' sleeps go to it)
+_ACTIVE = threading.local()
+
+
+def _flower_sleep(seconds: float) -> None:
+    """``time.sleep`` as Flower's strategy helpers call it (``sample_nodes`` waiting for
+    nodes): inside a ServerApp netfl runs, simulated time passes instead — until the next
+    device turns on — and no real time; elsewhere, a real sleep."""
+    grid = getattr(_ACTIVE, "grid", None)
+    if grid is None:
+        time.sleep(seconds)
+    else:
+        grid.wait_for_nodes()
+
+
+def _route_flower_sleeps() -> None:
+    from flwr.serverapp.strategy import strategy_utils
+
+    strategy_utils.sleep = _flower_sleep
+
+
+_route_flower_sleeps()
 
 
 class _Grid(Grid):
@@ -88,7 +123,13 @@ class _Grid(Grid):
     def __init__(self, bridge: FlowerBridge):
         self._bridge = bridge
         self._run = Run.create_empty(RUN_ID)
-        self._polls = 0
+        self._polls = 0  # (get_node_ids calls since the last message)
+        self._waits = 0  # (waits for nodes since the last message)
+
+    def wait_for_nodes(self) -> None:
+        """Simulated time passes until the next device turns on (the app waits)."""
+        self._waits += 1
+        self._bridge.thread.ask(("wait_nodes", self._waits))
 
     def set_run(self, run: Run) -> None:
         self._run = run
@@ -109,22 +150,25 @@ class _Grid(Grid):
 
     def get_node_ids(self) -> Iterable[int]:
         self._polls += 1
-        if self._polls >= 3:  # (a strategy asks twice per round: a third time, it waits)
-            self._bridge.thread.ask(("wait_nodes", self._polls))
+        if self._polls > SPIN_POLLS:  # (an app's own polling loop: it waits)
+            self.wait_for_nodes()
         return self._bridge.node_ids()
 
+    def _sent(self) -> None:
+        self._polls = self._waits = 0
+
     def push_messages(self, messages: Iterable[Message]) -> Iterable[str]:
-        self._polls = 0
+        self._sent()
         return self._bridge.thread.ask(("push", list(messages)))
 
     def pull_messages(self, message_ids: Iterable[str]) -> Iterable[Message]:
-        self._polls = 0
+        self._sent()
         return self._bridge.thread.ask(("pull", list(message_ids)))
 
     def send_and_receive(
         self, messages: Iterable[Message], *, timeout: float | None = None
     ) -> Iterable[Message]:
-        self._polls = 0
+        self._sent()
         return self._bridge.thread.ask(("send", list(messages), timeout))
 
 
@@ -204,6 +248,7 @@ class FlowerBridge:
         import torch
 
         torch.manual_seed(seed)  # (the ServerApp's own model initialisation)
+        _ACTIVE.grid = self.grid  # (this thread runs the ServerApp: its helpers' sleeps)
         self.server_app(grid=self.grid, context=self.server_context)
 
     def node_ids(self) -> list[int]:
@@ -317,13 +362,13 @@ class FlowerBridge:
                 if waiting:
                     yield simpy.AnyOf(env, waiting)
             return [self._replies.pop(i) for i in ids if i in self._replies]
-        if op == "wait_nodes":  # the app polls get_node_ids: time passes until one turns on
+        if op == "wait_nodes":  # the app waits for nodes: time passes until one turns on
             t = self.world.next_available_s()
             if t is not None:
                 yield env.timeout(t - env.now)
             elif request[1] >= WAIT_POLLS:
                 raise UserError(
-                    f"{self.source}: the ServerApp asked for the nodes {request[1]} times "
+                    f"{self.source}: the ServerApp waited for nodes {request[1]} times "
                     f"without sending a message, and no device will turn on: does its "
                     f"strategy wait for more nodes (min_available_nodes) than the "
                     f"{len(self.node_ids())} available?"
@@ -374,8 +419,11 @@ class FlowerBridge:
             FlowerClientTask(
                 client_app=self.config.client_app,
                 app_dir=str(self.config.app_dir),
-                message=msg,
-                context=self.contexts[nid],
+                # copies, as a node receives them over the wire (whatever the executor): a
+                # handler cannot change the server's message (shared by every node's) nor
+                # the node's context before its step is done (:meth:`_handle` keeps it then)
+                message=message_from_proto(message_to_proto(msg)),
+                context=context_from_proto(context_to_proto(self.contexts[nid])),
                 indices=world.partitions[device.index],
                 test_rows=self.test_rows[device.index],
                 seed=world.streams.torch_seed("torch", self.r, device.index, next(self._handled)),

@@ -21,7 +21,7 @@ from flwr.supercore.task_identity import TaskIdentity
 from netfl.algorithms import ALGORITHMS
 from netfl.algorithms.flower_grid import NODE_ID_BASE, RUN_ID, message_bits
 from netfl.core.rng import Streams
-from netfl.errors import AppError, ScenarioError
+from netfl.errors import AppError, ScenarioError, UserError
 from netfl.learning.flower_client import run_flower_client
 from netfl.learning.tasks import FlowerClientTask
 from netfl.scenario.files import algorithm_config, parse_scenario
@@ -388,3 +388,76 @@ def test_compute_model_charges_the_models_flops_per_example():
         i = int(c.node[2:])
         expect = flops[0] * samples[c.node] * 2 if c.kind == "train" else flops[1] * shares[i]
         assert c.flops == pytest.approx(expect, rel=1e-12), c
+
+
+def test_a_handler_gets_its_own_copy_of_the_message():
+    """Flower's FedAvg sends every node the same record; a handler that writes into its
+    message (here its config's ``seen``) changes neither the server's nor the next
+    node's, with the serial executor as over a wire."""
+    run(_scenario({"num-server-rounds": 2, "mutate": True, "fraction-evaluate": 0.0}))
+    import netfl_test_flower  # (importable once a scenario named the app folder)
+
+    assert netfl_test_flower.SEEN == [1] * 8
+    netfl_test_flower.SEEN.clear()
+
+
+def test_a_handler_cut_before_its_step_ends_leaves_the_context_as_it_was(tmp_path):
+    """ue0 leaves 1.25 ms into round 0 (after its 1.2 ms download, in its compute step)
+    and is back at 3 ms: its context counts the one handler that finished (round 1's),
+    the others two."""
+    trace = tmp_path / "on.csv"
+    trace.write_text(
+        "device,on_s,off_s\nue0,0,0.00125\nue0,0.003,1e6\nue1,0,1e6\nue2,0,1e6\nue3,0,1e6\n"
+    )
+    scenario = _scenario(
+        {"num-server-rounds": 2, "fraction-evaluate": 0.0},
+        devices={"count": 4, "availability": {"model": "trace", "file": str(trace)}},
+    )
+    world = World(scenario)
+    algorithm = ALGORITHMS["flower"](world, algorithm_config(scenario))
+    try:
+        for r in range(2):
+            world.recorder.round = r
+            world.env.run(until=world.env.process(algorithm.round(r)))
+        calls = {
+            nid - NODE_ID_BASE: ctx.state["calls"]["n"]
+            for nid, ctx in algorithm.bridge.contexts.items()
+        }
+        assert calls == {0: 1, 1: 2, 2: 2, 3: 2}
+        cut = [c for c in world.recorder.computes if c.node == "ue0" and c.round == 0]
+        assert len(cut) == 1 and cut[0].outcome == "left"
+    finally:
+        algorithm.close()
+        world.close()
+
+
+def test_asking_for_the_nodes_takes_no_time():
+    """A ServerApp that asks for the nodes a few times before starting its strategy
+    runs on the same clock as one that does not."""
+    base = {"num-server-rounds": 2, "fraction-evaluate": 0.0}
+    plain = run(_scenario(base)).rounds["sim_time_s"].tolist()
+    assert run(_scenario({**base, "extra-polls": 5})).rounds["sim_time_s"].tolist() == plain
+
+
+def test_a_strategy_waiting_for_nodes_waits_in_simulated_time(tmp_path, monkeypatch):
+    """FedAvg wants all 4 nodes; ue3 turns on at 5 s: Flower's sample_nodes sleeps
+    between its polls, each sleep advancing the clock to the next device that turns on
+    (and taking no real time), so the round's messages leave at 5 s. Wanting more nodes
+    than there are devices, the run stops after WAIT_POLLS waits with one line."""
+    import time
+
+    from netfl.algorithms.flower_grid import WAIT_POLLS
+
+    slept = []
+    monkeypatch.setattr(time, "sleep", slept.append)
+    trace = tmp_path / "on.csv"
+    trace.write_text("device,on_s,off_s\nue0,0,1e6\nue1,0,1e6\nue2,0,1e6\nue3,5,1e6\n")
+    cfg = {"num-server-rounds": 1, "min-nodes": 4, "fraction-evaluate": 0.0}
+    devices = {"count": 4, "availability": {"model": "trace", "file": str(trace)}}
+    res = run(_scenario(cfg, devices=devices))
+    down = res.transfers[res.transfers["kind"] == "train_down"]
+    assert len(down) == 4 and (down["start_s"] == 5.0).all()
+    assert slept == []
+    with pytest.raises(UserError, match=f"waited for nodes {WAIT_POLLS} times"):
+        run(_scenario({**cfg, "min-nodes": 5}, rounds=1))
+    assert slept == []

@@ -15,6 +15,9 @@ from netfl.flower import node_data
 
 #: the final arrays of each ServerApp run, by run_config["tag"]
 RESULTS: dict[str, dict[str, torch.Tensor]] = {}
+#: run_config "mutate": what each train handler found in (and then wrote into) its
+#: message's config record, ``seen``
+SEEN: list[int] = []
 
 client = ClientApp()
 server = ServerApp()
@@ -32,6 +35,10 @@ def train(msg: Message, context: Context) -> Message:
         msg.content["config"]["server-round"],
     ):
         raise RuntimeError("the test asked this node to fail\nsecond line")
+    if cfg.get("mutate"):  # (a handler that writes into the message it received)
+        seen = int(msg.content["config"].get("seen", 0)) + 1
+        msg.content["config"]["seen"] = seen
+        SEEN.append(seen)
     torch.manual_seed(
         1000 * int(msg.content["config"]["server-round"]) + int(context.node_config["partition-id"])
     )  # (fixed seeds: the same draws whoever runs the handler)
@@ -105,6 +112,8 @@ def main(grid: Grid, context: Context) -> None:
     if cfg.get("server-fails"):
         raise ValueError("the ServerApp fails as asked")
     torch.manual_seed(7)
+    for _ in range(int(cfg.get("extra-polls", 0))):  # (asking is free: e.g. to log them)
+        grid.get_node_ids()
     result = make_strategy(cfg).start(
         grid=grid,
         initial_arrays=ArrayRecord(make_net().state_dict()),
