@@ -56,10 +56,14 @@ def scenarios(model: str, rounds: int, compute: str):
         },
         "compute": compute,
     }
+    from netfl.algorithms.flower_bridge import APP_TRAINING_KEYS
     from netfl.scenario.files import parse_scenario, resolved
 
     plain = resolved(own)
     plain["algorithm"] = data
+    for key in APP_TRAINING_KEYS:  # (the app's own: passed in its run_config above)
+        plain["training"].pop(key, None)
+    plain["learning"].pop("eval_batch_size", None)
     flower = parse_scenario(plain, "quickstart (flower)")
     return own, flower
 

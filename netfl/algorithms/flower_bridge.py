@@ -41,7 +41,18 @@ if TYPE_CHECKING:
     from netfl.algorithms.context import RoundContext
     from netfl.algorithms.flower_grid import FlowerBridge
 
-__all__ = ["Flower", "FlowerConfig"]
+__all__ = ["APP_TRAINING_KEYS", "Flower", "FlowerConfig"]
+
+#: the training keys a ClientApp's own code replaces (refused, not silently ignored)
+APP_TRAINING_KEYS = (
+    "local_epochs",
+    "batch_size",
+    "lr",
+    "momentum",
+    "weight_decay",
+    "augment",
+    "on_nonfinite",
+)
 
 #: ``package.module:attribute`` (Flower's own app reference)
 APP_REFERENCE = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_.]*$"
@@ -142,6 +153,19 @@ class Flower(Algorithm):
         if scenario.learning.mode != "learn":
             problems.append(
                 ("learning.mode", "flower runs the ClientApp's real work: mode must be 'learn'")
+            )
+        own = "flower: the ClientApp trains and evaluates as its own code says (its settings "
+        for key in scenario.training.given(set(APP_TRAINING_KEYS)):
+            problems.append((f"training.{key}", own + "travel in algorithm.run_config)"))
+        for key in scenario.learning.given({"eval_batch_size"}):
+            problems.append((f"learning.{key}", own + "travel in algorithm.run_config)"))
+        if any(a.model == "bernoulli" for a in scenario.devices.availability_of()):
+            problems.append(
+                (
+                    "devices.availability.model",
+                    "flower: bernoulli draws the devices at each netfl round's start, but a "
+                    "Flower round starts when the ServerApp sends; use markov or trace",
+                )
             )
         if scenario.outputs.checkpoint_every:
             problems.append(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import random
+import re
 from pathlib import Path
 
 import numpy as np
@@ -37,13 +38,21 @@ APPS = {
 }
 
 
+def _flower_data(**sections) -> dict:
+    """``tiny_scenario`` without its training keys that a ClientApp replaces (refused)."""
+    data = tiny_scenario(**sections)
+    if "batch_size" not in sections.get("training", {}):
+        data["training"].pop("batch_size")
+    return data
+
+
 def _scenario(run_config: dict, rounds: int = 5, **sections):
     base = {
         "learning": {"mode": "learn"},
-        "training": {"rounds": rounds, "batch_size": 16},
+        "training": {"rounds": rounds},
         "algorithm": {"name": "flower", **APPS, "run_config": run_config},
     }
-    return parse_scenario(tiny_scenario(**{**base, **sections}))
+    return parse_scenario(_flower_data(**{**base, **sections}))
 
 
 def _results():
@@ -278,7 +287,7 @@ def test_bad_apps_and_settings_name_their_key():
     for key, change in cases.items():
         with pytest.raises(ScenarioError, match=key):
             parse_scenario(
-                tiny_scenario(
+                _flower_data(
                     learning={"mode": "learn"}, algorithm={"name": "flower", **APPS, **change}
                 )
             )
@@ -288,6 +297,17 @@ def test_bad_apps_and_settings_name_their_key():
         _scenario({}, learning={"mode": "timing"})
     with pytest.raises(ScenarioError, match="algorithm.run_config"):
         _scenario({"x": [1, 2]})
+    # what the ClientApp's own code replaces, and a per-round draw Flower has no round for
+    for key, sections in {
+        "training.batch_size": {"training": {"rounds": 2, "batch_size": 16}},
+        "training.lr": {"training": {"rounds": 2, "lr": 0.5}},
+        "learning.eval_batch_size": {"learning": {"mode": "learn", "eval_batch_size": 7}},
+        "devices.availability.model": {
+            "devices": {"count": 4, "availability": {"model": "bernoulli", "p": 0.5}}
+        },
+    }.items():
+        with pytest.raises(ScenarioError, match=re.escape(key)):
+            _scenario({}, **sections)
 
 
 def test_app_dir_is_relative_to_the_scenario_file(tmp_path):
@@ -299,7 +319,7 @@ def test_app_dir_is_relative_to_the_scenario_file(tmp_path):
     path = tmp_path / "s.yaml"
     import yaml
 
-    data = tiny_scenario(
+    data = _flower_data(
         learning={"mode": "learn"},
         algorithm={
             "name": "flower",
@@ -348,7 +368,7 @@ def test_cli_keeps_the_finished_rounds_of_a_failed_app(tmp_path, capsys):
 
     from netfl.cli.app import main
 
-    data = tiny_scenario(
+    data = _flower_data(
         learning={"mode": "learn"},
         algorithm={
             "name": "flower",
