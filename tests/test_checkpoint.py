@@ -192,11 +192,11 @@ def test_a_signal_that_reaches_another_thread_waits_for_the_checkpoint_write(
     too) is held until the checkpoint is written, then raised; the file is whole."""
     import threading
 
-    from netfl.sim.checkpoint import _signals_deferred
+    from netfl.sim.checkpoint import signals_deferred
 
     written = []
     with pytest.raises(KeyboardInterrupt):
-        with _signals_deferred():
+        with signals_deferred():
             other = threading.Thread(target=signal.raise_signal, args=(signal.SIGINT,))
             other.start()
             other.join()
@@ -266,7 +266,8 @@ def _interrupted_run_dir(tmp_path: Path, seed: int = 0, algorithm: str = "fedavg
         assert main(["run", str(path), "--out", str(run_dir), "--no-progress"]) == 130
     finally:
         runner.check_round = real
-    assert json.loads((run_dir / "manifest.json").read_text())["complete"] is False
+    man = json.loads((run_dir / "manifest.json").read_text())
+    assert man["complete"] is False and man["status"] == "incomplete"
     return run_dir
 
 

@@ -193,3 +193,27 @@ def test_an_unusable_output_directory_is_one_line(scenario_file, tmp_path, capsy
     assert capsys.readouterr().err.strip() == (
         f"error: --out: cannot create {out} ({a_file} is not a directory)"
     )
+
+
+def test_ctrl_c_while_the_run_directory_is_written_keeps_it_whole(
+    scenario_file, tmp_path, monkeypatch, capsys
+):
+    """A Ctrl-C arriving while the finished run's tables are being written is held until
+    they are: the directory is there and complete, the exit code says interrupted."""
+    import signal
+
+    import netfl.output.figures
+    from netfl.output.rundir import is_complete
+
+    figures = netfl.output.figures.run_figures
+
+    def interrupted_figures(*a, **k):  # (the signal lands in the middle of the write)
+        signal.raise_signal(signal.SIGINT)
+        return figures(*a, **k)
+
+    monkeypatch.setattr(netfl.output.figures, "run_figures", interrupted_figures)
+    out = tmp_path / "runs" / "x"
+    args = ["run", str(scenario_file), "--out", str(out), "--set", "outputs.figures=true"]
+    assert main([*args, "--no-progress"]) == 130
+    assert is_complete(out) and (out / "rounds.csv").is_file()
+    assert "the run had finished" in capsys.readouterr().err

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import pytest
 import yaml
@@ -73,6 +75,50 @@ def test_bad_sweeps_are_one_line_errors(tmp_path):
     path = _write(tmp_path, {"grid": {"devices.count": [0]}})
     with pytest.raises(ScenarioError, match=r"\(run count=0\): devices.count"):
         expand(*load_sweep(path))
+
+
+def test_a_seed_on_an_axis_is_the_seed_that_runs(tmp_path):
+    """A grid over ``seed`` (no ``seeds``) runs each seed, and the index records it."""
+    runs = expand(*load_sweep(_write(tmp_path, {"grid": {"seed": [1, 2]}})))
+    assert [(r.name, r.scenario.seed, r.params["seed"]) for r in runs] == [
+        ("seed=1", 1, 1),
+        ("seed=2", 2, 2),
+    ]
+    runs = expand(*load_sweep(_write(tmp_path, {"variants": {"a": {"seed": 9}}})))
+    assert runs[0].scenario.seed == runs[0].params["seed"] == 9
+
+
+@pytest.mark.parametrize(
+    "sweep, overrides, error",
+    [
+        ({"grid": {"seed": [1, 2]}, "seeds": [3]}, None, "grid: seed is also set by seeds"),
+        (
+            {"set": {"training.lr": 0.1}, "grid": {"training": [{"rounds": 1}]}},
+            None,
+            "grid: training is also set by set (training.lr)",
+        ),
+        (
+            {"variants": {"a": {"training.lr": 0.1}}, "zip": {"training.lr": [0.2]}},
+            None,
+            "zip: training.lr is also set by variants (training.lr)",
+        ),
+        ({"zip": {"seed": []}}, None, "zip: empty list for seed"),
+        ({"variants": {".": {"training.rounds": 1}}}, None, "variant name '.'"),
+        (
+            {"grid": {"algorithm.fraction": [0.2, 0.8]}, "seeds": [1, 2]},
+            {"algorithm": {"name": "fedavg", "fraction": 0.5}},
+            "--set algorithm: the sweep varies algorithm.fraction",
+        ),
+        (
+            {"grid": {"devices.count": [2, 3]}, "seeds": [1]},
+            {"seed": 9},
+            "--set seed: the sweep varies seed",
+        ),
+    ],
+)
+def test_a_key_set_twice_is_an_error_not_silently_overridden(tmp_path, sweep, overrides, error):
+    with pytest.raises(ScenarioError, match=re.escape(error)):
+        expand(*load_sweep(_write(tmp_path, sweep)), overrides)
 
 
 def test_run_skip_and_failure(tmp_path, capsys):
@@ -427,3 +473,50 @@ def test_a_sweeps_base_scenario_reads_its_relative_files_from_its_own_folder(
     for run_dir in (out / "seed1", elsewhere / "alone"):
         devices = pd.read_csv(run_dir / "devices.csv").query("kind != 'bs'")
         assert sorted(devices["x_m"].round(6).tolist()) == [-30, 0, 0, 10]
+
+
+def test_the_index_marks_a_run_stopped_before_its_end_interrupted(tmp_path, monkeypatch):
+    """A run directory whose manifest says the run did not finish (an interrupted
+    ``netfl run --resume`` of it, say) is indexed as interrupted, with its rows
+    summarised, never as complete (a report would average it with the whole ones)."""
+    import json
+
+    import netfl.sweep.run
+
+    runs = expand(*load_sweep(_write(tmp_path, {"grid": {"devices.count": [2, 3]}})))
+    out = tmp_path / "out"
+    run_sweep(runs, out)
+    manifest = out / "count=2" / "manifest.json"
+    man = json.loads(manifest.read_text())
+    manifest.write_text(json.dumps({**man, "complete": False, "stop_reason": "interrupted"}))
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(netfl.sweep.run, "_run_local", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(runs, out)
+    index = pd.read_csv(out / "sweep.csv").set_index("run")
+    assert index.loc["count=2", "status"] == "interrupted"
+    assert index.loc["count=2", "rounds"] == 2  # (its finished rounds, summarised)
+    assert index.loc["count=3", "status"] == "complete"
+
+
+def test_a_sweep_directory_that_cannot_be_created_is_one_line(tmp_path, monkeypatch, capsys):
+    """A path that passes the writability check but cannot be made (``/proc/x`` as
+    root, a full disk): exit 2, one line naming it."""
+    from pathlib import Path
+
+    path = _write(tmp_path, {"grid": {"devices.count": [2]}})
+    out = tmp_path / "out"
+    real = Path.mkdir
+
+    def refusing(self, *args, **kwargs):
+        if self == out:
+            raise OSError(28, "No space left on device")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", refusing)
+    assert main(["sweep", str(path), "--out", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"error: cannot create the sweep directory {out} (No space left on device)"

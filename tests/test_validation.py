@@ -228,6 +228,7 @@ def test_a_signal_writes_the_finished_rounds_marked_incomplete_and_resume_comple
     assert "marked incomplete in manifest.json" in err and "Traceback" not in err
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["complete"] is False and manifest["stop_reason"] == "interrupted"
+    assert manifest["status"] == "incomplete"
     assert 1 <= len((out / "rounds.csv").read_text().splitlines()) - 1 < 300
     resumed = netfl("run", "--resume", str(out))
     _, err = resumed.communicate(timeout=300)

@@ -56,6 +56,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from netfl.output.rundir import INCOMPLETE, RunDirectory
     from netfl.scenario.files import load_scenario
+    from netfl.sim.checkpoint import signals_deferred
     from netfl.sim.runner import run
 
     _last_interrupt.clear()
@@ -107,11 +108,18 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise
         if result.stop_reason == "interrupted":
             signal_seen.append(_last_interrupt[0] if _last_interrupt else KeyboardInterrupt())
-        run_dir = rundir.write(result)
+        late: KeyboardInterrupt | None = None
+        try:
+            with signals_deferred():  # (a signal now would lose every finished round)
+                run_dir = rundir.write(result)
+        except KeyboardInterrupt as err:  # (held until the run directory was written)
+            late = err
     finally:
         bar.close()
         rundir.release()  # only if still empty: the run failed or was interrupted
     if result.stop_reason in INCOMPLETE:
+        if late is not None and not signal_seen:
+            signal_seen.append(late)
         hint = f"; resume with: netfl run --resume {run_dir}" if rundir.has_checkpoint else ""
         written = (
             f"{len(result.rounds)} finished rounds written to {run_dir}, marked "
@@ -133,6 +141,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         f"wall {result.wall_time_s:.1f} s"
     )
     print(f"results: {run_dir}")
+    if late is not None:  # (the run had finished: its directory is whole)
+        what = "terminated" if isinstance(late, Terminated) else "interrupted"
+        print(f"{what} while writing; the run had finished: {run_dir} is complete", file=sys.stderr)
+        return 143 if isinstance(late, Terminated) else 130
     return 0
 
 
@@ -224,6 +236,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         for d, r in runs.items():
             label = f"{r.scenario.name} ({r.scenario.algorithm.name})"
             label = label if label not in labels else Path(d).name
+            if r.manifest.get("complete") is False:  # (stopped before its end)
+                label += f" [incomplete: {r.manifest.get('stop_reason', '')}]"
             labels[label], names[d] = r.rounds, label
         baseline = names.get(args.baseline) if args.baseline else None
         if args.baseline and baseline is None:
@@ -245,7 +259,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             ]
             print(costs[[c for c in show if c in costs]].to_string(index=False))
         timing = timing_summary(labels)
-        print("round latency, device energy and bits (whole runs):")
+        print("round latency, device energy and bits (each run's rounds):")
         show = [
             "run",
             "rounds",

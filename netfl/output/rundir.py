@@ -72,8 +72,9 @@ def manifest(result: RunResult) -> dict[str, Any]:
     """Provenance of a run: versions, seed, wall time, host, git commit."""
     from netfl.version import __version__
 
+    complete = result.stop_reason not in INCOMPLETE
     return {
-        "status": "complete",
+        "status": "complete" if complete else "incomplete",
         "scenario": result.scenario.name,
         "seed": result.scenario.seed,
         "algorithm": result.scenario.algorithm.name,
@@ -81,7 +82,7 @@ def manifest(result: RunResult) -> dict[str, Any]:
         "stop_reason": result.stop_reason,
         # false: stopped by Ctrl-C/SIGTERM or a lost worker; `netfl run --resume`
         # continues from a checkpoint
-        "complete": result.stop_reason not in INCOMPLETE,
+        "complete": complete,
         "num_rounds": len(result.rounds),
         "sim_time_s": float(result.rounds["sim_time_s"].iloc[-1]) if len(result.rounds) else 0.0,
         "wall_time_s": result.wall_time_s,

@@ -35,6 +35,7 @@ __all__ = [
     "load_checkpoint",
     "checkpoint_path",
     "scenario_fingerprint",
+    "signals_deferred",
 ]
 
 CHECKPOINT_DIR = ".checkpoint"
@@ -73,7 +74,7 @@ def _restore(obj: Any) -> Any:
 
 
 @contextmanager
-def _signals_deferred():
+def signals_deferred():
     """Hold Ctrl-C/SIGTERM until the block ends (delivered right after): a signal in the
     middle of ``torch.save`` would break its zip writer instead of stopping the run.
 
@@ -101,7 +102,7 @@ def _signals_deferred():
 
 def save_checkpoint(run_dir: str | Path, state: dict[str, Any]) -> Path:
     """Write ``state`` atomically to the run directory's checkpoint (signals deferred)."""
-    with _signals_deferred():
+    with signals_deferred():
         return _save(run_dir, state)
 
 

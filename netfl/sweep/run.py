@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from netfl.algorithms import ALGORITHMS
-from netfl.errors import ScenarioError, WorkerLost
+from netfl.errors import ScenarioError, UserError, WorkerLost
 from netfl.output.rundir import is_complete, is_incomplete, scenario_mismatch
 from netfl.scenario.schema import Scenario
 from netfl.sim.result import RunResult
@@ -253,7 +253,12 @@ def run_sweep(
                 ],
             )
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:  # (a path writable in name only: /proc, a full disk)
+        raise UserError(
+            f"cannot create the sweep directory {out} ({err.strerror or err})"
+        ) from None
     status: dict[str, tuple[str, str]] = {}
     todo = []
     for r in runs:
@@ -303,7 +308,11 @@ def _write_index(
         row: dict[str, Any] = {"run": r.name, **r.params, "status": st, "error": error}
         rounds_csv = out / r.name / "rounds.csv"
         if st != "failed" and rounds_csv.is_file():
-            row["status"], row["error"] = "complete", ""
+            if is_complete(out / r.name):
+                row["status"], row["error"] = "complete", ""
+            else:  # (its finished rounds, summarised; the same command runs it again)
+                row["status"] = "interrupted"
+                row["error"] = row["error"] or "the run stopped before its end (manifest)"
             row.update(summarize_rounds(pd.read_csv(rounds_csv), target_accuracy))
             man = json.loads((out / r.name / "manifest.json").read_text())
             row["stop_reason"] = man.get("stop_reason", "")

@@ -32,7 +32,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from netfl.errors import ScenarioError
 from netfl.scenario.files import _problems, apply_values, parse_scenario, read_yaml
@@ -71,10 +78,49 @@ class SweepSpec(BaseModel):
     @field_validator("zip")
     @classmethod
     def _zip_lengths(cls, value: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        empty = [k for k, v in value.items() if not v]
+        if empty:
+            raise ValueError(f"empty list for {', '.join(empty)}")
         lengths = {len(v) for v in value.values()}
         if len(lengths) > 1:
             raise ValueError(f"the lists must have one length (got {sorted(lengths)})")
         return value
+
+    @field_validator("variants")
+    @classmethod
+    def _variant_names(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        bad = [k for k in value if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", k)]
+        if bad:
+            raise ValueError(
+                f"variant name {bad[0]!r}: letters, digits, '_', '.', '-' (it names a run "
+                "directory; not starting with '.' or '-')"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _each_key_set_once(self) -> SweepSpec:
+        """A key set by two of ``set``, a variant, ``grid``, ``zip`` and ``seeds`` would
+        be silently overridden by the later: an error (a key path and one inside it —
+        ``algorithm`` and ``algorithm.lr`` — overlap)."""
+        axes = [("grid", k) for k in self.grid] + [("zip", k) for k in self.zip]
+        if self.seeds is not None:
+            axes.append(("seeds", "seed"))
+        varied = sorted({k for v in self.variants.values() for k in v})
+        for i, (where, key) in enumerate(axes):
+            for other_where, other in axes[i + 1 :]:
+                if overlap(key, other):
+                    raise ValueError(f"{where}: {key} is also set by {other_where} ({other})")
+            for other_where, keys in (("set", list(self.set)), ("variants", varied)):
+                hit = next((k for k in keys if overlap(key, k)), None)
+                if hit is not None:
+                    raise ValueError(f"{where}: {key} is also set by {other_where} ({hit})")
+        return self
+
+    def axis_keys(self) -> list[str]:
+        """The key paths the sweep varies (variants, grid, zip, seeds)."""
+        keys = sorted({k for v in self.variants.values() for k in v})
+        keys += [*self.grid, *self.zip]
+        return keys + (["seed"] if self.seeds is not None else [])
 
     @field_validator("grid")
     @classmethod
@@ -153,14 +199,27 @@ def _name_part(key: str, value: Any) -> str:
     return re.sub(r"[^A-Za-z0-9_.=-]", "_", text)
 
 
+def overlap(a: str, b: str) -> bool:
+    """Whether key paths ``a`` and ``b`` name the same value or one lies inside the other."""
+    return a == b or a.startswith(b + ".") or b.startswith(a + ".")
+
+
 def expand(
     spec: SweepSpec, path: str | Path, overrides: dict[str, Any] | None = None
 ) -> list[SweepRun]:
     """Every run of the sweep, validated, in order variants × grid × zip × seeds.
 
-    ``overrides`` (``{key.path: value}``) apply to every run after the sweep's own.
+    ``overrides`` (``{key.path: value}``) apply to every run after the sweep's own; one
+    on a key the sweep varies is an error (it would make the runs one).
     """
     path = Path(path)
+    for key in overrides or {}:
+        hit = next((k for k in spec.axis_keys() if overlap(key, k)), None)
+        if hit is not None:
+            raise ScenarioError(
+                str(path),
+                [(f"--set {key}", f"the sweep varies {hit}: its runs would all be the same")],
+            )
     base_path = path.parent / spec.base
     base = read_yaml(base_path)
     if not isinstance(base, dict):
@@ -207,10 +266,14 @@ def expand(
         if name in names:
             raise ScenarioError(str(path), [("", f"two runs would be named {name!r}")])
         names.add(name)
+        if spec.seeds is None:  # (the run's seed: a grid's, a variant's, set's or the base's)
+            seed = params.get("seed", vset.get("seed", spec.set.get("seed", base_seed)))
         values = {**spec.set, **vset, **params, "seed": seed, **(overrides or {})}
         data = apply_values(base, values, str(path))
         data["name"] = f"{spec.name}-{name}".replace("=", "_")
         source = f"{path} (run {name})"
         scenario = parse_scenario(data, source, base_dir=base_path.parent)
-        runs.append(SweepRun(name, {"variant": vname, **params, "seed": seed}, scenario, source))
+        runs.append(
+            SweepRun(name, {"variant": vname, **params, "seed": scenario.seed}, scenario, source)
+        )
     return runs
