@@ -232,3 +232,40 @@ def test_an_interrupt_after_a_rows_end_keeps_that_rows_records():
     assert res.stop_reason == "interrupted" and list(res.rounds["round"]) == [0, 1]
     assert set(res.transfers["round"]) == {0, 1}
     assert (res.rounds["subframes"] > 0).all() and (res.rounds["comm_time_s"] > 0).all()
+
+
+@pytest.mark.parametrize("during_round", [False, True])
+def test_an_interrupted_runs_devices_table_ends_with_its_last_finished_round(
+    during_round, monkeypatch
+):
+    """Ctrl-C after round 1's row, or in the middle of round 2 (dropped): ``devices.csv``
+    is the same as that of a run of 2 rounds — energy and idle time up to the end of the
+    last finished round, nothing of the dropped one."""
+    import netfl.sim.runner
+    from netfl import parse_scenario, run
+    from tests.conftest import tiny_scenario
+
+    whole = run(parse_scenario(tiny_scenario(training={"rounds": 2})))
+    real = netfl.sim.runner.simulate_round
+
+    def interrupted(world, algorithm, r):
+        if r == 2:  # (half-way through round 2's download: energy charged, then Ctrl-C)
+            world.env.process(algorithm.round(r))
+            world.env.run(until=world.env.now + 0.5 * whole.rounds["round_time_s"].iloc[0])
+            raise KeyboardInterrupt
+        return real(world, algorithm, r)
+
+    def on_round(row):
+        if row["round"] == 1 and not during_round:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(netfl.sim.runner, "simulate_round", interrupted)
+    cut = run(
+        parse_scenario(tiny_scenario(training={"rounds": 4})),
+        on_round=on_round,
+        partial_on_interrupt=True,
+    )
+    assert cut.stop_reason == "interrupted" and len(cut.rounds) == 2
+    cols = [c for c in whole.devices.columns if c.endswith(("_j", "_s"))]
+    pd.testing.assert_frame_equal(cut.devices[cols], whole.devices[cols])
+    assert whole.devices["energy_j"].sum() > 0

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from channel_models.numerology import SUBFRAME_S
-from netfl.compute.meter import METER_FIELDS
+from netfl.compute.meter import METER_FIELDS, EnergyMeter
 from netfl.core.nodes import Node
 from netfl.core.records import ComputeRecord, TransferRecord
 from netfl.core.timeline import split_time, union_length_s
@@ -219,12 +219,16 @@ def refine_windows(
         row["device_energy_j"] = row["device_active_energy_j"] + window["device_idle_energy_j"]
 
 
-def devices_frame(world: World) -> pd.DataFrame:
-    """One row per node: profiles, position, samples, busy times and energy by state."""
-    end = world.env.now
+def devices_frame(
+    world: World, meters: MeterSnapshot | None = None, end_s: float | None = None
+) -> pd.DataFrame:
+    """One row per node: profiles, position, samples, busy times and energy by state —
+    from the nodes' meters now, or from ``meters`` taken at ``end_s`` (the end of a run's
+    last finished round, when a round in progress was dropped)."""
+    end = world.env.now if end_s is None else end_s
     rows = []
     for n in [*world.infrastructure, *world.all_devices]:
-        e = n.energy
+        e = n.energy if meters is None else EnergyMeter(*meters[n.name])
         idle_j = n.compute.idle_power_w * max(end - e.compute_s, 0.0) if n.is_device else 0.0
         rows.append(
             {

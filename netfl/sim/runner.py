@@ -24,7 +24,13 @@ from netfl.core.threads import wait_policy
 from netfl.errors import AppError, UserError, WorkerLost
 from netfl.scenario.files import algorithm_config
 from netfl.scenario.schema import Scenario
-from netfl.sim.accounting import devices_frame, refine_windows, round_row, snapshot
+from netfl.sim.accounting import (
+    MeterSnapshot,
+    devices_frame,
+    refine_windows,
+    round_row,
+    snapshot,
+)
 from netfl.sim.checkpoint import (
     checkpoint_path,
     load_checkpoint,
@@ -111,18 +117,22 @@ def _run_world(
         start, rows = _resume(world, algorithm, nodes, run_dir, fingerprint)
     every = scenario.outputs.checkpoint_every
     n_tr, n_co = len(rec.transfers), len(rec.computes)
+    # the meters and the clock at the end of the last finished round (an interrupt keeps
+    # the devices' energy and idle time up to there)
+    kept = (snapshot(nodes), env.now)
     error, trace = None, ""
     try:
         for r in range(start, tr.rounds):
             t0 = env.now
             n_tr, n_co = len(rec.transfers), len(rec.computes)
-            before = snapshot(nodes)
+            before = kept[0]
             summary = simulate_round(world, algorithm, r)
             row, over_budget = _round_row(
                 world, algorithm, r, t0, n_tr, n_co, nodes, before, summary
             )
             rows.append(row)
             n_tr, n_co = len(rec.transfers), len(rec.computes)  # (an interrupt keeps them)
+            kept = (snapshot(nodes), env.now)
             if every and run_dir is not None and (r + 1) % every == 0 and r + 1 < tr.rounds:
                 save_checkpoint(
                     run_dir,
@@ -157,7 +167,9 @@ def _run_world(
         )
         error = None if isinstance(err, KeyboardInterrupt) else str(err)
         trace = getattr(err, "trace", "")
-    return _result(world, algorithm, rows, stop_reason, wall0, setup_wall_s, error, trace)
+    else:
+        kept = (snapshot(nodes), env.now)  # (the run's end: everything charged)
+    return _result(world, algorithm, rows, stop_reason, wall0, setup_wall_s, error, trace, kept)
 
 
 def _resume(
@@ -226,8 +238,10 @@ def _result(
     setup_wall_s: float,
     error: str | None,
     trace: str,
+    kept: tuple[MeterSnapshot, float],
 ) -> RunResult:
-    """The run's :class:`RunResult`: its rounds, records, tables and run information."""
+    """The run's :class:`RunResult`: its rounds, records, tables and run information;
+    ``devices.csv`` from the meters and clock ``kept`` at the last finished round."""
     scenario, rec = world.scenario, world.recorder
     device_names = {n.name for n in world.all_devices}
     nodes = {n.name: n for n in [*world.infrastructure, *world.all_devices]}
@@ -243,7 +257,7 @@ def _result(
         rounds=rounds,
         transfers=rec.transfers_frame(),
         computes=rec.computes_frame(),
-        devices=devices_frame(world),
+        devices=devices_frame(world, *kept),
         stop_reason=stop_reason,
         wall_time_s=time.perf_counter() - wall0,
         tables=collect_tables(
