@@ -217,3 +217,40 @@ def test_ctrl_c_while_the_run_directory_is_written_keeps_it_whole(
     assert main([*args, "--no-progress"]) == 130
     assert is_complete(out) and (out / "rounds.csv").is_file()
     assert "the run had finished" in capsys.readouterr().err
+
+
+def test_a_run_interrupted_before_its_first_round_leaves_no_directory(
+    scenario_file, tmp_path, monkeypatch, capsys
+):
+    """With checkpoints on, Ctrl-C before a round finished: nothing to keep, so no run
+    directory (its checkpoint folder held only the scenario), as the message says; the
+    same command then runs."""
+    import netfl.sim.runner
+
+    real = netfl.sim.runner.simulate_round
+
+    def interrupted(world, algorithm, r):
+        raise KeyboardInterrupt
+
+    out = tmp_path / "runs" / "x"
+    args = ["run", str(scenario_file), "--out", str(out), "--no-progress"]
+    args += ["--set", "outputs.checkpoint_every=1"]
+    monkeypatch.setattr(netfl.sim.runner, "simulate_round", interrupted)
+    assert main(args) == 130
+    assert "no run directory was written" in capsys.readouterr().err
+    assert not out.exists()
+    monkeypatch.setattr(netfl.sim.runner, "simulate_round", real)
+    assert main(args) == 0 and (out / "rounds.csv").is_file()
+
+
+def test_a_run_directory_has_the_modes_the_umask_gives(scenario_file, tmp_path):
+    import os
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        out = tmp_path / "runs" / "x"
+        assert main(["run", str(scenario_file), "--out", str(out), "--no-progress"]) == 0
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o755

@@ -169,6 +169,13 @@ def reserve_run_dir(scenario: Any, run_dir: str | Path | None = None) -> Path:
     raise UserError(f"outputs.dir: no free run directory name next to {base}")
 
 
+def _umask() -> int:
+    """The process's file-mode creation mask (read by setting it and back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def release_run_dir(run_dir: Path) -> None:
     """Remove a reserved run directory that is still empty (the run did not finish)."""
     try:
@@ -206,6 +213,7 @@ def write_run_dir(
     for stale in target.parent.glob(f".{target.name}.*.tmp"):  # a write killed half-way
         shutil.rmtree(stale, ignore_errors=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    os.chmod(tmp, 0o777 & ~_umask())  # (mkdtemp's 0700: results readable as the umask says)
     old: Path | None = None
     checkpoint_moved = False
     try:
@@ -432,7 +440,14 @@ class RunDirectory:
         return write_run(result, self.path, figures)
 
     def release(self) -> None:
-        """Remove the directory if the run left nothing in it (no checkpoint folder,
-        nothing written: it failed or was interrupted before a round finished)."""
-        if not self.checkpoint_dir.is_dir():
-            release_run_dir(self.path)
+        """Remove the directory if the run left nothing in it: nothing written and no
+        checkpoint of a finished round (it failed or was interrupted before one; the
+        checkpoint folder's scenario alone is removed with it, so the same command runs
+        again)."""
+        if self.has_checkpoint:
+            return
+        if self.checkpoint_dir.is_dir() and [p.name for p in self.path.iterdir()] == [
+            CHECKPOINT_DIR
+        ]:
+            shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
+        release_run_dir(self.path)
