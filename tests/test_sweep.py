@@ -520,3 +520,50 @@ def test_a_sweep_directory_that_cannot_be_created_is_one_line(tmp_path, monkeypa
     assert main(["sweep", str(path), "--out", str(out), "--no-progress"]) == 2
     err = capsys.readouterr().err.strip()
     assert err == f"error: cannot create the sweep directory {out} (No space left on device)"
+
+
+def test_sigterm_to_a_local_pool_sweep_stops_its_runs(tmp_path):
+    """SIGTERM sent to the sweep's process alone (as a scheduler does) stops the runs in
+    its pool's workers too, not only the sweep: it exits at once (143), every run in
+    flight is indexed as interrupted, and no worker outlives it."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    from tests.conftest import default_sigint
+
+    path = _write(
+        tmp_path,
+        {"grid": {"devices.count": [2, 3, 4]}},
+        base=tiny_scenario(training={"rounds": 100_000}, outputs={"figures": False}),
+    )
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "netfl", "sweep", str(path), "--out", str(out)]
+        + ["--workers", "2", "--no-progress"],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=default_sigint,
+    )
+    time.sleep(4.0)  # (the two workers are running their first runs)
+    workers = subprocess.run(
+        ["pgrep", "-P", str(proc.pid)], capture_output=True, text=True
+    ).stdout.split()
+    assert len(workers) >= 2
+    t0 = time.time()
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert time.time() - t0 < 15.0  # (the runs would go on for minutes)
+    for pid in workers:
+        assert (
+            not os.path.exists(f"/proc/{pid}")
+            or "zombie" in open(f"/proc/{pid}/status").read().lower()
+        )
+    index = pd.read_csv(out / "sweep.csv")
+    assert set(index["status"]) <= {"interrupted", "failed"} and len(index) == 3

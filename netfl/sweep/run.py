@@ -9,6 +9,7 @@ failing run's error without stopping the others, and writes the index
 from __future__ import annotations
 
 import json
+import os
 import traceback
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -145,31 +146,60 @@ def _run_local(todo: list[SweepRun], out: Path, workers: int, done) -> None:
     while queue:  # a fresh pool after a worker died (the pool breaks with it)
         with ProcessPoolExecutor(workers, mp_context=mp_context()) as pool:
             start_workers(pool, workers)
-            running: dict[Future, SweepRun] = {}
-            broken = False
-            while running or (queue and not broken):
-                while queue and not broken and len(running) < workers:
-                    r = queue.pop(0)
-                    running[
-                        pool.submit(_run_one, r.scenario, r.source, str(out / r.name), threads)
-                    ] = r
-                finished, _ = wait(running, return_when=FIRST_COMPLETED)
-                for fut in finished:
-                    r = running.pop(fut)
-                    err = fut.exception()
-                    if isinstance(err, BrokenProcessPool) and not is_complete(out / r.name):
-                        broken = True
-                        err = WorkerLost(
-                            "the sweep worker running this run (or one beside it) died: killed "
-                            "(e.g. by the out-of-memory killer) or crashed; the sweep went on "
-                            "on a fresh pool, and running it again retries this run"
-                        )
-                    elif isinstance(err, BrokenProcessPool):  # it had finished and written
-                        err = None
-                    if err is None:
-                        done(r.name, "")
-                    else:
-                        _failed(out, r.name, err, done)
+            try:
+                _drain(pool, queue, {}, workers, threads, out, done)
+            except KeyboardInterrupt:  # (Ctrl-C, or SIGTERM sent to this process alone)
+                _interrupt_workers(pool)
+                raise
+
+
+def _interrupt_workers(pool: ProcessPoolExecutor) -> None:
+    """Ctrl-C in the pool's workers (a SIGTERM sent to the sweep alone never reaches
+    them): their runs stop at once, keeping their checkpoints; the queued ones never
+    start."""
+    import signal
+
+    for pid in list(getattr(pool, "_processes", None) or {}):
+        try:
+            os.kill(pid, signal.SIGINT)
+        except OSError:
+            pass  # (it had ended)
+    pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _drain(
+    pool: ProcessPoolExecutor,
+    queue: list[SweepRun],
+    running: dict[Future, SweepRun],
+    workers: int,
+    threads: int,
+    out: Path,
+    done,
+) -> None:
+    """Keep ``workers`` runs of ``queue`` going on ``pool`` until it is empty, or until
+    the pool broke (a worker died: the runs still queued go to a fresh one)."""
+    broken = False
+    while running or (queue and not broken):
+        while queue and not broken and len(running) < workers:
+            r = queue.pop(0)
+            running[pool.submit(_run_one, r.scenario, r.source, str(out / r.name), threads)] = r
+        finished, _ = wait(running, return_when=FIRST_COMPLETED)
+        for fut in finished:
+            r = running.pop(fut)
+            err = fut.exception()
+            if isinstance(err, BrokenProcessPool) and not is_complete(out / r.name):
+                broken = True
+                err = WorkerLost(
+                    "the sweep worker running this run (or one beside it) died: killed "
+                    "(e.g. by the out-of-memory killer) or crashed; the sweep went on "
+                    "on a fresh pool, and running it again retries this run"
+                )
+            elif isinstance(err, BrokenProcessPool):  # it had finished and written
+                err = None
+            if err is None:
+                done(r.name, "")
+            else:
+                _failed(out, r.name, err, done)
 
 
 def _run_ray_task(
