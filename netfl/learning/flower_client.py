@@ -18,11 +18,14 @@ device's partition of the scenario's data set.
 
 from __future__ import annotations
 
+import importlib
 import random
+import sys
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -78,8 +81,15 @@ def load_flower_app(reference: str, app_dir: str, kind: str) -> Any:
 
     expected = {"server_app": ServerApp, "client_app": ClientApp}[kind]
     key = (reference, app_dir)
+    top = reference.partition(":")[0].split(".")[0]
     try:
-        app = _APPS[key] if key in _APPS else load_app(reference, ValueError, app_dir)
+        if key in _APPS:
+            app, modules = _APPS[key]
+            _install(top, modules)  # (another folder's module of that name may be loaded)
+        else:
+            _unload_if_elsewhere(top, Path(app_dir))
+            app = load_app(reference, ValueError, app_dir)
+            modules = _package_modules(top)
     except ModuleNotFoundError as err:
         raise ValueError(
             f"{reference!r}: no module {err.name!r} (looked in {app_dir} too)"
@@ -93,8 +103,40 @@ def load_flower_app(reference: str, app_dir: str, kind: str) -> Any:
         ) from None
     if not isinstance(app, expected):
         raise ValueError(f"{reference!r} is a {type(app).__name__}, not a flwr {expected.__name__}")
-    _APPS[key] = app
+    _APPS[key] = (app, modules)
     return app
+
+
+def _package_modules(top: str) -> dict[str, Any]:
+    """The imported modules of package (or module) ``top``: its own and its children."""
+    return {n: m for n, m in sys.modules.items() if n == top or n.startswith(top + ".")}
+
+
+def _install(top: str, modules: dict[str, Any]) -> None:
+    """Make ``modules`` the ones importing package ``top`` gives (an app's own)."""
+    if _package_modules(top) != modules:
+        for name in _package_modules(top):
+            del sys.modules[name]
+        sys.modules.update(modules)
+
+
+def _unload_if_elsewhere(top: str, app_dir: Path) -> None:
+    """Before an app is imported from ``app_dir``: a module ``top`` that ``app_dir``
+    holds but that is loaded from another folder (another app of the same module name,
+    e.g. a sweep over ``app_dir``) is unloaded, and ``app_dir`` put first on
+    ``sys.path``, so the import reads this folder's code (Python would reuse the other)."""
+    where = app_dir.resolve()
+    if not ((where / f"{top}.py").is_file() or (where / top).is_dir()):
+        return  # (an installed package, or a module found elsewhere on the path)
+    loaded = sys.modules.get(top)
+    origin = getattr(loaded, "__file__", None) if loaded is not None else None
+    if loaded is not None and (origin is None or where not in Path(origin).resolve().parents):
+        for name in _package_modules(top):
+            del sys.modules[name]
+        importlib.invalidate_caches()
+    if str(where) in sys.path:
+        sys.path.remove(str(where))
+    sys.path.insert(0, str(where))
 
 
 class FlopCount(TorchDispatchMode):

@@ -481,3 +481,27 @@ def test_a_strategy_waiting_for_nodes_waits_in_simulated_time(tmp_path, monkeypa
     with pytest.raises(UserError, match=f"waited for nodes {WAIT_POLLS} times"):
         run(_scenario({**cfg, "min-nodes": 5}, rounds=1))
     assert slept == []
+
+
+def test_two_apps_of_one_module_name_each_run_their_own_code(tmp_path):
+    """Two folders holding an app module of the same name (two versions of one app, a
+    sweep over ``app_dir``): each run imports its own folder's, not the one Python
+    loaded first — also when a run of the first comes back after the second."""
+    import sys
+
+    code = (APP_DIR / "netfl_test_flower.py").read_text()
+    for version in (1, 2):
+        (tmp_path / f"v{version}").mkdir()
+        (tmp_path / f"v{version}" / "netfl_twin.py").write_text(code + f"\nVERSION = {version}\n")
+
+    def run_version(version: int):
+        apps = {"server_app": "netfl_twin:server", "client_app": "netfl_twin:client"}
+        run_config = {"num-server-rounds": 1, "fraction-evaluate": 0.0, "tag": f"v{version}"}
+        algorithm = {"name": "flower", **apps, "app_dir": str(tmp_path / f"v{version}")}
+        run(_scenario(run_config, algorithm={**algorithm, "run_config": run_config}))
+        module = sys.modules["netfl_twin"]
+        return module.VERSION, sorted(module.RESULTS)
+
+    assert run_version(1) == (1, ["v1"])
+    assert run_version(2) == (2, ["v2"])
+    assert run_version(1) == (1, ["v1"])
