@@ -36,7 +36,8 @@ scenario), as Flower's simulation keeps it.
 **Rounds.** A row of ``rounds.csv`` is one Flower round: the exchanges whose messages
 belong to the same round (their ``group_id``, or the ``server-round`` that Flower's
 strategies put into every message's config record); the row ends when the ServerApp
-sends a message of another round, or returns.
+sends a message of another round, or returns — then the run ends, and exchanges still
+under way stop there (recorded ``late`` with what they did).
 """
 
 from __future__ import annotations
@@ -268,6 +269,7 @@ class FlowerBridge:
                 self._answer = None
                 if kind == "done":
                     self.finished = True
+                    yield from self._stop_exchanges()
                     break
                 if kind == "error":
                     self.finished = True
@@ -303,6 +305,17 @@ class FlowerBridge:
             train_loss=self.metrics.get("train", {}).get("train_loss", math.nan),
             extra=extra,
         )
+
+    def _stop_exchanges(self) -> Generator[simpy.Event, Any, None]:
+        """The ServerApp returned: the run ends now. Exchanges still under way (replies
+        it gave up waiting for) stop here, each transfer and handler recorded with what
+        it did and the energy it took until now (outcome ``late``), not lost."""
+        activities = self.world.activities
+        busy = [d for d in self.nodes.values() if activities.busy(d)]
+        for device in busy:
+            activities.cut(device, "late")
+        if busy:  # (the cut processes record themselves at this instant)
+            yield self.world.env.timeout(0)
 
     def _round_key(self, msg: Message) -> str:
         """Which Flower round a message belongs to: its ``group_id`` if set, else the

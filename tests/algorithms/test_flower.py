@@ -220,13 +220,24 @@ def test_a_timeout_drops_the_replies_still_on_their_way():
     """A strategy timeout (simulated seconds) of 4 ms, an exchange of about 6.2 ms (1.2 ms
     down, 4.9 ms up): every reply comes late, counted and not aggregated; round 0's
     replies still arrive (and cost air time) during round 1; the run ends when the
-    ServerApp returns, round 1's uplinks still on air."""
+    ServerApp returns, and round 1's uplinks, still on air then, stop there: recorded
+    ``late`` with the bits and energy they had, not lost."""
     res = run(_scenario({"num-server-rounds": 2, "timeout": 0.004, "fraction-evaluate": 0.0}))
     assert (res.rounds["flower_late"] == 4).all()
     assert res.rounds["num_clients"].eq(0).all() and res.rounds["train_loss"].isna().all()
     assert res.rounds["sim_time_s"].tolist() == pytest.approx([0.004, 0.008], rel=1e-9)
     up = res.transfers[res.transfers["kind"] == "train_up"]
-    assert len(up) == 4 and (up["round"] == 1).all() and (up["start_s"] < 0.004).all()
+    assert len(up) == 8 and (up["round"] == 1).all()
+    first = up[up["start_s"] < 0.004]
+    assert len(first) == 4 and (first["outcome"] == "delivered").all()
+    stopped = up[up["start_s"] > 0.004]
+    assert len(stopped) == 4 and (stopped["outcome"] == "late").all()
+    assert stopped["end_s"].tolist() == pytest.approx([0.008] * 4, rel=1e-12)
+    assert (
+        (0 < stopped["delivered_bits"]) & (stopped["delivered_bits"] < stopped["size_bits"])
+    ).all()
+    assert (stopped["tx_energy_j"] > 0).all()
+    assert res.rounds["uplink_bits"].iloc[1] == pytest.approx(up["delivered_bits"].sum())
 
 
 def test_devices_that_are_off_are_not_nodes(tmp_path):
