@@ -523,3 +523,18 @@ def _sweep_then_resume(tmp_path: Path, base: Path, name: str, modules: str) -> N
     whole = tmp_path / "whole"
     assert main(["run", str(base), "--out", str(whole), "--no-progress"]) == 0
     assert (run_dir / "rounds.csv").read_bytes() == (whole / "rounds.csv").read_bytes()
+
+
+def test_a_plugin_data_set_takes_a_root_as_public_or_pretraining_set(tmp_path):
+    """A plugin data set is called with its ``root``: FedMD's ``public_root`` and
+    EcoFed's ``pretrain.root`` are accepted for it (refused only for the shipped sets)."""
+    from netfl.scenario.files import load_scenario
+
+    (tmp_path / "lab.py").write_text(LAB)
+    fedmd = {"name": "fedmd", "public_dataset": "blobs", "public_root": str(tmp_path)}
+    load_scenario(_scenario_file(tmp_path, plugins=["lab.py"], algorithm=fedmd))
+    pretrain = {"dataset": "blobs", "root": str(tmp_path)}
+    ecofed = {"name": "ecofed", "pretrain": pretrain}
+    load_scenario(
+        _scenario_file(tmp_path, plugins=["lab.py"], model={"name": "vgg11"}, algorithm=ecofed)
+    )

@@ -497,7 +497,7 @@ _NR_LINK = {"mode": "ofdma", "channel_profile": "nr_fr1_uma"}
                 "model": {"name": "vgg11"},
                 "algorithm": {"name": "ecofed", "pretrain": {"dataset": "digits", "root": "d"}},
             },
-            "algorithm.pretrain: root does not apply to dataset 'digits' (not read from a folder)",
+            "algorithm.pretrain: root does not apply to dataset 'digits' (shipped with a package)",
             {
                 "model": {"name": "vgg11"},
                 "algorithm": {"name": "ecofed", "pretrain": {"dataset": "cifar10", "root": "d"}},
@@ -505,7 +505,7 @@ _NR_LINK = {"mode": "ofdma", "channel_profile": "nr_fr1_uma"}
         ),
         (
             {"algorithm": {"name": "fedmd", "public_root": "d"}},
-            "algorithm: public_root does not apply to public_dataset 'digits' (not read from",
+            "algorithm: public_root does not apply to public_dataset 'digits' (shipped with",
             {"algorithm": {"name": "fedmd", "public_dataset": "mnist", "public_root": "d"}},
         ),
         (

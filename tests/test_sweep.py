@@ -95,30 +95,63 @@ def test_a_seed_on_an_axis_is_the_seed_that_runs(tmp_path):
         (
             {"set": {"training.lr": 0.1}, "grid": {"training": [{"rounds": 1}]}},
             None,
-            "grid: training is also set by set (training.lr)",
+            "grid: training would override training.lr (set) in every run",
         ),
         (
-            {"variants": {"a": {"training.lr": 0.1}}, "zip": {"training.lr": [0.2]}},
+            {"variants": {"a": {"training": {"lr": 0.1}}}, "zip": {"training.lr": [0.2]}},
             None,
-            "zip: training.lr is also set by variants (training.lr)",
+            "zip: training.lr would override training.lr (variants) in every run",
+        ),
+        (
+            {"grid": {"training.lr": [0.1]}, "zip": {"training": [{"rounds": 1}]}},
+            None,
+            "grid: training.lr is also set by zip (training)",
         ),
         ({"zip": {"seed": []}}, None, "zip: empty list for seed"),
         ({"variants": {".": {"training.rounds": 1}}}, None, "variant name '.'"),
         (
             {"grid": {"algorithm.fraction": [0.2, 0.8]}, "seeds": [1, 2]},
             {"algorithm": {"name": "fedavg", "fraction": 0.5}},
-            "--set algorithm: the sweep varies algorithm.fraction",
+            "--set algorithm: the sweep's runs are named by algorithm.fraction",
+        ),
+        (
+            {"grid": {"training": [{"lr": 0.1}, {"lr": 0.2}]}},
+            {"training.lr": 0.3},
+            "--set training.lr: the sweep's runs are named by training.lr",
         ),
         (
             {"grid": {"devices.count": [2, 3]}, "seeds": [1]},
             {"seed": 9},
-            "--set seed: the sweep varies seed",
+            "--set seed: the sweep's runs are named by seed",
         ),
     ],
 )
 def test_a_key_set_twice_is_an_error_not_silently_overridden(tmp_path, sweep, overrides, error):
     with pytest.raises(ScenarioError, match=re.escape(error)):
         expand(*load_sweep(_write(tmp_path, sweep)), overrides)
+
+
+def test_refinements_and_overrides_of_every_run_are_allowed(tmp_path):
+    """A grid inside a variant's section, a variant over ``set``, and ``--set`` over
+    the variants' values (an analysis script's shorter runs): what runs is what they say."""
+    sweep = {
+        "set": {"training.rounds": 3},
+        "variants": {
+            "a": {"algorithm": {"name": "fedavg"}},
+            "b": {"algorithm": {"name": "fedavg"}, "training.rounds": 4},
+        },
+        "grid": {"algorithm.fraction": [0.5, 1.0]},
+    }
+    runs = expand(*load_sweep(_write(tmp_path, sweep)))
+    assert [(r.name, r.scenario.training.rounds) for r in runs] == [
+        ("a-fraction=0.5", 3),
+        ("a-fraction=1", 3),
+        ("b-fraction=0.5", 4),
+        ("b-fraction=1", 4),
+    ]
+    assert [r.scenario.algorithm.options()["fraction"] for r in runs] == [0.5, 1.0] * 2
+    runs = expand(*load_sweep(_write(tmp_path, sweep)), {"training.rounds": 1})
+    assert {r.scenario.training.rounds for r in runs} == {1}
 
 
 def test_run_skip_and_failure(tmp_path, capsys):
@@ -522,10 +555,12 @@ def test_a_sweep_directory_that_cannot_be_created_is_one_line(tmp_path, monkeypa
     assert err == f"error: cannot create the sweep directory {out} (No space left on device)"
 
 
-def test_sigterm_to_a_local_pool_sweep_stops_its_runs(tmp_path):
+@pytest.mark.parametrize("sigint", ["default", "ignored"])
+def test_sigterm_to_a_local_pool_sweep_stops_its_runs(tmp_path, sigint):
     """SIGTERM sent to the sweep's process alone (as a scheduler does) stops the runs in
     its pool's workers too, not only the sweep: it exits at once (143), every run in
-    flight is indexed as interrupted, and no worker outlives it."""
+    flight is indexed as interrupted, and no worker outlives it — also when it was
+    started in the background with Ctrl-C ignored (``netfl sweep ... &``)."""
     import os
     import signal
     import subprocess
@@ -548,7 +583,9 @@ def test_sigterm_to_a_local_pool_sweep_stops_its_runs(tmp_path):
         stderr=subprocess.PIPE,
         text=True,
         env=env,
-        preexec_fn=default_sigint,
+        preexec_fn=default_sigint
+        if sigint == "default"
+        else (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)),
     )
     time.sleep(4.0)  # (the two workers are running their first runs)
     workers = subprocess.run(

@@ -65,7 +65,7 @@ class PretrainConfig(BaseModel):
 
     @model_validator(mode="after")
     def _keys_of_source(self) -> PretrainConfig:
-        from netfl.learning.datasets import TORCHVISION_DATASETS
+        from netfl.learning.datasets import BUNDLED_DATASETS
 
         training = {"num_samples", "lr", "batch_size", "root"}
         if self.weights_file is not None:
@@ -76,8 +76,8 @@ class PretrainConfig(BaseModel):
             refuse(given(self, training | {"dataset"}), "with epochs: 0 (no pre-training)")
         if self.dataset != "synthetic":
             refuse(given(self, {"num_samples"}), f"to dataset {self.dataset!r}")
-        if self.dataset not in TORCHVISION_DATASETS:
-            refuse(given(self, {"root"}), f"to dataset {self.dataset!r} (not read from a folder)")
+        if self.dataset in BUNDLED_DATASETS:
+            refuse(given(self, {"root"}), f"to dataset {self.dataset!r} (shipped with a package)")
         return self
 
 

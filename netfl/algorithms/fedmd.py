@@ -92,12 +92,12 @@ class FedMDConfig(FedAvgConfig):
 
     @model_validator(mode="after")
     def _root_of_public_set(self) -> FedMDConfig:
-        from netfl.learning.datasets import TORCHVISION_DATASETS
+        from netfl.learning.datasets import BUNDLED_DATASETS
 
-        if self.public_dataset not in TORCHVISION_DATASETS:
+        if self.public_dataset in BUNDLED_DATASETS:
             refuse(
                 given(self, {"public_root"}),
-                f"to public_dataset {self.public_dataset!r} (not read from a folder)",
+                f"to public_dataset {self.public_dataset!r} (shipped with a package)",
             )
         return self
 

@@ -23,7 +23,10 @@ global model's accuracy on the whole test set). The run ends when the ServerApp 
 (or after ``training.rounds`` rounds).
 
 Not available: ``learning.mode: timing`` (a ClientApp's replies are its real work),
-checkpoints and ``--resume`` (the ServerApp's state lives in its own code).
+checkpoints and ``--resume`` (the ServerApp's state lives in its own code), ``bernoulli``
+availability (drawn at netfl's round starts; a Flower round starts when the ServerApp
+sends), and the training keys the ClientApp's own code replaces
+(:data:`APP_TRAINING_KEYS`, ``learning.eval_batch_size``: refused, not ignored).
 """
 
 from __future__ import annotations

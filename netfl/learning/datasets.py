@@ -30,6 +30,7 @@ __all__ = [
     "DATASETS",
     "DATASET_INFO",
     "TORCHVISION_DATASETS",
+    "BUNDLED_DATASETS",
     "DataRootError",
     "Dataset",
     "load_dataset",
@@ -295,6 +296,8 @@ DATASET_INFO: dict[str, str] = {
 
 #: the torchvision data sets (read from ``data.root``, their own train/test files)
 TORCHVISION_DATASETS = frozenset(_TV)
+#: the data sets shipped with a package or drawn: no folder to read, no official split
+BUNDLED_DATASETS = frozenset({"mnist5k", "digits", "synthetic"})
 
 DATASETS: dict[str, Callable[..., Dataset]] = {
     "mnist5k": _load_mnist5k,

@@ -81,15 +81,15 @@ def load_flower_app(reference: str, app_dir: str, kind: str) -> Any:
 
     expected = {"server_app": ServerApp, "client_app": ClientApp}[kind]
     key = (reference, app_dir)
-    top = reference.partition(":")[0].split(".")[0]
+    where = Path(app_dir).resolve()
     try:
         if key in _APPS:
             app, modules = _APPS[key]
-            _install(top, modules)  # (another folder's module of that name may be loaded)
+            _install(modules)  # (another app folder's modules of those names may be loaded)
         else:
-            _unload_if_elsewhere(top, Path(app_dir))
+            _unload_other_apps(where)
             app = load_app(reference, ValueError, app_dir)
-            modules = _package_modules(top)
+            modules = _app_modules(where)
     except ModuleNotFoundError as err:
         raise ValueError(
             f"{reference!r}: no module {err.name!r} (looked in {app_dir} too)"
@@ -107,36 +107,74 @@ def load_flower_app(reference: str, app_dir: str, kind: str) -> Any:
     return app
 
 
+#: the folders apps were imported from in this process
+_APP_DIRS: set[Path] = set()
+
+
 def _package_modules(top: str) -> dict[str, Any]:
     """The imported modules of package (or module) ``top``: its own and its children."""
     return {n: m for n, m in sys.modules.items() if n == top or n.startswith(top + ".")}
 
 
-def _install(top: str, modules: dict[str, Any]) -> None:
-    """Make ``modules`` the ones importing package ``top`` gives (an app's own)."""
-    if _package_modules(top) != modules:
-        for name in _package_modules(top):
-            del sys.modules[name]
-        sys.modules.update(modules)
+def _names_in(where: Path) -> list[str]:
+    """The top-level modules and packages a folder holds."""
+    if not where.is_dir():
+        return []
+    return [
+        p.stem if p.suffix == ".py" else p.name
+        for p in where.iterdir()
+        if (p.suffix == ".py" and p.stem.isidentifier())
+        or (p.is_dir() and p.name.isidentifier() and (p / "__init__.py").is_file())
+    ]
 
 
-def _unload_if_elsewhere(top: str, app_dir: Path) -> None:
-    """Before an app is imported from ``app_dir``: a module ``top`` that ``app_dir``
-    holds but that is loaded from another folder (another app of the same module name,
-    e.g. a sweep over ``app_dir``) is unloaded, and ``app_dir`` put first on
-    ``sys.path``, so the import reads this folder's code (Python would reuse the other)."""
-    where = app_dir.resolve()
-    if not ((where / f"{top}.py").is_file() or (where / top).is_dir()):
-        return  # (an installed package, or a module found elsewhere on the path)
-    loaded = sys.modules.get(top)
-    origin = getattr(loaded, "__file__", None) if loaded is not None else None
-    if loaded is not None and (origin is None or where not in Path(origin).resolve().parents):
-        for name in _package_modules(top):
-            del sys.modules[name]
-        importlib.invalidate_caches()
+def _origin(module: Any) -> Path | None:
+    """The folder a top-level module (or package) was imported from."""
+    paths = list(getattr(module, "__path__", None) or [])
+    file = getattr(module, "__file__", None)
+    if paths:
+        return Path(paths[0]).resolve().parent
+    return Path(file).resolve().parent if file else None
+
+
+def _app_modules(where: Path) -> dict[str, Any]:
+    """The loaded modules (and their children) imported from app folder ``where``."""
+    out: dict[str, Any] = {}
+    for name in _names_in(where):
+        loaded = sys.modules.get(name)
+        if loaded is not None and _origin(loaded) == where:
+            out.update(_package_modules(name))
+    return out
+
+
+def _install(modules: dict[str, Any]) -> None:
+    """Make ``modules`` (an app folder's) the ones importing their names gives."""
+    tops = {name.split(".")[0] for name in modules}
+    for top in tops:
+        current = _package_modules(top)
+        if current != {n: m for n, m in modules.items() if n.split(".")[0] == top}:
+            for name in current:
+                del sys.modules[name]
+    sys.modules.update(modules)
+
+
+def _unload_other_apps(where: Path) -> None:
+    """Before an app is imported from ``where``: a module of a name ``where`` holds that
+    was loaded from another app's folder (two versions of one app, a sweep over
+    ``app_dir``; helper modules beside it too) is unloaded, and ``where`` put first on
+    ``sys.path``, so the import reads this folder's code (Python would reuse the
+    other's). Modules from anywhere else (netfl, installed packages) stay."""
+    for name in _names_in(where):
+        loaded = sys.modules.get(name)
+        origin = _origin(loaded) if loaded is not None else None
+        if origin is not None and origin != where and origin in _APP_DIRS:
+            for module in _package_modules(name):
+                del sys.modules[module]
+    importlib.invalidate_caches()
     if str(where) in sys.path:
         sys.path.remove(str(where))
     sys.path.insert(0, str(where))
+    _APP_DIRS.add(where)
 
 
 class FlopCount(TorchDispatchMode):

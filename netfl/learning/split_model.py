@@ -219,10 +219,12 @@ class ReplayBuffer:
         return {"capacity": self.capacity, "entries": entries}
 
     def load_state_dict(self, state: dict) -> None:
+        """Also an earlier checkpoint's ``(device, (activations, labels))`` entries."""
         self.capacity = state["capacity"]
+        entries = [e if len(e) == 3 else (e[0], *e[1]) for e in state["entries"]]
         self._entries = OrderedDict(
             (device, (QuantizedActivations(**acts) if isinstance(acts, dict) else acts, labels))
-            for device, acts, labels in state["entries"]
+            for device, acts, labels in entries
         )
 
 

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_validator
 
-from netfl.learning.datasets import DATASETS, TORCHVISION_DATASETS
+from netfl.learning.datasets import BUNDLED_DATASETS, DATASETS, TORCHVISION_DATASETS
 from netfl.learning.partition import BUILTIN_SCHEMES, PARTITION_PARAMS, PARTITIONERS
 from netfl.scenario.strict import _check_name, _Strict, refuse
 
@@ -101,13 +101,12 @@ class DataSection(_Strict):
 
     @model_validator(mode="after")
     def _keys_of_dataset(self) -> DataSection:
-        bundled = {"mnist5k", "digits", "synthetic"}  # (shipped: no folder, no official split)
         if self.dataset != "synthetic":
             stray = [
                 f"synthetic.{k}" for k in self.synthetic.given(set(SyntheticSection.model_fields))
             ]
             refuse(stray, f"to dataset {self.dataset!r}")
-        if self.dataset in bundled:
+        if self.dataset in BUNDLED_DATASETS:
             refuse(self.given({"root"}), f"to dataset {self.dataset!r} (it ships with a package)")
         elif self.dataset in TORCHVISION_DATASETS:
             refuse(self.given({"test_fraction"}), f"to dataset {self.dataset!r} (its own test set)")

@@ -9,7 +9,7 @@ failing run's error without stopping the others, and writes the index
 from __future__ import annotations
 
 import json
-import os
+import time
 import traceback
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -153,18 +153,21 @@ def _run_local(todo: list[SweepRun], out: Path, workers: int, done) -> None:
                 raise
 
 
-def _interrupt_workers(pool: ProcessPoolExecutor) -> None:
-    """Ctrl-C in the pool's workers (a SIGTERM sent to the sweep alone never reaches
-    them): their runs stop at once, keeping their checkpoints; the queued ones never
-    start."""
-    import signal
-
-    for pid in list(getattr(pool, "_processes", None) or {}):
-        try:
-            os.kill(pid, signal.SIGINT)
-        except OSError:
-            pass  # (it had ended)
-    pool.shutdown(wait=True, cancel_futures=True)
+def _interrupt_workers(pool: ProcessPoolExecutor, grace_s: float = 30.0) -> None:
+    """Stop the pool's workers' runs (a SIGTERM sent to the sweep alone never reaches
+    them): SIGTERM to each — a forked worker of ``netfl sweep`` stops its run as the
+    sweep does, keeping its checkpoint — the queued runs cancelled, and a worker still
+    there after ``grace_s`` killed."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    for proc in processes:
+        proc.terminate()
+    pool.shutdown(wait=False, cancel_futures=True)
+    deadline = time.monotonic() + grace_s
+    for proc in processes:
+        proc.join(max(deadline - time.monotonic(), 0.0))
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
 
 
 def _drain(
@@ -338,13 +341,17 @@ def _write_index(
         row: dict[str, Any] = {"run": r.name, **r.params, "status": st, "error": error}
         rounds_csv = out / r.name / "rounds.csv"
         if st != "failed" and rounds_csv.is_file():
+            man = json.loads((out / r.name / "manifest.json").read_text())
             if is_complete(out / r.name):
                 row["status"], row["error"] = "complete", ""
             else:  # (its finished rounds, summarised; the same command runs it again)
                 row["status"] = "interrupted"
-                row["error"] = row["error"] or "the run stopped before its end (manifest)"
+                row["error"] = (
+                    row["error"]
+                    or man.get("error")
+                    or f"the run stopped before its end ({man.get('stop_reason', '?')})"
+                )
             row.update(summarize_rounds(pd.read_csv(rounds_csv), target_accuracy))
-            man = json.loads((out / r.name / "manifest.json").read_text())
             row["stop_reason"] = man.get("stop_reason", "")
             row["wall_time_s"] = man.get("wall_time_s", float("nan"))
         rows.append(row)

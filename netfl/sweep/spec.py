@@ -98,29 +98,43 @@ class SweepSpec(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _each_key_set_once(self) -> SweepSpec:
-        """A key set by two of ``set``, a variant, ``grid``, ``zip`` and ``seeds`` would
-        be silently overridden by the later: an error (a key path and one inside it —
-        ``algorithm`` and ``algorithm.lr`` — overlap)."""
+    def _axes_override_nothing(self) -> SweepSpec:
+        """An axis (``grid``, ``zip``, ``seeds``) that sets a value ``set`` or a variant
+        also sets — the same key, or a section holding it — would leave that value
+        unused in every run: an error, as is a ``grid`` and ``zip`` key on one value. (A
+        variant may set a key ``set`` sets: its value takes precedence in its runs.)"""
+        earlier = [("set", leaf) for k, v in self.set.items() for leaf in leaves(k, v)]
+        earlier += [
+            ("variants", leaf)
+            for variant in self.variants.values()
+            for k, v in variant.items()
+            for leaf in leaves(k, v)
+        ]
         axes = [("grid", k) for k in self.grid] + [("zip", k) for k in self.zip]
         if self.seeds is not None:
             axes.append(("seeds", "seed"))
-        varied = sorted({k for v in self.variants.values() for k in v})
         for i, (where, key) in enumerate(axes):
             for other_where, other in axes[i + 1 :]:
                 if overlap(key, other):
                     raise ValueError(f"{where}: {key} is also set by {other_where} ({other})")
-            for other_where, keys in (("set", list(self.set)), ("variants", varied)):
-                hit = next((k for k in keys if overlap(key, k)), None)
-                if hit is not None:
-                    raise ValueError(f"{where}: {key} is also set by {other_where} ({hit})")
+            for other_where, leaf in earlier:
+                if leaf == key or leaf.startswith(key + "."):
+                    raise ValueError(
+                        f"{where}: {key} would override {leaf} ({other_where}) in every run"
+                    )
         return self
 
-    def axis_keys(self) -> list[str]:
-        """The key paths the sweep varies (variants, grid, zip, seeds)."""
-        keys = sorted({k for v in self.variants.values() for k in v})
-        keys += [*self.grid, *self.zip]
-        return keys + (["seed"] if self.seeds is not None else [])
+    def axis_leaves(self) -> list[str]:
+        """The key paths whose values name the runs (``grid``, ``zip``, ``seeds``), down
+        to the leaves of mapping values."""
+        out = [
+            leaf
+            for axis in (self.grid, self.zip)
+            for k, values in axis.items()
+            for v in values
+            for leaf in leaves(k, v)
+        ]
+        return sorted(set(out)) + (["seed"] if self.seeds is not None else [])
 
     @field_validator("grid")
     @classmethod
@@ -204,21 +218,30 @@ def overlap(a: str, b: str) -> bool:
     return a == b or a.startswith(b + ".") or b.startswith(a + ".")
 
 
+def leaves(key: str, value: Any) -> list[str]:
+    """The key paths an override ``key: value`` sets: ``key`` itself, or the leaves of a
+    mapping value (``algorithm: {name: fedavg}`` sets ``algorithm.name``)."""
+    if isinstance(value, dict) and value:
+        return [leaf for k, v in value.items() for leaf in leaves(f"{key}.{k}", v)]
+    return [key]
+
+
 def expand(
     spec: SweepSpec, path: str | Path, overrides: dict[str, Any] | None = None
 ) -> list[SweepRun]:
     """Every run of the sweep, validated, in order variants × grid × zip × seeds.
 
-    ``overrides`` (``{key.path: value}``) apply to every run after the sweep's own; one
-    on a key the sweep varies is an error (it would make the runs one).
+    ``overrides`` (``{key.path: value}``) apply to every run after the sweep's own (over
+    ``set``'s and the variants' values); one on a value that names the runs (a grid, zip
+    or seeds key) is an error.
     """
     path = Path(path)
-    for key in overrides or {}:
-        hit = next((k for k in spec.axis_keys() if overlap(key, k)), None)
+    for key in overrides or {}:  # (over set's and the variants' values: allowed)
+        hit = next((k for k in spec.axis_leaves() if k == key or k.startswith(key + ".")), None)
         if hit is not None:
             raise ScenarioError(
                 str(path),
-                [(f"--set {key}", f"the sweep varies {hit}: its runs would all be the same")],
+                [(f"--set {key}", f"the sweep's runs are named by {hit}; it would override it")],
             )
     base_path = path.parent / spec.base
     base = read_yaml(base_path)

@@ -495,24 +495,30 @@ def test_a_strategy_waiting_for_nodes_waits_in_simulated_time(tmp_path, monkeypa
 
 
 def test_two_apps_of_one_module_name_each_run_their_own_code(tmp_path):
-    """Two folders holding an app module of the same name (two versions of one app, a
-    sweep over ``app_dir``): each run imports its own folder's, not the one Python
-    loaded first — also when a run of the first comes back after the second."""
+    """Folders holding an app module of the same name, with a helper module beside it
+    (two versions of one app, a sweep over ``app_dir``; one folder inside another):
+    each run imports its own folder's code, helper included, not what Python loaded
+    first — also when a run of the first comes back after the others."""
     import sys
 
     code = (APP_DIR / "netfl_test_flower.py").read_text()
-    for version in (1, 2):
-        (tmp_path / f"v{version}").mkdir()
-        (tmp_path / f"v{version}" / "netfl_twin.py").write_text(code + f"\nVERSION = {version}\n")
+    folders = {1: tmp_path / "v1", 2: tmp_path / "v2", 3: tmp_path / "v1" / "inner"}
+    for version, folder in folders.items():
+        folder.mkdir()
+        (folder / "netfl_twin_helper.py").write_text(f"VERSION = {version}\n")
+        (folder / "netfl_twin.py").write_text(
+            code + "\nfrom netfl_twin_helper import VERSION as HELPER\n"
+        )
 
     def run_version(version: int):
         apps = {"server_app": "netfl_twin:server", "client_app": "netfl_twin:client"}
         run_config = {"num-server-rounds": 1, "fraction-evaluate": 0.0, "tag": f"v{version}"}
-        algorithm = {"name": "flower", **apps, "app_dir": str(tmp_path / f"v{version}")}
+        algorithm = {"name": "flower", **apps, "app_dir": str(folders[version])}
         run(_scenario(run_config, algorithm={**algorithm, "run_config": run_config}))
         module = sys.modules["netfl_twin"]
-        return module.VERSION, sorted(module.RESULTS)
+        return module.HELPER, sorted(module.RESULTS)
 
+    assert run_version(3) == (3, ["v3"])
     assert run_version(1) == (1, ["v1"])
     assert run_version(2) == (2, ["v2"])
     assert run_version(1) == (1, ["v1"])

@@ -151,3 +151,31 @@ def test_round_bytes_are_table_i():
     assert raw["up"] == acts
     with pytest.raises(KeyError, match="valid: classic_fl"):
         round_bytes("fedsgd", w, wc, d, a)
+
+
+def test_replay_buffer_state_is_plain_tensors_and_reads_the_earlier_format():
+    """Its state holds tensors only (quantised activations as codes and scales; a
+    checkpoint loads it with ``weights_only``), round-trips, and an earlier
+    checkpoint's ``(device, (activations, labels))`` entries still load."""
+    import io
+
+    import torch
+
+    from netfl.learning.split_model import QuantizedActivations, quantize_activations
+
+    buf = ReplayBuffer()
+    labels = torch.arange(4)
+    buf.put(0, quantize_activations(torch.rand(4, 3), [2, 2]), labels)
+    buf.put(1, torch.rand(4, 3), labels)
+    raw = io.BytesIO()
+    torch.save(buf.state_dict(), raw)
+    raw.seek(0)
+    again = ReplayBuffer()
+    again.load_state_dict(torch.load(raw, weights_only=True))
+    (q, y0), (a, y1) = again.get(0), again.get(1)
+    assert isinstance(q, QuantizedActivations) and torch.equal(q.codes, buf.get(0)[0].codes)
+    assert torch.equal(q.scales, buf.get(0)[0].scales) and torch.equal(y0, labels)
+    assert torch.equal(a, buf.get(1)[0]) and torch.equal(y1, labels)
+    earlier = ReplayBuffer()
+    earlier.load_state_dict({"capacity": None, "entries": [(1, (a, labels))]})
+    assert torch.equal(earlier.get(1)[0], a) and earlier.devices() == [1]
