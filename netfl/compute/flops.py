@@ -8,7 +8,9 @@ PyTorch's counter has no formula for the CPU LSTM kernel
 (``aten.mkldnn_rnn_layer``); :func:`custom_formulas` adds the standard one:
 a layer of hidden size H on inputs of size I does two matrix products per
 time step, ``2 · 4H · (I + H)`` FLOPs per sample and step forward, and twice
-that backward (input/hidden gradients plus weight gradients).
+that backward (input/hidden gradients plus weight gradients). Its formula for a
+convolution's backward pass counts a grouped convolution's weight gradient as if it
+had one group; :func:`_conv_backward_flops` counts it per group.
 """
 
 from __future__ import annotations
@@ -40,16 +42,54 @@ def _lstm_layer_backward_flops(input_shape, w_ih_shape, w_hh_shape, *args, **kwa
     return 2 * _lstm_layer_flops(input_shape, w_ih_shape, w_hh_shape)
 
 
+def _conv_backward_flops(
+    grad_out_shape,
+    x_shape,
+    w_shape,
+    _bias,
+    _stride,
+    _padding,
+    _dilation,
+    transposed,
+    _output_padding,
+    groups,
+    output_mask,
+    out_shape=None,
+    **kwargs,
+) -> int:
+    """A convolution's backward FLOPs: torch's formula (the input gradient as the
+    transposed convolution, the weight gradient as a convolution of the input with the
+    output gradient), with the weight gradient of a grouped convolution counted per
+    group — torch's counts it as if there were one group, ``groups``× too many (a
+    depthwise convolution's C×: MobileNetV2's training FLOPs were 6.9× its own)."""
+    from torch.utils.flop_counter import conv_flop_count
+
+    def t(shape):
+        return [shape[1], shape[0], *shape[2:]]
+
+    flops = 0
+    if output_mask[0]:
+        flops += conv_flop_count(grad_out_shape, w_shape, out_shape[0], not transposed)
+    if output_mask[1]:
+        if transposed:  # (the weight gradient of a transposed convolution: conv(grad_out, x))
+            weight = conv_flop_count(t(grad_out_shape), t(x_shape), t(out_shape[1]), False)
+        else:  # (conv(x, grad_out))
+            weight = conv_flop_count(t(x_shape), t(grad_out_shape), t(out_shape[1]), False)
+        flops += weight // groups
+    return flops
+
+
 @cache
 def custom_formulas() -> dict[Any, Callable[..., int]]:
-    """The formulas torch's counter lacks, by ATen op (torch is imported here, on first
-    use: this module's types are needed by runs that count nothing)."""
+    """The formulas torch's counter lacks or miscounts, by ATen op (torch is imported
+    here, on first use: this module's types are needed by runs that count nothing)."""
     import torch
 
     aten = torch.ops.aten
     return {
         aten.mkldnn_rnn_layer: _lstm_layer_flops,
         aten.mkldnn_rnn_layer_backward: _lstm_layer_backward_flops,
+        aten.convolution_backward: _conv_backward_flops,
     }
 
 

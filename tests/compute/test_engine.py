@@ -91,3 +91,35 @@ def test_cnn_flops_match_hand_count():
     conv2 = 2 * 14 * 14 * 64 * 32 * 25
     fc = 2 * (7 * 7 * 64 * 512 + 512 * 10)
     assert fl.inference_per_sample == pytest.approx(conv1 + conv2 + fc)
+
+
+@pytest.mark.parametrize("groups", [1, 4, 16])
+def test_grouped_convolution_backward_is_counted_per_group(groups):
+    """A 3×3 convolution of 16 channels on 8×8 (padding 1) in g groups: forward
+    2·H·W·C_out·(C_in/g)·9 per sample; training adds the weight gradient, the same
+    count (the input needs no gradient): 2× forward whatever g (torch's own formula
+    counts the weight gradient g× too high), and the input gradient of a layer
+    behind it, once more."""
+    conv = 2 * 8 * 8 * 16 * (16 // groups) * 9
+    one = measure_flops(
+        ("grouped-conv", groups),
+        lambda: nn.Sequential(nn.Conv2d(16, 16, 3, padding=1, groups=groups), nn.Flatten()),
+        (16, 8, 8),
+        lambda out, y: out.sum(),
+        2,
+    )
+    assert one.inference_per_sample == conv
+    assert one.train_per_sample == 2 * conv
+    two = measure_flops(
+        ("grouped-conv-2", groups),
+        lambda: nn.Sequential(
+            nn.Conv2d(16, 16, 1),
+            nn.Conv2d(16, 16, 3, padding=1, groups=groups),
+            nn.Flatten(),
+        ),
+        (16, 8, 8),
+        lambda out, y: out.sum(),
+        2,
+    )
+    first = 2 * 8 * 8 * 16 * 16
+    assert two.train_per_sample == 2 * first + 3 * conv
