@@ -224,3 +224,32 @@ def test_a_bad_fedscale_trace_is_one_line_and_runs_no_code(raw, message, tmp_pat
         load_scenario(path)
     assert len(err.value.lines()) == 1 and message in str(err.value)
     assert not (tmp_path / "pwned").exists()
+
+
+def test_markov_devices_and_bernoulli_rounds_draw_from_streams_of_their_own():
+    """Groups mixing Bernoulli (devices 0-1, p = 1/2) and Markov availability (devices
+    2-11, half of the time on): whether device 0 takes part in round k is independent
+    of whether Markov device k starts on. (They drew from one stream: the two agreed
+    in every round.)"""
+    from netfl.sim.world import World
+
+    markov = {"model": "markov", "mean_on_s": 1.0, "mean_off_s": 1.0}
+    scenario = parse_scenario(
+        tiny_scenario(
+            devices={
+                "count": 12,
+                "availability": markov,
+                "groups": [{"count": 2, "availability": {"model": "bernoulli", "p": 0.5}}],
+            }
+        )
+    )
+    world = World(scenario)
+    try:
+        avail, devices = world.availability, world.devices
+        rounds = range(2, 12)
+        bernoulli = [devices[0] in avail.available(k, devices) for k in rounds]
+        markov_on = [avail.timed[devices[k].name].is_on(0.0) for k in rounds]
+        assert 0 < sum(bernoulli) < len(rounds) and 0 < sum(markov_on) < len(rounds)
+        assert bernoulli != markov_on
+    finally:
+        world.close()

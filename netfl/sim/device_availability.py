@@ -91,7 +91,8 @@ class DeviceAvailability:
             return devices
         now = self.env.now
         on = (
-            bernoulli_round(self.p, self.streams.generator("availability", r))
+            # (a stream of its own: Markov device k draws from ("availability", k))
+            bernoulli_round(self.p, self.streams.generator("availability_round", r))
             if self.bernoulli
             else np.ones(len(self.p), dtype=bool)
         )
