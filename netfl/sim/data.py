@@ -60,6 +60,13 @@ def build_data(scenario: Scenario, streams: Streams, source: str = "scenario"):
         )
     except DataRootError as err:
         raise UserError(f"{source}: data.root: {err}") from None
+    n_train, n_test = len(dataset.train_y_np), len(dataset.test_y_np)
+    if not (n_train and n_test):  # (nothing to train on, or nothing to evaluate)
+        raise UserError(
+            f"{source}: data.test_fraction: {d.test_fraction:g} of data set "
+            f"{d.dataset!r} gives {n_train} training and {n_test} test samples; both "
+            "need at least one"
+        )
     part_key = ("partition", *data_key[1:], d.partition.model_dump_json(), scenario.devices.count)
     parts = _cached(
         _PARTITION_CACHE, part_key, lambda: _partition(scenario, dataset, streams, source)

@@ -178,3 +178,25 @@ def test_unreadable_files_under_the_root_are_a_data_root_error(tmp_path):
         (folder / name).write_bytes(b"not a pickle")
     with pytest.raises(DataRootError, match="'cifar10' not found or corrupted"):
         load_dataset("cifar10", root=tmp_path)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"dataset": "digits", "test_fraction": 0.0002},
+        {"dataset": "synthetic", "synthetic": {"num_samples": 2}, "test_fraction": 0.9},
+    ],
+)
+def test_a_split_with_no_test_or_no_training_sample_is_one_line(data, tmp_path, capsys):
+    """A test fraction that rounds to no test sample (or to no training sample) is an
+    error naming data.test_fraction, exit 2, not a division by zero at evaluation."""
+    import yaml
+
+    from netfl.cli.app import main
+    from tests.conftest import tiny_scenario
+
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(tiny_scenario(data=data)))
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "data.test_fraction" in err and "Traceback" not in err
