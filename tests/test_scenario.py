@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -544,3 +545,39 @@ def test_a_key_another_choice_makes_inapplicable_is_refused(sections, refused, a
         parse_scenario(tiny_scenario(**sections))
     ok = parse_scenario(tiny_scenario(**accepted))
     assert resolved(parse_scenario(resolved(ok))) == resolved(ok)
+
+
+def test_data_roots_and_weight_files_are_read_beside_the_scenario(tmp_path, monkeypatch):
+    """``data.root``, FedMD's ``public_root`` and EcoFed's ``pretrain`` files are
+    relative to the scenario file's folder, as every other file key, whatever the
+    working directory; the resolved scenario names them absolutely."""
+    import yaml
+
+    from netfl.scenario.files import algorithm_config, load_scenario, resolved
+
+    folder = tmp_path / "study"
+    folder.mkdir()
+    monkeypatch.chdir(tmp_path)
+    cases = {
+        "data": tiny_scenario(data={"dataset": "mnist", "root": "images"}),
+        "fedmd": tiny_scenario(
+            algorithm={"name": "fedmd", "public_dataset": "mnist", "public_root": "public"}
+        ),
+        "ecofed": tiny_scenario(
+            model={"name": "vgg11"},
+            algorithm={"name": "ecofed", "pretrain": {"weights_file": "~/w.pt"}},
+        ),
+    }
+    for name, data in cases.items():
+        path = folder / f"{name}.yaml"
+        path.write_text(yaml.safe_dump(data))
+        scenario = load_scenario(path)
+        again = parse_scenario(resolved(scenario))  # (from another folder: the same files)
+        if name == "data":
+            assert scenario.data.root == again.data.root == str(folder / "images")
+        elif name == "fedmd":
+            assert algorithm_config(scenario).public_root == str(folder / "public")
+            assert algorithm_config(again).public_root == str(folder / "public")
+        else:
+            weights = str(Path("~/w.pt").expanduser().resolve())
+            assert algorithm_config(scenario).pretrain.weights_file == weights

@@ -37,7 +37,7 @@ from netfl.algorithms.fedavg import cut_counts, is_cut
 from netfl.algorithms.split_fl import SplitConfig, SplitFL
 from netfl.core.nodes import Node
 from netfl.errors import UserError
-from netfl.scenario.strict import given, refuse
+from netfl.scenario.strict import beside, given, refuse
 
 __all__ = ["EcoFed", "EcoFedConfig", "PretrainConfig"]
 
@@ -112,6 +112,20 @@ class EcoFed(SplitFL):
     name = "ecofed"
     Config = EcoFedConfig
     config: EcoFedConfig
+
+    @classmethod
+    def resolve_options(cls, options: dict[str, Any], base_dir: Any) -> dict[str, Any]:
+        """``pretrain.root`` and ``pretrain.weights_file`` relative to the scenario file's
+        folder."""
+        pretrain = options.get("pretrain")
+        if not isinstance(pretrain, dict):
+            return options
+        files = {
+            k: beside(v, base_dir)
+            for k in ("root", "weights_file")
+            if isinstance(v := pretrain.get(k), str)
+        }
+        return {**options, "pretrain": {**pretrain, **files}} if files else options
 
     @classmethod
     def check_scenario(cls, scenario: Any) -> list[tuple[str, str]]:

@@ -40,7 +40,7 @@ from netfl.algorithms.hetero import HeterogeneousFL
 from netfl.core.nodes import Node
 from netfl.errors import UserError
 from netfl.learning.tasks import FedMDTask
-from netfl.scenario.strict import given, refuse
+from netfl.scenario.strict import beside, given, refuse
 
 __all__ = ["FedMD", "FedMDConfig"]
 
@@ -112,6 +112,14 @@ class FedMD(HeterogeneousFL):
     #: a device off at round 0 does its transfer learning at its first round on; one
     #: that leaves mid-round is out of the consensus (or of the digest) from there
     supports_availability = True
+
+    @classmethod
+    def resolve_options(cls, options: dict[str, Any], base_dir: Any) -> dict[str, Any]:
+        """``public_root`` relative to the scenario file's folder."""
+        root = options.get("public_root")
+        if isinstance(root, str):
+            return {**options, "public_root": beside(root, base_dir)}
+        return options
 
     @classmethod
     def check_scenario(cls, scenario: Any) -> list[tuple[str, str]]:

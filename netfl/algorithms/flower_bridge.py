@@ -39,6 +39,7 @@ import simpy
 from pydantic import Field, StrictBool, StrictStr
 
 from netfl.algorithms.algorithm import Algorithm, AlgorithmConfig, RoundSummary, register
+from netfl.scenario.strict import beside
 
 if TYPE_CHECKING:
     from netfl.algorithms.context import RoundContext
@@ -132,8 +133,7 @@ class Flower(Algorithm):
         if app_dir is None:
             return {**options, "app_dir": str(base_dir.resolve())}
         if isinstance(app_dir, str):
-            path = Path(app_dir).expanduser()
-            return {**options, "app_dir": str((base_dir / path).resolve())}
+            return {**options, "app_dir": beside(app_dir, base_dir)}
         return options
 
     @classmethod

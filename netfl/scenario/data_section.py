@@ -5,11 +5,18 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_validator
+from pydantic import (
+    Field,
+    PositiveFloat,
+    PositiveInt,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from netfl.learning.datasets import BUNDLED_DATASETS, DATASETS, TORCHVISION_DATASETS
 from netfl.learning.partition import BUILTIN_SCHEMES, PARTITION_PARAMS, PARTITIONERS
-from netfl.scenario.strict import _check_name, _Strict, refuse
+from netfl.scenario.strict import _check_name, _Strict, beside, refuse
 
 __all__ = ["MAX_SYNTHETIC_BYTES", "DataSection", "PartitionSection", "SyntheticSection"]
 
@@ -92,12 +99,21 @@ class SyntheticSection(_Strict):
 
 class DataSection(_Strict):
     dataset: str = "mnist5k"
-    root: str | None = Field(None, description="local folder of torchvision data sets")
+    root: str | None = Field(
+        None,
+        description="local folder of torchvision data sets (relative to the scenario file)",
+    )
     test_fraction: float = Field(0.2, gt=0.0, lt=1.0)
     partition: PartitionSection = PartitionSection()
     synthetic: SyntheticSection = SyntheticSection()
 
     _vd = field_validator("dataset")(lambda v: _check_name("data set", v, DATASETS))
+
+    @field_validator("root")
+    @classmethod
+    def _root_beside_the_scenario(cls, value: str | None, info: ValidationInfo) -> str | None:
+        base_dir = (info.context or {}).get("base_dir")
+        return value if value is None or base_dir is None else beside(value, base_dir)
 
     @model_validator(mode="after")
     def _keys_of_dataset(self) -> DataSection:

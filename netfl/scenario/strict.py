@@ -12,7 +12,7 @@ from pydantic import (
 
 from channel_models.registry import UnknownNameError, check_name
 
-__all__ = ["STRICT_CONFIG", "no_bool_for_numbers", "resolve_plugin_spec"]
+__all__ = ["STRICT_CONFIG", "beside", "no_bool_for_numbers", "resolve_plugin_spec"]
 
 
 def _allows_bool(annotation: Any) -> bool:
@@ -107,6 +107,14 @@ def _check_name(kind: str, name: str | None, valid: dict) -> str | None:
         return check_name(name, valid, kind)
     except UnknownNameError as err:  # pydantic reports ValueError with the key path
         raise ValueError(str(err)) from None
+
+
+def beside(path: str, base_dir: Any) -> str:
+    """``path`` (``~`` expanded) made absolute against ``base_dir`` — the scenario file's
+    folder — so the resolved scenario names the same file from anywhere."""
+    from pathlib import Path
+
+    return str((Path(base_dir) / Path(path).expanduser()).resolve())
 
 
 def resolve_plugin_spec(spec: str, base_dir: Any = None) -> str:
