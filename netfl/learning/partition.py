@@ -13,7 +13,8 @@ every sample exactly once.
   EcoFed Sec. 4.1).
 - ``dominant_label(fraction)``: equal-size devices, ``fraction`` of each
   device's samples from its dominant label, the rest spread evenly over the
-  other labels (DFL Sec. V-A).
+  other labels (DFL Sec. V-A); refused when a label has too few samples for the
+  devices it dominates.
 - ``classes_per_device(classes)``: each device holds ``c`` classes; a class's
   samples are split evenly among its holders (FedZKT's quantity-based label
   imbalance).
@@ -83,15 +84,26 @@ def shards(
 def dominant_label(
     labels: np.ndarray, num_devices: int, rng: np.random.Generator, fraction: float = 0.8
 ) -> list[np.ndarray]:
-    """Equal-size devices; `fraction` from one label, the rest spread evenly."""
+    """Equal-size devices; `fraction` from one label, the rest spread evenly.
+    ``PartitionError`` when a label has too few samples for the devices it dominates
+    (they would silently get less than ``fraction`` of it)."""
     classes = np.unique(labels)
     num_classes = len(classes)
     pools = {c: list(rng.permutation(np.flatnonzero(labels == c))) for c in classes}
     per_device = len(labels) // num_devices
     dominant = classes[rng.permutation(num_devices) % num_classes]
+    n_dom = int(round(fraction * per_device))
+    for c in classes:
+        holders = int((dominant == c).sum())
+        if n_dom * holders > len(pools[c]):
+            raise PartitionError(
+                f"dominant_label: fraction {fraction:g} of {per_device} samples per device "
+                f"needs {n_dom} of label {c} for each of the {holders} devices it dominates "
+                f"({n_dom * holders}), and it has {len(pools[c])}; use a smaller fraction, "
+                f"or more devices than labels ({num_classes})"
+            )
     parts: list[list[int]] = [[] for _ in range(num_devices)]
     for d in range(num_devices):
-        n_dom = int(round(fraction * per_device))
         others = [c for c in classes if c != dominant[d]]
         quota = {dominant[d]: n_dom}
         rest = per_device - n_dom

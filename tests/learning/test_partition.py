@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from netfl.learning import PARTITIONERS, PartitionError, partition
@@ -36,6 +36,10 @@ def assert_exact_cover(parts, n):
 )
 def test_every_sample_used_exactly_once(scheme, num_devices, seed):
     labels = balanced_labels(seed=seed % 7)
+    if scheme == "dominant_label":  # (each label can give its devices their share)
+        per_device = len(labels) // num_devices
+        holders = -(-num_devices // 10)  # (devices a label dominates, at most)
+        assume(round(PARAMS[scheme]["fraction"] * per_device) * holders <= 100)
     parts = partition(scheme, labels, num_devices, np.random.default_rng(seed), **PARAMS[scheme])
     assert len(parts) == num_devices
     assert_exact_cover(parts, len(labels))
@@ -89,6 +93,16 @@ def test_dominant_label_fraction_close_otherwise():
         assert counts.max() / len(p) == pytest.approx(0.8, abs=0.03)
         assert len(p) == 100
         assert np.delete(counts, counts.argmax()).max() <= 5  # the rest stays spread out
+
+
+def test_dominant_label_refuses_a_fraction_its_labels_cannot_give():
+    """5 devices over 10 balanced labels of 100: 80 % of 200 samples each is 160 of a
+    label that has 100 — refused, not silently ~50 %; 20 devices of 50 can have it."""
+    labels = balanced_labels(per_class=100)
+    with pytest.raises(PartitionError, match="needs 160 of label .* and it has 100"):
+        partition("dominant_label", labels, 5, np.random.default_rng(0), fraction=0.8)
+    parts = partition("dominant_label", labels, 20, np.random.default_rng(0), fraction=0.8)
+    assert all(np.bincount(labels[p]).max() == 40 for p in parts)
 
 
 def test_classes_per_device():
