@@ -74,6 +74,7 @@ def scenario(network: bool, rounds: int, mobile: bool | None = None) -> dict:
         "outputs": {"figures": False, "progress": False},
     }
     if network:
+        del data["cell"]["radius_m"]  # (a hexagonal network's cells are the ISD's hexagons)
         data["network"] = {
             "sites": 19,
             "sectors": 3,

@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 PLACEHOLDER = "<!-- generated: scenario schema -->"
+#: the note that tells a reader of the Markdown file where the reference is (the site
+#: shows the reference itself: the note goes)
+NOTE = "*Reading this file as Markdown?"
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:  # noqa: ARG001 (MkDocs' signature)
@@ -11,4 +14,6 @@ def on_page_markdown(markdown: str, page, config, files) -> str:  # noqa: ARG001
         return markdown
     from netfl.scenario.reference import schema_markdown
 
-    return markdown.replace(PLACEHOLDER, schema_markdown())
+    at, note = markdown.index(PLACEHOLDER), markdown.find(NOTE)
+    start = note if 0 <= note < at else at
+    return markdown[:start] + schema_markdown() + markdown[at + len(PLACEHOLDER) :]

@@ -84,3 +84,14 @@ def test_the_docs_site_builds_strictly(tmp_path):
     assert (tmp_path / "site" / "scenario-reference" / "index.html").is_file()
     page = (tmp_path / "site" / "scenario-reference" / "index.html").read_text()
     assert "cell.link.downlink_allocation" in page  # (generated from the schema)
+    assert "Reading this file as Markdown" not in page  # (the note is for the .md file)
+
+
+def test_netfl_schema_markdown_prints_the_reference(capsys):
+    """The scenario reference a reader of the Markdown files is pointed to."""
+    from netfl.cli.app import main
+    from netfl.scenario.reference import schema_markdown
+
+    assert main(["schema", "--markdown"]) == 0
+    out = capsys.readouterr().out
+    assert out.strip() == schema_markdown().strip() and "cell.link.downlink_allocation" in out

@@ -44,7 +44,7 @@ BASES = {
         algorithm={"name": "transfer_test", "upload_bytes": 1e5},
     ),
     "network_hierfavg": tiny_scenario(
-        cell=OFDMA_NR,
+        cell={"link": OFDMA_NR["link"]},  # (a hexagonal network: no cell radius)
         network={
             "sites": 7,
             "sectors": 1,

@@ -269,3 +269,15 @@ def test_an_interrupted_runs_devices_table_ends_with_its_last_finished_round(
     cols = [c for c in whole.devices.columns if c.endswith(("_j", "_s"))]
     pd.testing.assert_frame_equal(cut.devices[cols], whole.devices[cols])
     assert whole.devices["energy_j"].sum() > 0
+
+
+def test_devices_on_an_ofdma_cell_name_no_link_profile():
+    """An OFDMA cell rates each device from its channel: devices.csv names no fixed-rate
+    link profile there (it named the unused default, 4g_lte); a fixed-rate link does."""
+    from netfl import parse_scenario, run
+    from tests.conftest import tiny_scenario
+
+    ofdma = run(parse_scenario(tiny_scenario(cell={"link": {"mode": "ofdma"}}))).devices
+    assert (ofdma["link_profile"] == "").all()
+    fixed = run(parse_scenario(tiny_scenario())).devices
+    assert set(fixed.loc[fixed["kind"] == "pue", "link_profile"]) == {"4g_lte"}

@@ -523,6 +523,14 @@ _NR_LINK = {"mode": "ofdma", "channel_profile": "nr_fr1_uma"}
             },
         ),
         (
+            {"cell": {"radius_m": 300, "link": _NR_LINK}, "network": {"sites": 7}},
+            "cell.radius_m does not apply to a hexagonal network",
+            {
+                "cell": {"radius_m": 300, "link": _NR_LINK},
+                "network": {"site_positions_m": [[0.0, 0.0], [500.0, 0.0]], "sectors": 1},
+            },
+        ),
+        (
             {"training": {"target_accuracy": 0.9}},
             "training.target_accuracy does not apply in learning.mode: timing",
             {"training": {"target_accuracy": 0.9}, "learning": {"mode": "learn"}},

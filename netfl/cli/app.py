@@ -117,6 +117,11 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_schema(args: argparse.Namespace) -> int:
+    if args.markdown:  # (the scenario reference page, as the docs' site shows it)
+        from netfl.scenario.reference import schema_markdown
+
+        print(schema_markdown())
+        return 0
     from netfl.scenario.files import scenario_schema
 
     print(json.dumps(scenario_schema(), indent=2))
@@ -219,6 +224,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rp.set_defaults(func=cmd_report)
     sc = sub.add_parser("schema", help="print the JSON schema of scenario files")
+    sc.add_argument(
+        "--markdown",
+        action="store_true",
+        help="print the scenario reference (every key, its type, default and meaning)",
+    )
     sc.set_defaults(func=_cmd_schema)
     return p
 

@@ -123,9 +123,15 @@ def describe_lines(scenario: Any, source: str) -> list[str]:
     world = World(scenario, source=source)
     try:
         link = scenario.cell.link
+        net = scenario.network
+        size = (
+            f"ISD {net.isd_m:g} m"
+            if net is not None and net.site_positions_m is None
+            else f"cell radius {scenario.cell.radius_m:g} m"
+        )
         lines = [
-            f"{scenario.name} ({source}): {len(world.all_devices)} devices, cell radius "
-            f"{scenario.cell.radius_m:g} m, {link.mode} link"
+            f"{scenario.name} ({source}): {len(world.all_devices)} devices, {size}, "
+            f"{link.mode} link"
             + (f", {len(world.cell_nodes)} cells" if len(world.cell_nodes) > 1 else ""),
         ]
         if link.mode == "ofdma":

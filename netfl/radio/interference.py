@@ -38,7 +38,7 @@ INTERFACE = (
     "path_scales",
     "downlink_snrs",
     "at_full_load",
-    "uplink_inr_db",
+    "mean_uplink_inr_db",
 )
 
 
@@ -77,6 +77,9 @@ class Interference:
         self._d2d_rx: dict[str, np.ndarray] = {}  # device → J_c(v) of every cell (D2D)
         self._d2d_stale: set[str] = set()  # moved since their J_c(v) was found
         self._ul_rx = np.zeros((n_cells, n_cells))  # [c', c]: mean UE of c' at BS c / N_RB
+        # the uplink interference over noise at every BS, integrated over time (and the
+        # instant it is integrated to): its mean over the run, :meth:`mean_uplink_inr_db`
+        self._inr_integral, self._inr_t = np.zeros(n_cells), env.now
         self._stale: set[str] = set()
         self._rerate_pending = False
         self.cue_positions_m = np.zeros((0, 2))
@@ -115,6 +118,7 @@ class Interference:
         snr_dl, _ = self.cells[0].snr_terms(loss, True, False)
         self._snr_dl = {d.name: np.asarray(snr_dl[k], dtype=float) for k, d in enumerate(devices)}
         # uplink: [c', c] = mean over the UEs and CUEs attached to c' of p_RB(x)·g_xc / N_RB
+        self._integrate_inr()  # (up to this drop, at the devices before it)
         self._ul_rx = np.zeros((n_cells, n_cells))
         self._d2d_rx = {}
         self._d2d_stale: set[str] = set()
@@ -281,6 +285,24 @@ class Interference:
         """Uplink interference over noise at ``cell``'s BS now [dB]."""
         return float(linear_to_db(max(self.eta["uplink"] @ self._ul_rx[:, cell], 1e-30)))
 
+    def _integrate_inr(self) -> None:
+        """Bring the time integral of the uplink INR up to now (before η or the
+        devices' mean coupling changes)."""
+        now = self.env.now
+        if now > self._inr_t:
+            self._inr_integral += (now - self._inr_t) * (self.eta["uplink"] @ self._ul_rx)
+            self._inr_t = now
+
+    def mean_uplink_inr_db(self, cell: int) -> float:
+        """Uplink interference over noise at ``cell``'s BS averaged over the run so far
+        (linear mean, in dB): under ``activity`` the others cells' uplink occupancy
+        comes and goes — the value at the run's end, when every carrier is idle, says
+        nothing (−300 dB, the floor); with a load factor, the constant one."""
+        self._integrate_inr()
+        if self._inr_t <= 0.0:
+            return self.uplink_inr_db(cell)
+        return float(linear_to_db(max(self._inr_integral[cell] / self._inr_t, 1e-30)))
+
     def _on_activity(self, cell: int, direction: str) -> None:
         """``interference: activity``: cell ``cell``'s ``direction`` carrier changed its
         occupancy. When its share of RBs on air moved, the other cells' active FL flows
@@ -292,6 +314,8 @@ class Interference:
         eta = min((background + fl) / carrier.num_rbs, 1.0)
         if abs(eta - self.eta[direction][cell]) <= 1e-12:
             return
+        if direction == "uplink":
+            self._integrate_inr()
         self.eta[direction][cell] = eta
         self._stale.add(direction)
         if not self._rerate_pending:

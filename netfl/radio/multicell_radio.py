@@ -423,9 +423,9 @@ class MultiCellRadio(Radio):
                 "x_m": self.geometry.site_xy[self.geometry.cell_site, 0],
                 "y_m": self.geometry.site_xy[self.geometry.cell_site, 1],
                 "boresight_deg": self.geometry.boresight,
-                # (with the load factor; under activity: at the end of the run's occupancy)
+                # (the mean over the run: under activity, occupancy comes and goes)
                 "uplink_inr_db": [
-                    self.interference.uplink_inr_db(c) for c in range(len(self.cells))
+                    self.interference.mean_uplink_inr_db(c) for c in range(len(self.cells))
                 ],
                 "devices": [int(attached.get(c, 0)) for c in range(len(self.cells))],
                 "bs_radio_energy_j": [n.energy.bs_radio_j for n in self.cell_nodes],

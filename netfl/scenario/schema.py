@@ -452,6 +452,12 @@ class Scenario(_Strict):
             return self
         if self.cell.link.mode != "ofdma":
             raise ValueError("network: needs cell.link.mode: ofdma (every cell has carriers)")
+        if self.network.site_positions_m is None:
+            refuse(
+                [f"cell.{k}" for k in self.cell.given({"radius_m"})],
+                "to a hexagonal network (its cells are the sites' hexagons: network.isd_m; "
+                "sites at site_positions_m serve discs of it)",
+            )
         if self.cell.cues.mean_session_bits is not None:
             raise ValueError(
                 "network: size-based CUE sessions (cell.cues.mean_session_bits) are not "

@@ -226,6 +226,7 @@ def devices_frame(
     from the nodes' meters now, or from ``meters`` taken at ``end_s`` (the end of a run's
     last finished round, when a round in progress was dropped)."""
     end = world.env.now if end_s is None else end_s
+    fixed_rate = world.scenario.cell.link.mode == "fixed_rate"  # (an OFDMA cell rates the channel)
     rows = []
     for n in [*world.infrastructure, *world.all_devices]:
         e = n.energy if meters is None else EnergyMeter(*meters[n.name])
@@ -235,7 +236,7 @@ def devices_frame(
                 "node": n.name,
                 "kind": n.kind,
                 "compute_profile": n.compute.name,
-                "link_profile": n.link.name if n.link else "",
+                "link_profile": n.link.name if n.link and fixed_rate else "",
                 "num_samples": world.num_samples(n) if n.is_device else 0,
                 "x_m": float(n.position_m[0]),
                 "y_m": float(n.position_m[1]),

@@ -199,7 +199,7 @@ def test_evaluation_every_so_many_simulated_seconds():
     [
         ({"radius_m": 150, "link": {"mode": "ofdma", "channel_profile": "nr_fr1_uma"}}, {}),
         (
-            {"radius_m": 150, "link": {"mode": "ofdma", "channel_profile": "nr_fr1_uma"}},
+            {"link": {"mode": "ofdma", "channel_profile": "nr_fr1_uma"}},
             {
                 "network": {"sites": 7, "isd_m": 300},
                 "devices": {

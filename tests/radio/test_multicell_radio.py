@@ -825,7 +825,7 @@ def test_fast_devices_stay_inside_a_wrap_around_network_for_40_rounds(model):
     from channel_models.multicell import HexLayout
 
     s = _scenario(
-        cell={"link": {"mode": "ofdma", "channel_profile": "nr_fr1_uma"}, "radius_m": 115},
+        cell={"link": {"mode": "ofdma", "channel_profile": "nr_fr1_uma"}},
         network={
             "sites": 7,
             "sectors": 1,
@@ -1068,3 +1068,31 @@ def test_a_device_stays_rrc_connected_across_a_handover():
     env.run(until=when + 0.02 + c.rrc_tail_s + 1.0)
     radio.settle()
     assert ue.energy.tail_s == pytest.approx(c.rrc_tail_s, rel=1e-12)
+
+
+def test_the_cells_table_gives_each_cells_mean_uplink_interference_over_the_run():
+    """Under the activity model the cells' uplink INR is its time mean over the run (the
+    run's end, every carrier idle, gave the −300 dB floor in every cell): above the
+    floor where other cells carried uplink traffic; with a load factor, the mean is the
+    constant INR."""
+    s = _scenario(
+        cell={"link": {"mode": "ofdma", "channel_profile": "nr_fr1_uma"}},
+        network={"sites": 7, "sectors": 3, "interference": {"model": "activity"}},
+        devices={"count": 21},
+    )
+    res = run(s)
+    inr = res.tables["cells"]["uplink_inr_db"]
+    assert (inr > -100).sum() >= 10 and np.isfinite(inr).all()
+    loaded = _scenario(
+        cell={"link": {"mode": "ofdma", "channel_profile": "nr_fr1_uma"}},
+        network={"sites": 7, "sectors": 3, "interference": {"model": "load_factor", "load": 0.5}},
+        devices={"count": 21},
+    )
+    world = World(loaded)
+    try:
+        world.env.run(until=1.0)
+        now = [world.radio.interference.uplink_inr_db(c) for c in range(21)]
+        mean = [world.radio.interference.mean_uplink_inr_db(c) for c in range(21)]
+        np.testing.assert_allclose(mean, now, rtol=1e-12)
+    finally:
+        world.close()
