@@ -121,6 +121,7 @@ LAYERS: list[list[str]] = [
         "netfl.algorithms.asynchronous",
         "netfl.algorithms.flower_bridge",
         "netfl.algorithms.flower_grid",
+        "netfl.algorithms.flower_server_grid",
         "netfl.algorithms.flower_messages",
         "netfl.algorithms.hetero",
         "netfl.algorithms.hierfavg",

@@ -25,11 +25,10 @@ in coverage that are available now (``devices.availability``). A message to a no
 that is not (a device off, out of coverage, or no device at all) is answered at once
 with Flower's ``NODE_UNAVAILABLE`` error; so is one to a device that leaves while
 its message, handler or reply is under way (the transfer or compute step stops there,
-recorded with what it did: :mod:`netfl.core.activity`). When a strategy waits for more
-nodes than are on (Flower's ``sample_nodes`` sleeps between two ``get_node_ids``), each
-of its sleeps advances the clock to the next device that turns on, taking no real time;
-a ServerApp's own polling loop does so once it has asked :data:`SPIN_POLLS` times in a
-row without sending or sleeping through Flower's helpers (asking a few times is free). Each node keeps its ``Context`` across rounds (``node_config``:
+recorded with what it did: :mod:`netfl.core.activity`). A strategy that waits for more
+nodes than are on waits in simulated time, taking no real time
+(:mod:`netfl.algorithms.flower_server_grid`, the ServerApp's side). Each node keeps its
+``Context`` across rounds (``node_config``:
 ``partition-id`` = the device's index, ``num-partitions``; ``run_config`` from the
 scenario), as Flower's simulation keeps it.
 
@@ -46,9 +45,7 @@ import itertools
 import logging
 import math
 import random
-import threading
-import time
-from collections.abc import Generator, Iterable
+from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -61,8 +58,6 @@ from flwr.common.serde import (
     message_from_proto,
     message_to_proto,
 )
-from flwr.serverapp import Grid
-from flwr.supercore.run import Run
 from flwr.supercore.task_identity import TaskIdentity
 
 from netfl.algorithms.algorithm import RoundSummary
@@ -72,6 +67,13 @@ from netfl.algorithms.flower_messages import (
     category,
     message_bits,
     num_arrays,
+)
+from netfl.algorithms.flower_server_grid import (
+    NODE_ID_BASE,
+    RUN_ID,
+    WAIT_POLLS,
+    ServerGrid,
+    serving,
 )
 from netfl.core.activity import DeviceCut
 from netfl.errors import AppError, UserError
@@ -83,94 +85,7 @@ if TYPE_CHECKING:
     from netfl.algorithms.flower_bridge import FlowerConfig
     from netfl.core.nodes import Node
 
-__all__ = ["FlowerBridge", "NODE_ID_BASE", "message_bits", "aggregate_metrics"]
-
-#: node id of device i: NODE_ID_BASE + i (Flower's own ids are random 64-bit integers)
-NODE_ID_BASE = 1_000_000
-RUN_ID = 1
-#: waits for nodes, no device able to turn on, after which a run stops
-WAIT_POLLS = 6
-#: consecutive get_node_ids calls (no message sent, no wait through Flower's helpers)
-#: after which a ServerApp's own polling loop is taken to wait for nodes
-SPIN_POLLS = 100
-
-#: the grid of the ServerApp running in this thread (Flower's helpers' sleeps go to it)
-_ACTIVE = threading.local()
-
-
-def _flower_sleep(seconds: float) -> None:
-    """``time.sleep`` as Flower's strategy helpers call it (``sample_nodes`` waiting for
-    nodes): inside a ServerApp netfl runs, simulated time passes instead — until the next
-    device turns on — and no real time; elsewhere, a real sleep."""
-    grid = getattr(_ACTIVE, "grid", None)
-    if grid is None:
-        time.sleep(seconds)
-    else:
-        grid.wait_for_nodes()
-
-
-def _route_flower_sleeps() -> None:
-    from flwr.serverapp.strategy import strategy_utils
-
-    strategy_utils.sleep = _flower_sleep
-
-
-_route_flower_sleeps()
-
-
-class _Grid(Grid):
-    """Flower's ``Grid`` whose calls go to the simulation (see the module docstring)."""
-
-    def __init__(self, bridge: FlowerBridge):
-        self._bridge = bridge
-        self._run = Run.create_empty(RUN_ID)
-        self._polls = 0  # (get_node_ids calls since the last message)
-        self._waits = 0  # (waits for nodes since the last message)
-
-    def wait_for_nodes(self) -> None:
-        """Simulated time passes until the next device turns on (the app waits)."""
-        self._waits += 1
-        self._bridge.thread.ask(("wait_nodes", self._waits))
-
-    def set_run(self, run: Run) -> None:
-        self._run = run
-
-    @property
-    def run(self) -> Run:
-        return self._run
-
-    def create_message(
-        self,
-        content: RecordDict,
-        message_type: str,
-        dst_node_id: int,
-        group_id: str,
-        ttl: float | None = None,
-    ) -> Message:
-        return Message(content, dst_node_id, message_type, ttl=ttl, group_id=group_id)
-
-    def get_node_ids(self) -> Iterable[int]:
-        self._polls += 1
-        if self._polls > SPIN_POLLS:  # (an app's own polling loop: it waits)
-            self.wait_for_nodes()
-        return self._bridge.node_ids()
-
-    def _sent(self) -> None:
-        self._polls = self._waits = 0
-
-    def push_messages(self, messages: Iterable[Message]) -> Iterable[str]:
-        self._sent()
-        return self._bridge.thread.ask(("push", list(messages)))
-
-    def pull_messages(self, message_ids: Iterable[str]) -> Iterable[Message]:
-        self._sent()
-        return self._bridge.thread.ask(("pull", list(message_ids)))
-
-    def send_and_receive(
-        self, messages: Iterable[Message], *, timeout: float | None = None
-    ) -> Iterable[Message]:
-        self._sent()
-        return self._bridge.thread.ask(("send", list(messages), timeout))
+__all__ = ["FlowerBridge", "NODE_ID_BASE", "RUN_ID", "message_bits", "aggregate_metrics"]
 
 
 class FlowerBridge:
@@ -203,7 +118,7 @@ class FlowerBridge:
             d.index: (int(edges[d.index]), int(edges[d.index + 1])) for d in self.nodes.values()
         }
         self.server_context = Context(RUN_ID, SUPERLINK_NODE_ID, {}, RecordDict(), run_config)
-        self.grid = _Grid(self)
+        self.grid = ServerGrid(self)
         self._quiet_flower_logs()
         self.thread = AppThread(self._main, "netfl-flower-serverapp")
         self.finished = False
@@ -249,7 +164,7 @@ class FlowerBridge:
         import torch
 
         torch.manual_seed(seed)  # (the ServerApp's own model initialisation)
-        _ACTIVE.grid = self.grid  # (this thread runs the ServerApp: its helpers' sleeps)
+        serving(self.grid)  # (this thread runs the ServerApp: its helpers' sleeps)
         self.server_app(grid=self.grid, context=self.server_context)
 
     def node_ids(self) -> list[int]:

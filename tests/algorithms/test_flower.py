@@ -477,7 +477,7 @@ def test_a_strategy_waiting_for_nodes_waits_in_simulated_time(tmp_path, monkeypa
     than there are devices, the run stops after WAIT_POLLS waits with one line."""
     import time
 
-    from netfl.algorithms.flower_grid import WAIT_POLLS
+    from netfl.algorithms.flower_server_grid import WAIT_POLLS
 
     slept = []
     monkeypatch.setattr(time, "sleep", slept.append)
