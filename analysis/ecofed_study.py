@@ -202,7 +202,7 @@ def main() -> None:
             {
                 "learning.mode": "learn",
                 "data.dataset": "cifar10",
-                "data.root": args.data_root,
+                "data.root": str(Path(args.data_root).resolve()),  # (from here, not the scenario)
                 "data.synthetic": {},
             }
         )

@@ -80,6 +80,12 @@ BAD = {
         BASE + "cell: {link: {mode: ofdma}, cues: {density_per_km2: 1e6}}\n",
         "CUEs on average",
     ),
+    "cue_density_huge_over_a_network": (  # (its area, not the cell's 250 m disc: 363,709)
+        BASE
+        + "cell: {link: {mode: ofdma, channel_profile: nr_fr1_uma}, "
+        + "cues: {density_per_km2: 20000}}\nnetwork: {sites: 7, isd_m: 1732}\n",
+        "network area gives 363,709 CUEs on average",
+    ),
     "bandwidth_1hz": (BASE + "cell: {link: {mode: ofdma, bandwidth_hz: 1}}\n", "bandwidth_hz"),
     "billion_devices": (BASE + "devices: {count: 1000000000}\n", "devices.count"),
     "huge_synthetic": (

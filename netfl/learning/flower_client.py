@@ -117,24 +117,24 @@ def _package_modules(top: str) -> dict[str, Any]:
 
 
 def _names_in(where: Path) -> list[str]:
-    """The top-level modules and packages a folder holds."""
+    """The top-level modules and packages a folder holds (namespace packages too)."""
     if not where.is_dir():
         return []
     return [
         p.stem if p.suffix == ".py" else p.name
         for p in where.iterdir()
-        if (p.suffix == ".py" and p.stem.isidentifier())
-        or (p.is_dir() and p.name.isidentifier() and (p / "__init__.py").is_file())
+        if (p.suffix == ".py" and p.stem.isidentifier()) or (p.is_dir() and p.name.isidentifier())
     ]
 
 
-def _origin(module: Any) -> Path | None:
-    """The folder a top-level module (or package) was imported from."""
+def _origins(module: Any) -> set[Path]:
+    """The folders a top-level module (or package: each of a namespace package's
+    portions) was imported from."""
     paths = list(getattr(module, "__path__", None) or [])
-    file = getattr(module, "__file__", None)
     if paths:
-        return Path(paths[0]).resolve().parent
-    return Path(file).resolve().parent if file else None
+        return {Path(p).resolve().parent for p in paths}
+    file = getattr(module, "__file__", None)
+    return {Path(file).resolve().parent} if file else set()
 
 
 def _app_modules(where: Path) -> dict[str, Any]:
@@ -142,7 +142,7 @@ def _app_modules(where: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name in _names_in(where):
         loaded = sys.modules.get(name)
-        if loaded is not None and _origin(loaded) == where:
+        if loaded is not None and where in _origins(loaded):
             out.update(_package_modules(name))
     return out
 
@@ -166,8 +166,7 @@ def _unload_other_apps(where: Path) -> None:
     other's). Modules from anywhere else (netfl, installed packages) stay."""
     for name in _names_in(where):
         loaded = sys.modules.get(name)
-        origin = _origin(loaded) if loaded is not None else None
-        if origin is not None and origin != where and origin in _APP_DIRS:
+        if loaded is not None and (_origins(loaded) - {where}) & _APP_DIRS:
             for module in _package_modules(name):
                 del sys.modules[module]
     importlib.invalidate_caches()

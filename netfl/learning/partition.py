@@ -14,7 +14,7 @@ every sample exactly once.
 - ``dominant_label(fraction)``: equal-size devices, ``fraction`` of each
   device's samples from its dominant label, the rest spread evenly over the
   other labels (DFL Sec. V-A); refused when a label has too few samples for the
-  devices it dominates.
+  devices it dominates, or a device ends more than 2 points short of ``fraction``.
 - ``classes_per_device(classes)``: each device holds ``c`` classes; a class's
   samples are split evenly among its holders (FedZKT's quantity-based label
   imbalance).
@@ -124,7 +124,21 @@ def dominant_label(
             size, d = heapq.heappop(heap)
             parts[d].append(i)
             heapq.heappush(heap, (size + 1, d))
+    # a label the devices before took for their rest can leave a later device short of
+    # its dominant share: within DOMINANT_SLACK of the fraction, or refused
+    shares = [np.mean(labels[p] == dominant[d]) if p else 0.0 for d, p in enumerate(parts)]
+    if min(shares) < fraction - DOMINANT_SLACK:
+        d = int(np.argmin(shares))
+        raise PartitionError(
+            f"dominant_label: device {d} gets {shares[d]:.2f} of its samples from its "
+            f"dominant label {dominant[d]}, not {fraction:g} (the label ran short); use a "
+            "smaller fraction, or fewer devices per label"
+        )
     return [np.sort(np.asarray(p, dtype=int)) for p in parts]
+
+
+#: how far a device's dominant share may fall below ``fraction`` (a label shared out)
+DOMINANT_SLACK = 0.02
 
 
 def classes_per_device(

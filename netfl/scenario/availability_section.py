@@ -8,13 +8,12 @@ from __future__ import annotations
 import csv
 import io
 import math
-from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, ValidationInfo, model_validator
 
 from netfl.scenario.reading import cached_per_file, read_bytes_bounded, read_text_bounded
-from netfl.scenario.strict import _Strict
+from netfl.scenario.strict import _Strict, beside
 
 __all__ = ["AvailabilitySection", "read_availability_trace", "read_fedscale_file"]
 
@@ -111,11 +110,8 @@ class AvailabilitySection(_Strict):
         if missing:
             raise ValueError(f"model {self.model!r} needs {', '.join(missing)}")
         if self.file is not None:
-            base_dir = (info.context or {}).get("base_dir")
-            path = Path(self.file).expanduser()
-            if not path.is_absolute() and base_dir is not None:
-                path = Path(base_dir) / path
-            self.__dict__["file"] = str(path.resolve())  # (the resolved scenario names it)
+            # (absolute: the resolved scenario names it)
+            self.__dict__["file"] = beside(self.file, (info.context or {}).get("base_dir"))
             if self.model == "trace":  # (one line if the file is bad)
                 read_availability_trace(self.file)
             else:

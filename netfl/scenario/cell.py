@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -27,7 +26,7 @@ from channel_models.pathloss import PATHLOSS_MODELS
 from netfl.radio.schedulers import SCHEDULERS
 from netfl.scenario.link_resolution import refuse_unchosen, resolved_profile
 from netfl.scenario.reading import cached_per_file
-from netfl.scenario.strict import _check_name, _Strict
+from netfl.scenario.strict import _check_name, _Strict, beside
 
 __all__ = ["CellSection", "LinkSection", "LINK_MODE_KEYS", "MAX_CUES", "MAX_SESSION_RATE_PER_S"]
 
@@ -259,16 +258,13 @@ class LinkSection(_Strict):
         if given:
             raise ValueError(f"{', '.join(given)} does not apply to mode {self.mode!r}")
         if self.channel_profile_file is not None:
-            path = Path(self.channel_profile_file).expanduser()
-            base_dir = (info.context or {}).get("base_dir")
-            if not path.is_absolute() and base_dir is not None:
-                path = Path(base_dir) / path
+            path = beside(self.channel_profile_file, (info.context or {}).get("base_dir"))
             try:
-                user_channel_profiles(str(path))
+                user_channel_profiles(path)
             except ValueError as err:
                 raise ValueError(f"channel_profile_file: {err}") from None
             # (absolute from here on: the resolved scenario.yaml names the file it used)
-            self.__dict__["channel_profile_file"] = str(path.resolve())
+            self.__dict__["channel_profile_file"] = path
         try:
             _check_name("channel profile", self.channel_profile, self.profiles())
         except ValueError as err:
@@ -336,19 +332,23 @@ class CellSection(_Strict):
     def _cues_need_ofdma(self) -> CellSection:
         if self.cues.density_per_km2 > 0 and self.link.mode != "ofdma":
             raise ValueError("background CUEs (cues.density_per_km2 > 0) need link.mode: ofdma")
-        area_km2 = 3.141592653589793 * (self.radius_m / 1e3) ** 2
+        return self
+
+    def check_cue_load(self, area_km2: float, where: str) -> None:
+        """``ValueError`` when the CUEs dropped over ``area_km2`` (the cell's disc, or a
+        network's whole area: ``where``) or their sessions would be more than netfl
+        simulates (:data:`MAX_CUES`, :data:`MAX_SESSION_RATE_PER_S`)."""
         expected = self.cues.density_per_km2 * area_km2
         if expected > MAX_CUES:
             raise ValueError(
-                f"cues: density_per_km2 × cell area gives {expected:,.0f} CUEs on average; "
-                f"at most {MAX_CUES:,} are simulated"
+                f"cell.cues: density_per_km2 × {where} area gives {expected:,.0f} CUEs on "
+                f"average; at most {MAX_CUES:,} are simulated"
             )
         if expected * self.cues.session_rate_per_s > MAX_SESSION_RATE_PER_S:
             raise ValueError(
-                f"cues: {expected * self.cues.session_rate_per_s:,.0f} sessions start per "
-                f"second in the cell; at most {MAX_SESSION_RATE_PER_S:,} are simulated"
+                f"cell.cues: {expected * self.cues.session_rate_per_s:,.0f} sessions start per "
+                f"second in the {where}; at most {MAX_SESSION_RATE_PER_S:,} are simulated"
             )
-        return self
 
 
 #: ``cell.link`` keys by link mode (the resolved form drops the other mode's keys)

@@ -45,7 +45,7 @@ from netfl.radio.geometry import (
     line_positions,
     ring_positions,
 )
-from netfl.scenario.strict import _Strict
+from netfl.scenario.strict import _Strict, beside
 
 __all__ = ["LayoutSection", "KIND_KEYS", "read_positions_csv"]
 
@@ -212,10 +212,7 @@ class LayoutSection(_Strict):
         if self.kind != "csv":
             return self
         assert self.file is not None
-        path = Path(self.file).expanduser()
-        if not path.is_absolute() and base_dir is not None:
-            path = base_dir / path
-        points = read_positions_csv(path)
+        points = read_positions_csv(Path(beside(self.file, base_dir)))
         return LayoutSection(
             kind="positions", positions_m=[list(p) for p in points], height_m=self.height_m
         )

@@ -440,6 +440,21 @@ class Scenario(_Strict):
         return self
 
     @model_validator(mode="after")
+    def _cue_load_fits(self) -> Scenario:
+        """The CUEs a run drops: over the cell's disc, or a network's whole area."""
+        if self.cell.cues.density_per_km2 > 0:
+            self.cell.check_cue_load(
+                self.cues_area_km2(), "cell" if self.network is None else "network"
+            )
+        return self
+
+    def cues_area_km2(self) -> float:
+        """The area the background CUEs are dropped over [km²]."""
+        if self.network is None:
+            return math.pi * (self.cell.radius_m / 1e3) ** 2
+        return self.network.deployment(self.cell.radius_m, 25.0).area_m2() / 1e6
+
+    @model_validator(mode="after")
     def _timing_evaluates_nothing(self) -> Scenario:
         if self.learning.mode == "timing":
             stray = [f"training.{k}" for k in self.training.given({"target_accuracy"})]

@@ -109,22 +109,20 @@ def _check_name(kind: str, name: str | None, valid: dict) -> str | None:
         raise ValueError(str(err)) from None
 
 
-def beside(path: str, base_dir: Any) -> str:
+def beside(path: Any, base_dir: Any = None) -> str:
     """``path`` (``~`` expanded) made absolute against ``base_dir`` — the scenario file's
-    folder — so the resolved scenario names the same file from anywhere."""
+    folder; None: the working directory — so the resolved scenario names the same file
+    from anywhere."""
     from pathlib import Path
 
-    return str((Path(base_dir) / Path(path).expanduser()).resolve())
+    base = Path(base_dir) if base_dir is not None else Path.cwd()
+    return str((base / Path(path).expanduser()).resolve())
 
 
 def resolve_plugin_spec(spec: str, base_dir: Any = None) -> str:
     """A ``.py`` plugin as an absolute path (relative to ``base_dir``, the scenario
     file's folder); a module name as it is (:mod:`netfl.scenario.plugins`)."""
-    from pathlib import Path
 
     if spec.endswith(".py"):
-        path = Path(spec).expanduser()
-        if not path.is_absolute():
-            path = Path(base_dir or Path.cwd()) / path
-        return str(path.resolve())
+        return beside(spec, base_dir)
     return spec

@@ -1,6 +1,7 @@
 """Which devices can take part in a round (``devices.availability``; issue 33, item 3):
 each device's availability model, built from the scenario and the ``availability``
-stream, asked at each round's start (:mod:`netfl.core.onoff`)."""
+(Markov, per device) and ``availability_round`` (Bernoulli, per round) streams, asked
+at each round's start (:mod:`netfl.core.onoff`)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ class DeviceAvailability:
     """The availability of every device: ``always`` unless its section says otherwise.
     A Markov process draws from the device's own ``availability`` stream (so turning
     it on for one group shifts no other draw); Bernoulli rounds draw one uniform per
-    device from the round's ``availability`` stream."""
+    device from the round's ``availability_round`` stream."""
 
     def __init__(
         self,

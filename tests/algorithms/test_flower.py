@@ -506,8 +506,12 @@ def test_two_apps_of_one_module_name_each_run_their_own_code(tmp_path):
     for version, folder in folders.items():
         folder.mkdir()
         (folder / "netfl_twin_helper.py").write_text(f"VERSION = {version}\n")
+        (folder / "netfl_twin_ns").mkdir()  # (a helper package without __init__.py)
+        (folder / "netfl_twin_ns" / "util.py").write_text(f"VERSION = {version}\n")
         (folder / "netfl_twin.py").write_text(
-            code + "\nfrom netfl_twin_helper import VERSION as HELPER\n"
+            code
+            + "\nfrom netfl_twin_helper import VERSION as HELPER\n"
+            + "from netfl_twin_ns.util import VERSION as NS\n"
         )
 
     def run_version(version: int):
@@ -516,9 +520,9 @@ def test_two_apps_of_one_module_name_each_run_their_own_code(tmp_path):
         algorithm = {"name": "flower", **apps, "app_dir": str(folders[version])}
         run(_scenario(run_config, algorithm={**algorithm, "run_config": run_config}))
         module = sys.modules["netfl_twin"]
-        return module.HELPER, sorted(module.RESULTS)
+        return module.HELPER, module.NS, sorted(module.RESULTS)
 
-    assert run_version(3) == (3, ["v3"])
-    assert run_version(1) == (1, ["v1"])
-    assert run_version(2) == (2, ["v2"])
-    assert run_version(1) == (1, ["v1"])
+    assert run_version(3) == (3, 3, ["v3"])
+    assert run_version(1) == (1, 1, ["v1"])
+    assert run_version(2) == (2, 2, ["v2"])
+    assert run_version(1) == (1, 1, ["v1"])

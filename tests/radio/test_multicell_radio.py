@@ -1073,8 +1073,8 @@ def test_a_device_stays_rrc_connected_across_a_handover():
 def test_the_cells_table_gives_each_cells_mean_uplink_interference_over_the_run():
     """Under the activity model the cells' uplink INR is its time mean over the run (the
     run's end, every carrier idle, gave the −300 dB floor in every cell): above the
-    floor where other cells carried uplink traffic; with a load factor, the mean is the
-    constant INR."""
+    floor where other cells carried uplink traffic; with a load factor and re-drops, the
+    rounds' INRs weighted by their durations."""
     s = _scenario(
         cell={"link": {"mode": "ofdma", "channel_profile": "nr_fr1_uma"}},
         network={"sites": 7, "sectors": 3, "interference": {"model": "activity"}},
@@ -1083,16 +1083,34 @@ def test_the_cells_table_gives_each_cells_mean_uplink_interference_over_the_run(
     res = run(s)
     inr = res.tables["cells"]["uplink_inr_db"]
     assert (inr > -100).sum() >= 10 and np.isfinite(inr).all()
+    # a load factor with the devices re-dropped every round: the INR holds within a
+    # round and moves at each drop; the mean is the rounds' INRs weighted by their times
+    from netfl.algorithms import ALGORITHMS
+    from netfl.scenario.files import algorithm_config
+
     loaded = _scenario(
-        cell={"link": {"mode": "ofdma", "channel_profile": "nr_fr1_uma"}},
+        cell={
+            "link": {"mode": "ofdma", "channel_profile": "nr_fr1_uma"},
+            "redrop_every_round": True,
+        },
         network={"sites": 7, "sectors": 3, "interference": {"model": "load_factor", "load": 0.5}},
         devices={"count": 21},
     )
     world = World(loaded)
     try:
-        world.env.run(until=1.0)
-        now = [world.radio.interference.uplink_inr_db(c) for c in range(21)]
-        mean = [world.radio.interference.mean_uplink_inr_db(c) for c in range(21)]
-        np.testing.assert_allclose(mean, now, rtol=1e-12)
+        interference = world.radio.interference
+        algorithm = ALGORITHMS["fedavg"](world, algorithm_config(loaded))
+        weighted, inrs = np.zeros(21), []
+        for r in range(3):
+            t0 = world.env.now
+            world.recorder.round = r
+            world.begin_round(r)  # (the re-drop)
+            inrs.append([interference.uplink_inr_db(c) for c in range(21)])
+            world.env.run(until=world.env.process(algorithm.round(r)))
+            weighted += (world.env.now - t0) * 10 ** (np.array(inrs[-1]) / 10)
+        assert not np.allclose(inrs[0], inrs[1])  # (the drops moved it)
+        expected = 10 * np.log10(weighted / world.env.now)
+        mean = [interference.mean_uplink_inr_db(c) for c in range(21)]
+        np.testing.assert_allclose(mean, expected, rtol=1e-9)
     finally:
         world.close()
