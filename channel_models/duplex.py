@@ -28,6 +28,13 @@ def validate_tdd_pattern(pattern: str, special_symbols: tuple[int, int, int]) ->
         raise ValueError(
             f"special slot symbols {list(special_symbols)} must add up to {SYMBOLS_PER_SLOT}"
         )
+    dl, _, ul = special_symbols
+    for direction, slot, symbols in (("uplink", "U", ul), ("downlink", "D", dl)):
+        if slot not in pattern and symbols == 0:  # (a transfer that way would never end)
+            raise ValueError(
+                f"TDD pattern {pattern!r} with special slot symbols {list(special_symbols)} "
+                f"leaves the {direction} no symbol"
+            )
 
 
 def tdd_time_fraction(

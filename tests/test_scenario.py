@@ -142,6 +142,10 @@ def test_schema_lists_algorithm_options():
         ({"bandwidth_hz": 100e6, "numerology": 0}, "no 100 MHz carrier at 15 kHz"),
         ({"num_rbs": 500}, "500 RBs of 180 kHz occupy 90 MHz, more than the 20 MHz carrier"),
         ({"duplex": "tdd", "tdd_pattern": "DDXU"}, "D, S and U"),
+        (  # (a direction with no symbol: its transfers would never end)
+            {"duplex": "tdd", "tdd_pattern": "DDDS", "special_slot_symbols": [12, 2, 0]},
+            "leaves the uplink no symbol",
+        ),
         ({"channel_profile": "lte_20mhz", "cqi_table": "256qam"}, "is LTE (TS 36.213 tables)"),
         ({"pathloss": {"model": "log_distance", "beta": 3}}, "unknown parameter beta"),
         ({"pathloss": {"model": "hata"}}, "unknown path loss model 'hata'"),
@@ -529,6 +533,16 @@ _NR_LINK = {"mode": "ofdma", "channel_profile": "nr_fr1_uma"}
                 "cell": {"radius_m": 300, "link": _NR_LINK},
                 "network": {"site_positions_m": [[0.0, 0.0], [500.0, 0.0]], "sectors": 1},
             },
+        ),
+        (
+            {"cell": {"link": {**_NR_LINK, "max_bps_per_hz": 0.5}}},
+            "cell.link: max_bps_per_hz applies only with a Shannon or CQI-table efficiency",
+            {"cell": {"link": {**_NR_LINK, "max_bps_per_hz": 0.5, "link_abstraction": "gap"}}},
+        ),
+        (
+            {"cell": {"link": {**_NR_LINK, "snr_gap_db": 10.0}}},
+            "cell.link: snr_gap_db applies only with a gap-based efficiency",
+            {"cell": {"link": {**_NR_LINK, "snr_gap_db": 10.0, "link_abstraction": "gap"}}},
         ),
         (
             {"training": {"target_accuracy": 0.9}},

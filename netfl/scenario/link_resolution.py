@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from channel_models.channel_profiles import ChannelProfile
+from channel_models.channel_profiles import TBS_MODELS, ChannelProfile
 from channel_models.numerology import num_resource_blocks
 from channel_models.registry import lookup
 
@@ -122,6 +122,18 @@ def refuse_unchosen(link: LinkSection, profile: ChannelProfile | None) -> None:
                 {"cqi_sinr"},
                 profile.uplink_power_control.get("model") != "full_carrier",
                 "full-carrier uplink power (open-loop power control sets a per-RB power)",
+            ),
+            (  # (a TBS abstraction's MCS table sets the peak: max_mcs caps it)
+                {"max_bps_per_hz"},
+                profile.efficiency["model"] in TBS_MODELS,
+                "a Shannon or CQI-table efficiency (this profile's link abstraction, "
+                f"{profile.efficiency['model']}, reads its MCS table: cap it with max_mcs)",
+            ),
+            (
+                {"snr_gap_db"},
+                profile.efficiency["model"] in ("lte_bler", "nr_bler"),
+                "a gap-based efficiency (Shannon, a CQI table, LTE's link_abstraction: gap); "
+                f"{profile.efficiency['model']} follows BLER curves",
             ),
         ]
     for keys, off, needs in rules:
