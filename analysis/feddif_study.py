@@ -102,10 +102,15 @@ def alpha_figures(index: pd.DataFrame, where: Path) -> tuple[pd.DataFrame, pd.Da
     ended the diffusion rounds. Returns (per-seed costs, stop-code shares)."""
     alphas = sorted(index["data.partition.alpha"].unique())
     seeds = sorted(index["seed"].unique())
-    fig, axes = plt.subplots(1, len(alphas), figsize=(3.2 * len(alphas), 3.2), sharey=True)
-    fig2, axes2 = plt.subplots(1, len(alphas), figsize=(3.2 * len(alphas), 3.0), sharey=True)
+    # (squeeze=False: one α gives a row of one Axes, not a bare Axes)
+    fig, axes = plt.subplots(
+        1, len(alphas), figsize=(3.2 * len(alphas), 3.2), sharey=True, squeeze=False
+    )
+    fig2, axes2 = plt.subplots(
+        1, len(alphas), figsize=(3.2 * len(alphas), 3.0), sharey=True, squeeze=False
+    )
     rows, stops = [], []
-    for ax, ax2, alpha in zip(axes, axes2, alphas, strict=True):
+    for ax, ax2, alpha in zip(axes[0], axes2[0], alphas, strict=True):
         curves: dict[str, list[pd.DataFrame]] = {a: [] for a in ALGOS}
         for seed in seeds:
             runs = {}
@@ -133,10 +138,10 @@ def alpha_figures(index: pd.DataFrame, where: Path) -> tuple[pd.DataFrame, pd.Da
         for a in (ax, ax2):
             a.set_title(f"α = {alpha:g}")
             a.set_xlabel("communication round")
-    axes[0].set_ylabel("test accuracy")
-    axes[0].legend(fontsize=7)
-    axes2[0].set_ylabel("diffusion rounds")
-    axes2[0].legend(fontsize=7)
+    axes[0][0].set_ylabel("test accuracy")
+    axes[0][0].legend(fontsize=7)
+    axes2[0][0].set_ylabel("diffusion rounds")
+    axes2[0][0].legend(fontsize=7)
     FIGURES.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
     fig.savefig(FIGURES / "accuracy_vs_round_by_alpha.png", dpi=120)
