@@ -139,6 +139,7 @@ LAYERS: list[list[str]] = [
         "netfl.scenario.reference",
         "netfl.scenario.registries",
         "netfl.scenario.layout",
+        "netfl.scenario.layout_fit",
         "netfl.scenario.network_section",
         "netfl.scenario.plausibility",
         "netfl.scenario.schema",

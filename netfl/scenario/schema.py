@@ -37,6 +37,7 @@ from netfl.scenario.availability_section import AvailabilitySection
 from netfl.scenario.cell import LINK_MODE_KEYS, CellSection
 from netfl.scenario.data_section import DataSection
 from netfl.scenario.layout import LayoutSection
+from netfl.scenario.layout_fit import fit_layouts
 from netfl.scenario.network_section import MobilitySection, NetworkSection
 from netfl.scenario.strict import (
     STRICT_CONFIG,
@@ -348,63 +349,9 @@ class Scenario(_Strict):
 
     @model_validator(mode="after")
     def _layouts_fit(self, info: ValidationInfo) -> Scenario:
-        """CSV layouts read (relative to the scenario file's folder, ``base_dir`` of the
-        validation context); explicit layouts hold as many positions as devices; every
-        position inside the cell."""
-        base_dir = (info.context or {}).get("base_dir")
-        d, radius = self.devices, self.cell.radius_m
-        for path, layout, devices, group in self.layout_slots():
-            count = len(devices)
-            if layout.kind == "csv":
-                try:
-                    layout = layout.resolve_file(base_dir)
-                except ValueError as err:
-                    raise ValueError(f"{path}.file: {err}") from None
-                if group is not None:
-                    d.groups[group].layout = layout
-                else:
-                    d.layout = layout
-            n = layout.fixed_count()
-            if n is not None and n != count:
-                raise ValueError(f"{path}: {n} positions for {count} devices")
-            if self.network is not None:
-                self._layout_in_network(path, layout, count)
-                continue
-            if layout.kind == "annulus" and (layout.inner_m or 0.0) >= radius:
-                raise ValueError(
-                    f"{path}.inner_m: {layout.inner_m:g} m lies outside the cell "
-                    f"(cell.radius_m: {radius:g}): the ring would be empty"
-                )
-            far = layout.max_extent_m(count, radius)
-            if far > radius * (1 + 1e-12):
-                raise ValueError(
-                    f"{path}: a device {far:g} m from the BS is outside the cell "
-                    f"(cell.radius_m: {radius:g})"
-                )
+        """The devices' layouts read and placed (:func:`~netfl.scenario.layout_fit.fit_layouts`)."""
+        fit_layouts(self, (info.context or {}).get("base_dir"))
         return self
-
-    def _layout_in_network(self, path: str, layout: LayoutSection, count: int) -> None:
-        """With a ``network``: ``uniform_disc`` drops over the whole deployment; other
-        random kinds are relative to one BS (refused); explicit positions lie in a cell."""
-        import numpy as np
-
-        if layout.kind == "uniform_disc":
-            return
-        if layout.random:
-            raise ValueError(
-                f"{path}: kind {layout.kind} is drawn around one BS; with a network use "
-                "uniform_disc (over the whole deployment) or explicit positions"
-            )
-        assert self.network is not None
-        dep = self.network.deployment(self.cell.radius_m, 25.0)
-        pts = layout.positions(count, np.random.default_rng(0), self.cell.radius_m)
-        outside = (~dep.contains(pts)).nonzero()[0]
-        if outside.size:
-            i = int(outside[0])
-            raise ValueError(
-                f"{path}: device {i} at ({pts[i, 0]:g}, {pts[i, 1]:g}) m is outside every "
-                "cell of the network"
-            )
 
     @model_validator(mode="after")
     def _mobility_fits(self) -> Scenario:
