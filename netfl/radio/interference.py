@@ -295,7 +295,7 @@ class Interference:
 
     def mean_uplink_inr_db(self, cell: int) -> float:
         """Uplink interference over noise at ``cell``'s BS averaged over the run so far
-        (linear mean, in dB): under ``activity`` the others cells' uplink occupancy
+        (linear mean, in dB): under ``activity`` the other cells' uplink occupancy
         comes and goes — the value at the run's end, when every carrier is idle, says
         nothing (−300 dB, the floor); with a load factor, the constant one."""
         self._integrate_inr()

@@ -147,7 +147,7 @@ def _run_local(todo: list[SweepRun], out: Path, workers: int, done) -> None:
         with ProcessPoolExecutor(workers, mp_context=mp_context()) as pool:
             start_workers(pool, workers)
             try:
-                _drain(pool, queue, {}, workers, threads, out, done)
+                _drain(pool, queue, workers, threads, out, done)
             except KeyboardInterrupt:  # (Ctrl-C, or SIGTERM sent to this process alone)
                 _interrupt_workers(pool)
                 raise
@@ -173,7 +173,6 @@ def _interrupt_workers(pool: ProcessPoolExecutor, grace_s: float = 30.0) -> None
 def _drain(
     pool: ProcessPoolExecutor,
     queue: list[SweepRun],
-    running: dict[Future, SweepRun],
     workers: int,
     threads: int,
     out: Path,
@@ -181,6 +180,7 @@ def _drain(
 ) -> None:
     """Keep ``workers`` runs of ``queue`` going on ``pool`` until it is empty, or until
     the pool broke (a worker died: the runs still queued go to a fresh one)."""
+    running: dict[Future, SweepRun] = {}
     broken = False
     while running or (queue and not broken):
         while queue and not broken and len(running) < workers:
