@@ -22,19 +22,12 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from netfl import read_run  # noqa: E402
+from netfl import RunDirectory, read_run  # noqa: E402
 from netfl.sweep import expand, load_sweep, run_sweep  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 #: ``--complete-only``: analyse the runs already complete, start none
 COMPLETE_ONLY = False
-
-
-def _complete_dir(path: Path) -> bool:
-    import json
-
-    manifest = path / "manifest.json"
-    return manifest.is_file() and json.loads(manifest.read_text()).get("complete", True)
 
 
 OUT = ROOT / "analysis" / "dfl"
@@ -52,7 +45,7 @@ def _run(
         runs = [r for r in runs if r.params["algorithm.threshold"] in thresholds]
     where = out / spec.name
     if COMPLETE_ONLY:  # (analyse what is done; run nothing)
-        runs = [r for r in runs if _complete_dir(where / r.name)]
+        runs = [r for r in runs if RunDirectory(where / r.name).complete]
     index = run_sweep(runs, where, workers, None, lambda n, s: print(f"  {n}: {s}", flush=True))
     return index, where
 

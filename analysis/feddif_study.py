@@ -29,19 +29,12 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from netfl import cost_to_target, read_run  # noqa: E402
+from netfl import RunDirectory, cost_to_target, read_run  # noqa: E402
 from netfl.sweep import expand, load_sweep, run_sweep  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 #: ``--complete-only``: analyse the runs already complete, start none
 COMPLETE_ONLY = False
-
-
-def _complete_dir(path: Path) -> bool:
-    import json
-
-    manifest = path / "manifest.json"
-    return manifest.is_file() and json.loads(manifest.read_text()).get("complete", True)
 
 
 SWEEPS = ROOT / "scenarios" / "feddif"
@@ -68,7 +61,7 @@ def run_study_sweep(
         runs = [r for r in runs if r.params.get("variant") in variants]
     where = out / spec.name
     if COMPLETE_ONLY:  # (analyse what is done; run nothing)
-        runs = [r for r in runs if _complete_dir(where / r.name)]
+        runs = [r for r in runs if RunDirectory(where / r.name).complete]
 
     def progress(run: str, status: str) -> None:
         print(f"  {spec.name}/{run}: {status}", flush=True)

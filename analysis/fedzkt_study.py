@@ -30,7 +30,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 
-from netfl import World, read_run  # noqa: E402
+from netfl import RunDirectory, World, read_run  # noqa: E402
 from netfl.learning import TrainConfig, evaluate, train_local  # noqa: E402
 from netfl.sweep import expand, load_sweep, run_sweep  # noqa: E402
 
@@ -219,7 +219,7 @@ def bounds(zkt_dirs: list[Path], rounds: int, with_fedmd: bool = True) -> pd.Dat
         runs = {"fedzkt": zkt}
         if with_fedmd:
             md_dir = zkt_dir.parent / zkt_dir.name.replace("fedzkt-", "fedmd-", 1)
-            if not (md_dir / "manifest.json").exists():
+            if not RunDirectory(md_dir).written:
                 continue
             runs["fedmd"] = read_run(md_dir)
         world = World(zkt.scenario)

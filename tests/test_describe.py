@@ -42,7 +42,7 @@ def test_describe_prints_the_law_the_drop_and_who_is_starved(tmp_path, capsys):
     assert "downlink allocation: rbg_round_robin (groups of 4 RBs)" in out
     assert "starved (no rate even at a fading peak): 1 of 2 (uplink 1, downlink 0): ue1" in out
     # the percentiles are the coverage table's
-    coverage = World(parse_scenario(LTE)).tables()["coverage"]
+    coverage = World(parse_scenario(LTE)).coverage.tables()["coverage"]
     down = coverage["downlink_snr_db"].to_numpy()
     assert f"median {np.median(down):.1f}" in out and f"max {down.max():.1f}" in out
 

@@ -587,14 +587,28 @@ def test_sigterm_to_a_local_pool_sweep_stops_its_runs(tmp_path, sigint):
         if sigint == "default"
         else (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)),
     )
-    time.sleep(4.0)  # (the two workers are running their first runs)
-    workers = subprocess.run(
-        ["pgrep", "-P", str(proc.pid)], capture_output=True, text=True
-    ).stdout.split()
-    assert len(workers) >= 2
-    t0 = time.time()
-    proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=60)
+    try:
+        # (the two workers started: on a loaded machine that takes longer than the
+        # 4 s it takes on an idle one; then they are running their first runs)
+        deadline, workers = time.time() + 120.0, []
+        while time.time() < deadline and len(workers) < 2:
+            time.sleep(0.5)
+            workers = subprocess.run(
+                ["pgrep", "-P", str(proc.pid)], capture_output=True, text=True
+            ).stdout.split()
+        assert len(workers) >= 2
+        time.sleep(3.0)
+        t0 = time.time()
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:  # (a failure leaves no sweep of 100,000 rounds behind)
+        if proc.poll() is None:
+            for pid in subprocess.run(
+                ["pgrep", "-P", str(proc.pid)], capture_output=True, text=True
+            ).stdout.split():
+                os.kill(int(pid), signal.SIGKILL)
+            proc.kill()
+            proc.communicate()
     assert proc.returncode == 143, err
     assert time.time() - t0 < 15.0  # (the runs would go on for minutes)
     for pid in workers:

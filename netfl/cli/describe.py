@@ -138,7 +138,7 @@ def describe_lines(scenario: Any, source: str) -> list[str]:
             lines += _ofdma_lines(scenario)
         else:
             lines += _fixed_rate_lines(scenario, world)
-        coverage = world.tables().get("coverage")
+        coverage = world.coverage.tables().get("coverage")
         if coverage is not None and len(coverage):
             what = "SINR" if "cell" in coverage else "SNR"
             lines.append(

@@ -369,6 +369,30 @@ class RunDirectory:
         return self.path / CHECKPOINT_DIR
 
     @property
+    def written(self) -> bool:
+        """Whether a run wrote its tables here (its manifest is there), complete or
+        not."""
+        return (self.path / "manifest.json").is_file()
+
+    @property
+    def complete(self) -> bool:
+        """Whether the run written here finished (:func:`is_complete`)."""
+        return is_complete(self.path)
+
+    @property
+    def interrupted(self) -> bool:
+        """Whether the run written here stopped before its end (:func:`is_incomplete`:
+        its finished rounds, marked incomplete)."""
+        return is_incomplete(self.path)
+
+    def manifest(self) -> dict[str, Any]:
+        """The manifest the run wrote ({} when none, or when it cannot be read)."""
+        try:
+            return json.loads((self.path / "manifest.json").read_text())
+        except (OSError, ValueError):
+            return {}
+
+    @property
     def has_checkpoint(self) -> bool:
         """Whether a checkpoint of a finished round is there (:func:`checkpoint_path`)."""
         from netfl.sim.checkpoint import checkpoint_path

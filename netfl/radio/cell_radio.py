@@ -14,7 +14,36 @@ import numpy as np
 from netfl.core.nodes import Node
 from netfl.radio.ofdma_radio import OfdmaRadio
 
-__all__ = ["CellRadio"]
+__all__ = ["CellRadio", "INTERFACE"]
+
+#: what the network radio and its parts use of a cell (tested)
+INTERFACE = (
+    "cell",
+    "node",
+    "carriers",
+    "pathloss",
+    "law_at",
+    "link_seed",
+    "d2d_pathloss",
+    "link_variates",
+    "link_at_positions",
+    "link_states",
+    "expected_efficiency",
+    "snr_terms",
+    "forget_links",
+    "max_rbs_per_transfer",
+    "promote",
+    "begin",
+    "send",
+    "end",
+    "record",
+    "carry",
+    "carry_multicast",
+    "settle",
+    "coverage",
+    "watch",
+    "tables",
+)
 
 
 class CellRadio(OfdmaRadio):

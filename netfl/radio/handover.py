@@ -8,7 +8,8 @@ its interface (:data:`INTERFACE`)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -42,6 +43,7 @@ CAP_STEP = 10.0**0.1
 #: what the network radio uses of its handover control (tested)
 INTERFACE = (
     "settings",
+    "serving",
     "mobile",
     "paths",
     "handovers",
@@ -50,7 +52,7 @@ INTERFACE = (
     "measurement",
     "track",
     "predict",
-    "forget_predictions",
+    "associate",
     "busy_until",
     "table",
 )
@@ -63,7 +65,7 @@ class HandoverControl:
     ----------
     geometry
         The network's :class:`~netfl.radio.site_geometry.SiteGeometry` (measurements
-        along paths); ``serving`` its association (updated here on a handover).
+        along paths).
     settings
         ``hysteresis_db``, ``ttt_s``, ``interruption_s``, ``sample_s``, ``filter_k``.
     """
@@ -72,11 +74,14 @@ class HandoverControl:
         self,
         env: simpy.Environment,
         geometry: Any,
-        serving: dict[str, int],
         num_cells: int,
         settings: dict[str, float],
     ):
-        self.env, self.geometry, self.serving = env, geometry, serving
+        self.env, self.geometry = env, geometry
+        self._serving: dict[str, int] = {}
+        #: each device's serving cell (device name → cell), read only: set at a drop
+        #: (:meth:`associate`), then by the A3 rule — the other parts read it here
+        self.serving: Mapping[str, int] = MappingProxyType(self._serving)
         self.num_cells = num_cells
         #: the A3 rule's hysteresis [dB] and time-to-trigger [s], the interruption [s],
         #: the measurement period [s] and the layer-3 filter coefficient
@@ -91,6 +96,13 @@ class HandoverControl:
         self._plans: dict[str, tuple[int, np.ndarray]] = {}
         self._chunk: dict[str, int] = {}  # (each UE's next plan extension, instants)
         self._ahead: dict[str, dict] = {}  # (the A3 rule run ahead: :meth:`predict`)
+
+    def associate(self, serving: Mapping[str, int]) -> None:
+        """The devices' serving cells set at a drop (the network's association): what
+        the rule ran ahead from the old ones no longer holds."""
+        self._serving.clear()
+        self._serving.update({name: int(c) for name, c in serving.items()})
+        self._ahead.clear()
 
     def follow(self, paths: dict[str, Any]) -> None:
         """Devices (name → trajectory: ``positions(t)``) that move along known paths."""
@@ -165,7 +177,7 @@ class HandoverControl:
         )
         for when, src, dst in events:
             self.handovers.append((when, ue.name, src, dst))
-            self.serving[ue.name] = dst
+            self._serving[ue.name] = dst
             self._busy_until[ue.name] = when + self.settings["interruption_s"]
 
     def predict(self, ue: Node, k_from: int, k_to: int) -> float | None:
@@ -202,11 +214,6 @@ class HandoverControl:
         ahead["events"] = [e for e in ahead["events"] if e[0] >= lo]  # (the past: never again)
         ahead["first"] = k_from  # (what was dropped cannot answer an earlier question)
         return next((e[0] for e in ahead["events"] if e[0] <= hi), None)
-
-    def forget_predictions(self) -> None:
-        """The serving cells were set from outside the A3 rule (a new drop): what the
-        rule ran ahead from the old ones no longer holds."""
-        self._ahead.clear()
 
     def busy_until(self, devices: Sequence[Node]) -> float:
         """The end of the devices' handover interruptions (0: none)."""

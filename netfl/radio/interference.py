@@ -11,7 +11,7 @@ docstring."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -49,7 +49,8 @@ class Interference:
     ----------
     cells
         The network's cell radios; ``geometry`` its :class:`SiteGeometry`; ``serving``
-        its association (device name → cell, kept up to date by the network).
+        its association (device name → cell), read only: the handover control's
+        (:attr:`HandoverControl.serving`), which keeps it.
     model
         ``"load_factor"`` (each cell on air on ``load`` of its RBs), ``"activity"`` (on
         its carriers' occupancy now) or ``"none"``.
@@ -61,7 +62,7 @@ class Interference:
         cells: list[Any],
         geometry: Any,
         profile: Any,
-        serving: dict[str, int],
+        serving: Mapping[str, int],
         model: str = "load_factor",
         load: float = 1.0,
     ):
@@ -88,7 +89,7 @@ class Interference:
         if model == "activity" and n_cells > 1:
             for c, cell in enumerate(cells):
                 for d, carrier in cell.carriers.items():
-                    carrier.listeners.append(lambda c=c, d=d: self._on_activity(c, d))
+                    carrier.listen(lambda c=c, d=d: self._on_activity(c, d))
 
     def attach_cues(self, positions_m: np.ndarray, demand_rbs: float = 1.0) -> np.ndarray:
         """Attach CUEs at ``positions_m`` (each holding ``demand_rbs`` RBs in a session)
@@ -328,9 +329,11 @@ class Interference:
         self._rerate_pending = False
         stale, self._stale = sorted(self._stale), set()
         for direction in stale:
-            for k, other in enumerate(self.cells):
-                c = other.carriers[direction]
-                flows = [f for f in c.flows if f.link is not None and f.multicast_snrs is None]
+            for k, cell in enumerate(self.cells):
+                carrier = cell.carriers[direction]
+                flows = [
+                    f for f in carrier.flows if f.link is not None and f.multicast_snrs is None
+                ]
                 if not flows:
                     continue
                 scales = np.array([self.snr_scale(k, f.link) for f in flows])
@@ -341,9 +344,9 @@ class Interference:
                 for f, sc in zip(flows, scales, strict=True):
                     if f.path is not None:
                         f.snr_scale = float(sc)
-                c.refresh_paths(along)  # (moving UEs: their path's terms, from now on)
+                carrier.refresh_paths(along)  # (moving UEs: their path's terms, from now on)
                 fixed = moved & np.array([f.path is None for f in flows])
                 if fixed.any():
-                    c.rescale_snr(
+                    carrier.rescale_snr(
                         [f for f, m in zip(flows, fixed, strict=True) if m], scales[fixed]
                     )

@@ -21,7 +21,10 @@ from netfl.radio.handover import CAP_STEP, PLAN_SAMPLES, MovingLink
 from netfl.radio.ofdma import OfdmaFlow
 from netfl.radio.uplink_mac import cut_flows, flows_accounting, harq_tail
 
-__all__ = ["COVERAGE_WAIT_LIMIT_S", "FIRST_LOOK_SAMPLES", "MovingTransfers"]
+__all__ = ["COVERAGE_WAIT_LIMIT_S", "FIRST_LOOK_SAMPLES", "INTERFACE", "MovingTransfers"]
+
+#: what the network radio uses of its moving transfers (tested)
+INTERFACE = ("carry", "wait_handover", "wait_coverage")
 
 #: a moving transfer's first look ahead [measurement instants]; each next looks twice
 #: as far, up to :data:`~netfl.radio.handover.PLAN_SAMPLES`

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -162,22 +162,23 @@ class MultiCellRadio(Radio):
             tilt_zenith_deg,
         )
         self.backhaul = Backhaul(env, len(self.geometry.site_xy), backhaul_bps, backhaul_latency_s)
-        #: each device's serving cell (association at a drop, then the A3 rule)
-        self.serving: dict[str, int] = {}
+        #: the association, moving devices' measurements and their A3 rule (a part:
+        #: :mod:`netfl.radio.handover`)
+        self.handover = HandoverControl(
+            env, self.geometry, len(cell_nodes), {**DEFAULT_HANDOVER, **(handover or {})}
+        )
         #: the other cells' interference (a part: :mod:`netfl.radio.interference`)
         self.interference = Interference(
-            env, self.cells, self.geometry, profile, self.serving, interference, load
-        )
-        #: moving devices' measurements and A3 rule (a part: :mod:`netfl.radio.handover`)
-        self.handover = HandoverControl(
-            env,
-            self.geometry,
-            self.serving,
-            len(cell_nodes),
-            {**DEFAULT_HANDOVER, **(handover or {})},
+            env, self.cells, self.geometry, profile, self.handover.serving, interference, load
         )
         #: their transfers (a part: :mod:`netfl.radio.moving_transfers`)
         self.moving = MovingTransfers(self)
+
+    @property
+    def serving(self) -> Mapping[str, int]:
+        """Each device's serving cell (device name → cell; read only: the handover
+        control's, set at a drop and by the A3 rule)."""
+        return self.handover.serving
 
     # -- geometry ------------------------------------------------------------------
     def next_fading_rng(self) -> np.random.Generator:
@@ -231,11 +232,9 @@ class MultiCellRadio(Radio):
         devices = list(devices)
         loss = self.coupling_loss_db(devices) if devices else np.zeros((0, len(self.cells)))
         serving = np.argmin(loss, axis=1) if devices else np.zeros(0, dtype=int)
-        self.serving.clear()  # (in place: the parts hold it)
-        self.serving.update({d.name: int(c) for d, c in zip(devices, serving, strict=True)})
+        self.handover.associate({d.name: int(c) for d, c in zip(devices, serving, strict=True)})
         for cell in self.cells:
             cell.forget_links()
-        self.handover.forget_predictions()
         self.interference.drop(devices, loss, serving)
 
     def snr_scale(self, cell: int, link: tuple) -> float:

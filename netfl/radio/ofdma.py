@@ -62,7 +62,25 @@ from netfl.radio.proportional_fair import pf_average, pf_shares
 from netfl.radio.schedulers import SCHEDULERS, uncapped_equal_share
 from netfl.radio.sharing import Flow, SharedMedium, completion_tolerance_bits
 
-__all__ = ["LinkPath", "OfdmaFlow", "OfdmaCarrier", "SCHEDULERS"]
+__all__ = ["CARRIER_INTERFACE", "LinkPath", "OfdmaFlow", "OfdmaCarrier", "SCHEDULERS"]
+
+#: what a network's parts use of a cell's carrier (tested; the cell that owns it uses
+#: more)
+CARRIER_INTERFACE = (
+    "num_rbs",
+    "efficiency",
+    "fading",
+    "flows",
+    "held",
+    "listen",
+    "reachable",
+    "reachable_all",
+    "usable_caps",
+    "set_cap",
+    "withdraw",
+    "refresh_paths",
+    "rescale_snr",
+)
 
 
 @dataclass(eq=False)
@@ -179,9 +197,9 @@ class OfdmaCarrier(BlockGrid, SharedMedium):
         )
         self._n_multicast = 0
         self.time_fraction = float(time_fraction)
-        #: whole groups under round robin (None: fractional RBs)
+        #: whole groups under a scheduler that allocates them (None: fractional RBs)
         self.rb_groups = None
-        if rb_groups is not None and self.scheduler.name == "round_robin":
+        if rb_groups is not None and self.scheduler.whole_rb_groups:
             self.rb_groups = np.asarray(rb_groups, dtype=float)
         #: bits one RB carries in one block per bit/s/Hz
         self._bit_scale = self.rb_bandwidth_hz * self.time_fraction * self.block_s

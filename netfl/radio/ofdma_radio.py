@@ -125,7 +125,7 @@ class OfdmaRadio(LinkRadio):
             for d in ("uplink", "downlink")
         }
         if self.bs_meter is not None:
-            self.carriers["downlink"].listeners.append(self.bs_meter.update)
+            self.carriers["downlink"].listen(self.bs_meter.update)
 
     def carrier_for(self, direction: str) -> OfdmaCarrier:
         return self.carriers["downlink" if direction == "downlink" else "uplink"]

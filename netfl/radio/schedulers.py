@@ -44,20 +44,30 @@ class Scheduler:
     fair, :func:`equal_share`; ``arrival``: in arrival order,
     :func:`first_come_first_served`); ``per_block`` schedulers then hand the FL flows'
     budget out anew in every fading block (:mod:`netfl.radio.proportional_fair`), so a
-    carrier wakes at every block boundary while two or more flows compete.
+    carrier wakes at every block boundary while two or more flows compete;
+    ``whole_rb_groups`` schedulers hand a profile's downlink out in whole resource-block
+    groups (``downlink_allocation: rbg_round_robin``, TS 38.214's RBG sizes) where the
+    others share RBs fractionally.
     """
 
     name: str
     base: Literal["fair", "arrival"]
     per_block: bool
     description: str
+    whole_rb_groups: bool = False
 
 
 #: the schedulers by name (``cell.link.scheduler``)
 SCHEDULERS: dict[str, Scheduler] = {
     s.name: s
     for s in (
-        Scheduler("round_robin", "fair", False, "max-min fair shares (round robin on average)"),
+        Scheduler(
+            "round_robin",
+            "fair",
+            False,
+            "max-min fair shares (round robin on average)",
+            whole_rb_groups=True,
+        ),
         Scheduler("fcfs", "arrival", False, "first come, first served up to each demand"),
         Scheduler(
             "proportional_fair",

@@ -109,8 +109,12 @@ class SharedMedium(ABC):
         #: (time, share held by background sessions and flows, share held by FL flows)
         #: after every change
         self.occupancy: list[tuple[float, float, float]] = []
-        #: callables run after every re-allocation (e.g. the BS energy meter)
-        self.listeners: list[Callable[[], None]] = []
+        self._listeners: list[Callable[[], None]] = []
+
+    def listen(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` after every re-allocation (e.g. the BS energy meter, a
+        network's interference under activity)."""
+        self._listeners.append(callback)
 
     # -- extension points -------------------------------------------------
     @abstractmethod
@@ -271,7 +275,7 @@ class SharedMedium(ABC):
         self._held = (self.session_share + bg, fl)
         if not self.occupancy or self.occupancy[-1][1:] != self._held:
             self.occupancy.append((self.env.now, *self._held))
-        for listener in self.listeners:
+        for listener in self._listeners:
             listener()
         if before is not None and np.all(self._shares() <= before):
             return

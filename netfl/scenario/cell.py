@@ -131,7 +131,7 @@ class LinkSection(_Strict):
         "channel_profiles.yaml: profiles: {NAME: {...}}), relative to the scenario file; "
         "its names join the built-in ones",
     )
-    scheduler: Literal["round_robin", "fcfs", "proportional_fair"] = "round_robin"
+    scheduler: Literal[SCHEDULER_NAMES] = "round_robin"  # (the registry's names)
     max_rbs_per_transfer: float | None = Field(
         None, ge=1.0, description="cap on the RBs one transfer holds (at least one RB)", le=1e4
     )

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from channel_models.channel_profiles import TBS_MODELS, ChannelProfile
 from channel_models.numerology import num_resource_blocks
 from channel_models.registry import lookup
+from netfl.radio.schedulers import SCHEDULERS
 
 if TYPE_CHECKING:
     from netfl.scenario.cell import LinkSection
@@ -89,6 +90,7 @@ def refuse_unchosen(link: LinkSection, profile: ChannelProfile | None) -> None:
             )
         ]
     else:
+        scheduler = SCHEDULERS[link.scheduler]
         rules = [
             (
                 {"tdd_pattern", "special_slot_symbols"},
@@ -97,25 +99,25 @@ def refuse_unchosen(link: LinkSection, profile: ChannelProfile | None) -> None:
             ),
             (
                 {"pf_window_blocks"},
-                link.scheduler != "proportional_fair",
-                "scheduler: proportional_fair",
+                not scheduler.per_block,
+                "scheduler: " + " or ".join(n for n, x in SCHEDULERS.items() if x.per_block),
             ),
             (
                 {"downlink_allocation"},
-                link.scheduler != "round_robin",
+                not scheduler.whole_rb_groups,
                 "scheduler: round_robin (the others share RBs fractionally)",
             ),
             (
                 {"rbg_configuration"},
                 profile.rbg_standard != "nr"
                 or profile.downlink_allocation != "rbg_round_robin"
-                or link.scheduler != "round_robin",
+                or not scheduler.whole_rb_groups,
                 "an NR profile's rbg_round_robin downlink (TS 38.214's configurations; "
                 "LTE has one RBG table)",
             ),
             (
                 {"aggregate_above_flows"},
-                profile.fading.get("model") != "rayleigh" or link.scheduler == "proportional_fair",
+                profile.fading.get("model") != "rayleigh" or scheduler.per_block,
                 "Rayleigh fading under round robin or fcfs (proportional fair rates every block)",
             ),
             (

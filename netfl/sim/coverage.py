@@ -20,10 +20,17 @@ log = logging.getLogger(__name__)
 class CoverageLog:
     """Every drop's per-device coverage rows, and the devices in coverage now."""
 
-    def __init__(self, source: str, directions: frozenset[str] = frozenset({"uplink", "downlink"})):
+    def __init__(
+        self,
+        source: str,
+        directions: frozenset[str] = frozenset({"uplink", "downlink"}),
+        ofdma: bool = True,
+    ):
         self.source = source
         #: the directions the run's traffic needs (``downlink`` alone: a download test)
         self.directions = directions
+        #: whether the run's table has it (OFDMA links; a fixed-rate link serves every device)
+        self.ofdma = ofdma
         self.frames: list[pd.DataFrame] = []
         #: the devices whose downlink is served at the last drop (downlink-only traffic
         #: reaches them, whatever their uplink)
@@ -35,7 +42,11 @@ class CoverageLog:
         from netfl.algorithms import get_algorithm
 
         algorithm = get_algorithm(scenario.algorithm.name)
-        return cls(source, algorithm.directions(scenario.algorithm.options()))
+        return cls(
+            source,
+            algorithm.directions(scenario.algorithm.options()),
+            scenario.cell.link.mode == "ofdma",
+        )
 
     def update(self, radio: Any, bs: Node, devices: list[Node], round_: int) -> list[Node]:
         """The devices ``radio`` can serve at their positions: a device whose uplink or
@@ -74,6 +85,10 @@ class CoverageLog:
                 ", ".join(f"{n} ({which[n]})" for n in sorted(starved, key=lambda n: (len(n), n))),
             )
         return covered
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """``coverage`` on OFDMA links (which devices the cell can serve, at each drop)."""
+        return {"coverage": self.table()} if self.ofdma else {}
 
     def table(self) -> pd.DataFrame:
         """Every drop's rows."""

@@ -261,7 +261,13 @@ def _result(
         stop_reason=stop_reason,
         wall_time_s=time.perf_counter() - wall0,
         tables=collect_tables(
-            (world.radio, world, world.mobility, algorithm, CriticalPaths(rec, device_names))
+            (
+                world.radio,
+                world.coverage,
+                world.mobility,
+                algorithm,
+                CriticalPaths(rec, device_names),
+            )
         ),
         info={
             "setup_wall_s": setup_wall_s,

@@ -39,7 +39,6 @@ from netfl.sim.faults import keep_finite
 from netfl.sim.placement import Placement
 
 if TYPE_CHECKING:
-    import pandas as pd
     import torch
 
 #: ModelInfo (netfl.algorithms.context) and build_data (netfl.sim.data) are re-exported
@@ -166,11 +165,6 @@ class World:
         )
         #: the devices whose downlink is served (downlink-only traffic reaches them)
         self.downlink_devices = self.coverage.downlink_served
-
-    def tables(self) -> dict[str, pd.DataFrame]:
-        """``coverage`` on OFDMA links (which devices the cell can serve, at each drop;
-        fixed-rate links serve every device)."""
-        return {"coverage": self.coverage.table()} if self.radio.mode == "ofdma" else {}
 
     def device_model(self, device: Node) -> ModelInfo:
         """The architecture device ``device`` runs (``model`` unless the scenario assigns

@@ -8,7 +8,6 @@ failing run's error without stopping the others, and writes the index
 
 from __future__ import annotations
 
-import json
 import time
 import traceback
 from collections.abc import Callable
@@ -21,7 +20,7 @@ import pandas as pd
 
 from netfl.algorithms import ALGORITHMS
 from netfl.errors import ScenarioError, UserError, WorkerLost
-from netfl.output.rundir import is_complete, is_incomplete, scenario_mismatch
+from netfl.output.rundir import RunDirectory, scenario_mismatch
 from netfl.scenario.schema import Scenario
 from netfl.sim.result import RunResult
 from netfl.sweep.spec import SweepRun, SweepSpec, expand, is_sweep_file, load_sweep
@@ -93,7 +92,6 @@ def _run_one(
     ``outputs.checkpoint_every`` and a ``run_dir`` it checkpoints there and resumes an
     earlier invocation's checkpoint of the same scenario (:func:`_prepare_checkpoint`).
     """
-    from netfl.output.rundir import RunDirectory
     from netfl.scenario.plugins import load_entry_point, load_plugins
     from netfl.sim.runner import run
 
@@ -190,7 +188,7 @@ def _drain(
         for fut in finished:
             r = running.pop(fut)
             err = fut.exception()
-            if isinstance(err, BrokenProcessPool) and not is_complete(out / r.name):
+            if isinstance(err, BrokenProcessPool) and not RunDirectory(out / r.name).complete:
                 broken = True
                 err = WorkerLost(
                     "the sweep worker running this run (or one beside it) died: killed "
@@ -222,7 +220,6 @@ def _run_ray(todo: list[SweepRun], out: Path, workers: int | None, address, done
     (a cluster's machines need not share this file system). Ray reuses its worker
     processes, so their data caches serve later runs too."""
     from netfl.learning.parallel import start_ray
-    from netfl.output.rundir import RunDirectory
 
     ray, own = start_ray(address)
     try:
@@ -297,7 +294,8 @@ def run_sweep(
     for r in runs:
         # an interrupted run (marked incomplete) runs again, from its checkpoint if any; its
         # finished rounds stay until the new run has written its own
-        if (out / r.name / "manifest.json").is_file() and not is_incomplete(out / r.name):
+        found = RunDirectory(out / r.name)
+        if found.written and not found.interrupted:
             stale = scenario_mismatch(out / r.name, r.scenario)
             status[r.name] = ("failed", stale) if stale else ("skipped", "")
             if on_done:
@@ -341,8 +339,9 @@ def _write_index(
         row: dict[str, Any] = {"run": r.name, **r.params, "status": st, "error": error}
         rounds_csv = out / r.name / "rounds.csv"
         if st != "failed" and rounds_csv.is_file():
-            man = json.loads((out / r.name / "manifest.json").read_text())
-            if is_complete(out / r.name):
+            found = RunDirectory(out / r.name)
+            man = found.manifest()
+            if found.complete:
                 row["status"], row["error"] = "complete", ""
             else:  # (its finished rounds, summarised; the same command runs it again)
                 row["status"] = "interrupted"

@@ -31,12 +31,16 @@ def profile(**overrides):
     return get_channel_profile("feddif").with_overrides(**{**base, **overrides})
 
 
-def make_radio(prof, scheduler="round_robin", bs=None, bs_power=None):
+def make_radio(prof, scheduler="round_robin", bs=None, bs_power=None, seed=None):
+    """An OfdmaRadio whose k-th transfer fades from generator k (of ``(seed, k)``)."""
     env = simpy.Environment()
     rec = Recorder()
-    radio = OfdmaRadio(
-        env, rec, prof, scheduler, lambda k: np.random.default_rng(k), bs=bs, bs_power=bs_power
+    rng = (
+        (lambda k: np.random.default_rng(k))
+        if seed is None
+        else (lambda k: np.random.default_rng((seed, k)))
     )
+    radio = OfdmaRadio(env, rec, prof, scheduler, rng, bs=bs, bs_power=bs_power)
     return env, rec, radio
 
 
@@ -239,8 +243,7 @@ def test_multicast_under_fading_is_no_faster_than_its_weakest_block():
     ues = ues_on_circle(4, 150.0)
     multi, single = [], []
     for seed in range(20):
-        env, rec, radio = make_radio(prof)
-        radio._rng_for_transfer = lambda k, s=seed: np.random.default_rng((s, k))
+        env, rec, radio = make_radio(prof, seed=seed)
         radio.broadcast(bs, ues, SIZE_BITS, "m")
         radio.transfer(bs, ues[0], SIZE_BITS, "u")  # shares the carrier half the time
         env.run()

@@ -131,33 +131,41 @@ def test_the_a3_rule_run_ahead_answers_as_a_fresh_run():
 
 
 def test_a_new_drop_forgets_what_the_rule_ran_ahead():
-    """Serving cells set from outside the A3 rule (a drop's association) void what the
-    rule ran ahead: the network's attach forgets it, and the next answer is the fresh
-    run's from the new serving cell."""
+    """Serving cells set from outside the A3 rule (a drop's association, the handover
+    control's :meth:`associate`) void what the rule ran ahead: the next answer is the
+    fresh run's from the new serving cell — also after the network's attach puts the
+    device back. The association is read only outside the handover control."""
     world = _world(seed=4)
     radio, handover = world.radio, world.radio.handover
-    forgot = []
-    forget = handover.forget_predictions
-    handover.forget_predictions = lambda: (forgot.append(True), forget())
-    radio.attach(world.all_devices)
-    assert forgot
     ue = world.all_devices[0]
-    handover.predict(ue, 1, 300)
-    other = (radio.serving[ue.name] + 1) % len(radio.cells)
-    radio.serving[ue.name] = other
-    handover.forget_predictions()
     s = handover.settings
-    fresh = a3_handovers(
-        np.arange(1, 301) * s["sample_s"],
-        -handover.measured(ue, 1, 300),
-        other,
-        s["hysteresis_db"],
-        s["ttt_s"],
-        {},
-        s["filter_k"],
-    )
-    assert fresh  # (a UE put on another cell hands over)
-    assert handover.predict(ue, 1, 300) == fresh[0][0]
+
+    def fresh(cell: int) -> float | None:
+        events = a3_handovers(
+            np.arange(1, 301) * s["sample_s"],
+            -handover.measured(ue, 1, 300),
+            cell,
+            s["hysteresis_db"],
+            s["ttt_s"],
+            {},
+            s["filter_k"],
+        )
+        return events[0][0] if events else None
+
+    home = radio.serving[ue.name]
+    first = handover.predict(ue, 1, 300)
+    assert first == fresh(home)
+    other = (home + 1) % len(radio.cells)
+    handover.associate({**radio.serving, ue.name: other})
+    assert radio.serving[ue.name] == other
+    assert fresh(other) is not None  # (a UE put on another cell hands over)
+    assert fresh(other) != first
+    assert handover.predict(ue, 1, 300) == fresh(other)
+    radio.attach(world.all_devices)  # (back on its best cell: forgotten again)
+    assert radio.serving[ue.name] == home
+    assert handover.predict(ue, 1, 300) == first
+    with pytest.raises(TypeError):  # (read only: only the handover control sets it)
+        radio.serving[ue.name] = other  # type: ignore[index]
 
 
 def test_a_first_plan_anywhere_starts_on_the_segment_grid():

@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+import simpy
 
 from netfl.radio.proportional_fair import pf_average, pf_shares
 
@@ -28,10 +29,21 @@ def test_pf_average_is_the_blockwise_ewma():
     assert pf_average(avg, served, beta, 5)[0] == pytest.approx(step2[0])
 
 
+class _Stepping(simpy.Environment):
+    """A SimPy environment that notes the instant of every event it processes."""
+
+    def __init__(self):
+        super().__init__()
+        self.stepped: list[float] = []
+
+    def step(self) -> None:
+        self.stepped.append(self.peek())
+        super().step()
+
+
 def test_the_schedulers_registry_is_the_schemas_choices_and_drives_the_carrier():
     """``cell.link.scheduler`` offers exactly the registry's names; a carrier holds the
     registry's object; only a per-block scheduler wakes the carrier at block boundaries."""
-    import simpy
 
     from channel_models.fading import RayleighBlockFading
     from channel_models.link_budget import shannon_efficiency
@@ -42,7 +54,7 @@ def test_the_schedulers_registry_is_the_schemas_choices_and_drives_the_carrier()
     cell = scenario_schema()["$defs"]["LinkSection"]["properties"]["scheduler"]
     assert cell["enum"] == list(SCHEDULERS)
     for name, scheduler in SCHEDULERS.items():
-        env = simpy.Environment()
+        env = _Stepping()
         carrier = OfdmaCarrier(
             env, "ul", 10, 180e3, RayleighBlockFading(1e-3), shannon_efficiency, scheduler=name
         )
@@ -50,9 +62,13 @@ def test_the_schedulers_registry_is_the_schemas_choices_and_drives_the_carrier()
         rng = np.random.default_rng(0)
         for _ in range(2):
             carrier.send(1e6, 10.0, rng)
-        env.run(until=1e-9)  # (the instant's re-allocation)
-        wakes = carrier._next_change_s() < np.inf
-        assert wakes == scheduler.per_block, name
+        env.run(until=1e-6)  # (the instant's re-allocation)
+        # a per-block scheduler wakes at the blocks' ends; the others not before the
+        # flows' completion, ~0.3 s on
+        env.stepped.clear()
+        env.run(until=5.5e-3)
+        woke = [t for t in env.stepped if 1e-6 < t < 5.5e-3]
+        assert woke == ([1e-3, 2e-3, 3e-3, 4e-3, 5e-3] if scheduler.per_block else []), name
 
 
 @pytest.mark.parametrize("capped", [False, True])
@@ -62,7 +78,6 @@ def test_pf_with_equal_constant_rates_gives_equal_time_shares(capped):
     uploads get equal time shares and end one block after another, the last when round
     robin ends them all — not one after the other as a queue. (Capped flows take the
     carrier's other allocation path; both credit the shares of the blocks gone.)"""
-    import simpy
 
     from channel_models.fading import NoFading
     from channel_models.link_budget import shannon_efficiency
@@ -71,7 +86,7 @@ def test_pf_with_equal_constant_rates_gives_equal_time_shares(capped):
     block, n = 1e-3, 4
 
     def ends(scheduler):
-        env = simpy.Environment()
+        env = _Stepping()
         carrier = OfdmaCarrier(
             env, "ul", 100, 180e3, NoFading(block), shannon_efficiency, scheduler
         )
