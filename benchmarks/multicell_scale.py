@@ -76,7 +76,9 @@ class Measurements:
     @contextlib.contextmanager
     def replaying(self):
         along = SiteGeometry.coupling_along
-        SiteGeometry.coupling_along = lambda _g, ue, xy, _s=None: self.kept[ue.name, xy.tobytes()]
+        SiteGeometry.coupling_along = lambda _g, ue, xy, segment=None: self.kept[
+            ue.name, xy.tobytes()
+        ]
         try:
             yield self
         finally:

@@ -561,6 +561,7 @@ def test_sigterm_to_a_local_pool_sweep_stops_its_runs(tmp_path, sigint):
     its pool's workers too, not only the sweep: it exits at once (143), every run in
     flight is indexed as interrupted, and no worker outlives it — also when it was
     started in the background with Ctrl-C ignored (``netfl sweep ... &``)."""
+    import contextlib
     import os
     import signal
     import subprocess
@@ -609,12 +610,17 @@ def test_sigterm_to_a_local_pool_sweep_stops_its_runs(tmp_path, sigint):
                 os.kill(int(pid), signal.SIGKILL)
             proc.kill()
             proc.communicate()
-    assert proc.returncode == 143, err
-    assert time.time() - t0 < 15.0  # (the runs would go on for minutes)
-    for pid in workers:
-        assert (
-            not os.path.exists(f"/proc/{pid}")
-            or "zombie" in open(f"/proc/{pid}/status").read().lower()
-        )
+    try:
+        assert proc.returncode == 143, err
+        assert time.time() - t0 < 15.0  # (the runs would go on for minutes)
+        for pid in workers:
+            assert (
+                not os.path.exists(f"/proc/{pid}")
+                or "zombie" in open(f"/proc/{pid}/status").read().lower()
+            )
+    finally:  # (checked first: a worker that outlived the sweep fails the test, then goes)
+        for pid in workers:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), signal.SIGKILL)
     index = pd.read_csv(out / "sweep.csv")
     assert set(index["status"]) <= {"interrupted", "failed"} and len(index) == 3

@@ -113,7 +113,7 @@ def is_complete(run_dir: str | Path) -> bool:
         return False
     try:
         return json.loads(path.read_text()).get("complete", True) is not False
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):  # (unreadable, or no JSON object)
         return False
 
 

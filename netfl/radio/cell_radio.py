@@ -16,7 +16,7 @@ from netfl.radio.ofdma_radio import OfdmaRadio
 
 __all__ = ["CellRadio", "INTERFACE"]
 
-#: what the network radio and its parts use of a cell (tested)
+#: what the network radio, its parts and the builder (its CUEs) use of a cell (tested)
 INTERFACE = (
     "cell",
     "node",
@@ -25,6 +25,8 @@ INTERFACE = (
     "law_at",
     "link_seed",
     "d2d_pathloss",
+    "d2d_free_bandwidth_hz",
+    "link_loss_matrix_db",
     "link_variates",
     "link_at_positions",
     "link_states",
@@ -43,6 +45,8 @@ INTERFACE = (
     "coverage",
     "watch",
     "tables",
+    "cues",
+    "cue_mean_snr",
 )
 
 

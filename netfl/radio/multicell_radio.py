@@ -218,7 +218,7 @@ class MultiCellRadio(Radio):
         """``(UEs, cells)`` coupling loss [dB]: each cell's path loss, shadowing and LOS
         draw towards each UE, less its antenna gain (the cells' link budgets)."""
         return np.stack(
-            [c.link_loss_matrix_db([c.node], ues)[0] for c in self.cells], axis=1
+            [cell.link_loss_matrix_db([cell.node], ues)[0] for cell in self.cells], axis=1
         ).reshape(len(ues), len(self.cells))
 
     def attach_cues(self, positions_m: np.ndarray, demand_rbs: float = 1.0) -> np.ndarray:
@@ -261,7 +261,7 @@ class MultiCellRadio(Radio):
         """One pool per cell (a pair uses its sender's cell's uplink): each sender's cell
         and the uplink bandwidth no CUE holds in each cell [Hz]."""
         pool = np.array([self.serving[s.name] for s in senders], dtype=int)
-        return pool, np.array([c.d2d_free_bandwidth_hz() for c in self.cells])
+        return pool, np.array([cell.d2d_free_bandwidth_hz() for cell in self.cells])
 
     def cell_of(self, device: Node) -> CellRadio:
         return self.cells[self.serving[device.name]]

@@ -105,7 +105,9 @@ def refuse_unchosen(link: LinkSection, profile: ChannelProfile | None) -> None:
             (
                 {"downlink_allocation"},
                 not scheduler.whole_rb_groups,
-                "scheduler: round_robin (the others share RBs fractionally)",
+                "scheduler: "
+                + " or ".join(n for n, x in SCHEDULERS.items() if x.whole_rb_groups)
+                + " (the others share RBs fractionally)",
             ),
             (
                 {"rbg_configuration"},

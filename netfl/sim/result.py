@@ -19,7 +19,7 @@ class RunResult:
     ``rounds`` has one row per round, ``devices`` one per node, ``transfers`` and
     ``computes`` one per event; ``tables`` holds further tables by name, from every
     :class:`~netfl.core.records.TableProducer` of the run: the radio's (OFDMA:
-    ``occupancy``, ``cues``; a network's ``cells`` and ``handovers``), the world's
+    ``occupancy``, ``cues``; a network's ``cells`` and ``handovers``), the coverage log's
     ``coverage`` (OFDMA), the moving devices' ``trajectories`` and the algorithm's
     (FedDif: ``diffusion``). ``docs/tables.md`` lists every table and column with
     its unit. ``manifest`` is filled when read from a run directory (provenance:

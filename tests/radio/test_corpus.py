@@ -134,7 +134,7 @@ _ROUND_COLUMNS = [
     "d2d_bits",
     "backhaul_bits",
     "rb_subframes",
-    "device_active_energy_j",  # (the digests' column before idle joined device_energy_j)
+    "device_active_energy_j",  # (the stored column before idle joined device_energy_j)
     "bs_radio_energy_j",
     "server_energy_j",
 ]
@@ -162,22 +162,36 @@ def tables(name: str) -> dict[str, dict]:
 
 
 def _plain(value):
-    """A cell as JSON keeps it: str, bool, int, or float (NaN and ±inf as their names)."""
+    """A cell as JSON keeps it: str, bool, int, or float (NaN and ±inf too: Python's
+    JSON writes and reads them)."""
     if isinstance(value, str | bool | np.bool_):
         return value if isinstance(value, str) else bool(value)
     if isinstance(value, int | np.integer):
         return int(value)
-    value = float(value)
-    return value if math.isfinite(value) else repr(value)
+    return float(value)
+
+
+def _same(column: str, x, y, rtol: float) -> bool:
+    """Floats to ``rtol`` relative (a ``*_db`` column to 1e-4 dB absolute as well: a
+    ratio near 0 dB has no relative scale), NaN equal to NaN; anything else equal and of
+    the same type (an int column turned float, or bool, is a change)."""
+    if isinstance(x, float) and isinstance(y, float):
+        if math.isnan(x) or math.isnan(y):
+            return math.isnan(x) and math.isnan(y)
+        return math.isclose(x, y, rel_tol=rtol, abs_tol=1e-4 if column.endswith("_db") else 1e-12)
+    return type(x) is type(y) and x == y
 
 
 def differences(stored: dict, now: dict, rtol: float = RTOL) -> list[str]:
-    """Where ``now`` departs from ``stored`` (both :func:`tables`): a table's columns or
-    row count, a name or integer, or a float beyond ``rtol`` relative (NaN equals NaN);
-    the first few, as lines."""
+    """Where ``now`` departs from ``stored`` (both :func:`tables`): a table more or
+    less, a table's columns or row count, a name or integer, or a float beyond ``rtol``
+    relative (:func:`_same`); the first few, as lines."""
     out: list[str] = []
-    for key, old in stored.items():
-        new = now.get(key, {"columns": None, "rows": []})
+    for key in sorted(stored.keys() | now.keys()):
+        if key not in stored or key not in now:
+            out.append(f"{key}: {'not stored' if key not in stored else 'not produced'}")
+            continue
+        old, new = stored[key], now[key]
         if new["columns"] != old["columns"]:
             out.append(f"{key}: columns {new['columns']} (stored {old['columns']})")
             continue
@@ -186,11 +200,7 @@ def differences(stored: dict, now: dict, rtol: float = RTOL) -> list[str]:
             continue
         for i, (a, b) in enumerate(zip(old["rows"], new["rows"], strict=True)):
             for column, x, y in zip(old["columns"], a, b, strict=True):
-                if isinstance(x, float) and isinstance(y, float):
-                    same = math.isclose(x, y, rel_tol=rtol, abs_tol=1e-12)
-                else:
-                    same = x == y
-                if not same:
+                if not _same(column, x, y, rtol):
                     out.append(f"{key} row {i} {column}: {y!r} (stored {x!r})")
                     if len(out) >= 5:
                         return out
@@ -210,16 +220,31 @@ def test_the_corpus_runs_event_for_event_as_stored(name):
 
 
 def test_the_comparison_tells_float_noise_from_a_change():
-    """Rounding at 1e-9 passes; a float moved by 1e-4, a row more, another cell fail."""
-    old = {"t": {"columns": ["src", "end_s"], "rows": [["ue0", 1.0], ["ue1", 2.5]]}}
-    noise = {"t": {"columns": ["src", "end_s"], "rows": [["ue0", 1.0 + 1e-9], ["ue1", 2.5]]}}
+    """Rounding at 1e-9 passes; a float moved by 1e-4, a row more, another name, an int
+    turned float, a table more or less fail; NaN equals NaN; dB near 0 within 1e-4 dB."""
+    cols = ["src", "end_s", "num_models", "mean_snr_db"]
+
+    def table(*rows):
+        return {"t": {"columns": cols, "rows": [list(r) for r in rows]}}
+
+    old = table(["ue0", 1.0, 1, 0.05], ["ue1", 2.5, 0, float("nan")])
+    assert differences(old, old) == []
+    noise = table(["ue0", 1.0 + 1e-9, 1, 0.05 + 1e-6], ["ue1", 2.5, 0, float("nan")])
     assert differences(old, noise) == []
-    moved = {"t": {"columns": ["src", "end_s"], "rows": [["ue0", 1.0001], ["ue1", 2.5]]}}
+    moved = table(["ue0", 1.0001, 1, 0.05], ["ue1", 2.5, 0, float("nan")])
     assert differences(old, moved) == ["t row 0 end_s: 1.0001 (stored 1.0)"]
-    more = {"t": {"columns": ["src", "end_s"], "rows": [*old["t"]["rows"], ["ue2", 3.0]]}}
+    db = table(["ue0", 1.0, 1, 0.0502], ["ue1", 2.5, 0, float("nan")])
+    assert differences(old, db) == ["t row 0 mean_snr_db: 0.0502 (stored 0.05)"]
+    more = {"t": {"columns": cols, "rows": [*old["t"]["rows"], ["ue2", 3.0, 0, 1.0]]}}
     assert differences(old, more) == ["t: 3 rows (stored 2)"]
-    other = {"t": {"columns": ["src", "end_s"], "rows": [["ue0", 1.0], ["ue3", 2.5]]}}
+    other = table(["ue0", 1.0, 1, 0.05], ["ue3", 2.5, 0, float("nan")])
     assert differences(old, other) == ["t row 1 src: 'ue3' (stored 'ue1')"]
+    floated = table(["ue0", 1.0, 1.0, 0.05], ["ue1", 2.5, 0, float("nan")])
+    assert differences(old, floated) == ["t row 0 num_models: 1.0 (stored 1)"]
+    number = table(["ue0", 1.0, 1, 0.05], ["ue1", 2.5, 0, 1.0])
+    assert differences(old, number) == ["t row 1 mean_snr_db: 1.0 (stored nan)"]
+    assert differences(old, {**old, "u": old["t"]}) == ["u: not stored"]
+    assert differences({**old, "u": old["t"]}, old) == ["u: not produced"]
 
 
 def main(argv: list[str]) -> int:

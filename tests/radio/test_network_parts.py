@@ -27,7 +27,8 @@ PARTS = {
     "backhaul": "netfl.radio.backhaul",
     "moving": "netfl.radio.moving_transfers",
 }
-#: the modules that use cells and their carriers from outside: the network and its parts
+#: the modules that use cells and their carriers from outside: the network, its parts
+#: and the builder (a cell's CUEs)
 USERS_OF_CELLS = (
     "multicell_radio.py",
     "moving_transfers.py",
@@ -35,6 +36,7 @@ USERS_OF_CELLS = (
     "handover.py",
     "backhaul.py",
     "site_geometry.py",
+    "../sim/build.py",
 )
 
 
@@ -93,9 +95,10 @@ def test_the_network_radio_has_no_mixins_and_no_dead_bodies():
 
 
 def _is_cell(node: ast.AST) -> bool:
-    """A cell, as these modules name one: ``cell``, ``….cell_radio``, ``….cells[…]``."""
+    """A cell, as these modules name one: ``cell``, ``cell_radio``, ``….cell_radio``,
+    ``….cells[…]`` (a loop over ``….cells`` names its cell ``cell``: tested below)."""
     return (
-        (isinstance(node, ast.Name) and node.id == "cell")
+        (isinstance(node, ast.Name) and node.id in ("cell", "cell_radio"))
         or (isinstance(node, ast.Attribute) and node.attr == "cell_radio")
         or (
             isinstance(node, ast.Subscript)
@@ -160,3 +163,25 @@ def test_the_detector_sees_a_cell_and_a_carrier():
     ]
     assert ("send", True, False) in names and ("begin", True, False) in names
     assert ("withdraw", False, True) in names and ("_rng", True, False) in names
+
+
+def test_loops_over_the_cells_name_their_cell_cell():
+    """The detector above knows a cell by its name: every loop over a ``cells`` list in
+    those modules (a comprehension too) calls its variable ``cell``."""
+    for module in USERS_OF_CELLS:
+        for node in ast.walk(ast.parse((RADIO / module).read_text())):
+            loops = (
+                [(node.target, node.iter)]
+                if isinstance(node, ast.For)
+                else [(g.target, g.iter) for g in node.generators]
+                if isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp)
+                else []
+            )
+            for target, it in loops:
+                if isinstance(it, ast.Call) and getattr(it.func, "id", "") == "enumerate":
+                    it, target = it.args[0], target.elts[-1]
+                if isinstance(it, ast.Attribute) and it.attr == "cells":
+                    assert isinstance(target, ast.Name) and target.id == "cell", (
+                        f"{module}:{node.lineno}: a loop over the cells names its cell "
+                        f"{ast.unparse(target)}"
+                    )
