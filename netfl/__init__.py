@@ -38,7 +38,7 @@ _EXPORTS = {
     "write_run": "netfl.output.rundir",
     "cost_to_target": "netfl.output.figures",
     "read_run": "netfl.output.rundir",
-    "RunDirectory": "netfl.output.rundir",
+    "RunDirectory": "netfl.output.run_directory",
     "RunResult": "netfl.sim.result",
     "run": "netfl.sim.runner",
     "Scenario": "netfl.scenario.schema",
@@ -53,7 +53,8 @@ if TYPE_CHECKING:  # what type checkers and editors see
     from netfl.algorithms import ALGORITHMS, Algorithm, FedAvg, RoundContext, RoundSummary, register
     from netfl.errors import ScenarioError, UserError, WorkerLost
     from netfl.output.figures import cost_to_target
-    from netfl.output.rundir import RunDirectory, read_run, write_run
+    from netfl.output.run_directory import RunDirectory
+    from netfl.output.rundir import read_run, write_run
     from netfl.scenario.files import load_scenario, parse_scenario
     from netfl.scenario.registries import (
         register_compute_profile,

@@ -165,6 +165,7 @@ LAYERS: list[list[str]] = [
     [  # run directories and figures
         "netfl.output",
         "netfl.output.figures",
+        "netfl.output.run_directory",
         "netfl.output.rundir",
         "netfl.output.saving",
         "netfl.output.timeline_figures",

@@ -393,7 +393,7 @@ def test_runs_with_checkpoints_resume_where_an_interrupted_sweep_stopped(tmp_pat
     checkpoint (not from round 0) and gets the uninterrupted run's rows; a checkpoint of
     another scenario (other --set values) is not resumed."""
     import netfl.sim.runner
-    from netfl.output.rundir import RunDirectory
+    from netfl.output.run_directory import RunDirectory
 
     base = tiny_scenario(training={"rounds": 5}, outputs={"checkpoint_every": 1})
     path = _write(tmp_path, {"grid": {"devices.count": [2, 3]}}, base=base)

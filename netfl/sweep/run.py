@@ -20,7 +20,7 @@ import pandas as pd
 
 from netfl.algorithms import ALGORITHMS
 from netfl.errors import ScenarioError, UserError, WorkerLost
-from netfl.output.rundir import RunDirectory, scenario_mismatch
+from netfl.output.run_directory import RunDirectory, scenario_mismatch
 from netfl.scenario.schema import Scenario
 from netfl.sim.result import RunResult
 from netfl.sweep.spec import SweepRun, SweepSpec, expand, is_sweep_file, load_sweep
