@@ -17,9 +17,38 @@ class RegistrationError(ValueError):
     taken): :mod:`netfl.scenario.plugins` reports it as one line naming the plugin."""
 
 
-def _one_line(text: str, limit: int = 600) -> str:
+def one_line(text: str, limit: int = 600) -> str:
+    """``text`` as one printable line (control characters escaped), at most ``limit``
+    characters."""
     text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class SignalInterrupt(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM as the CLI's handlers raise it: an interrupt of the run, never
+    a failure of user code (which may itself raise a bare ``KeyboardInterrupt``)."""
+
+
+class UserCodeError(Exception):
+    """A researcher's own code that netfl runs failed: a plugin's algorithm, model, data
+    set, partition or profile, an entry point, a Flower app (:mod:`netfl.core.usercode`).
+
+    ``str(err)`` is one line naming the code (plugin file, function, line), what netfl
+    was doing (the round) and the exception; ``trace`` holds the traceback's text (the
+    CLI shows it with ``--debug``). The CLI exits with code 1 (2 is for bad input); the
+    finished rounds are written, marked ``failed``, and ``netfl run --resume`` continues
+    once the code is fixed.
+    """
+
+    def __init__(self, message: str, trace: str = ""):
+        super().__init__(message)
+        self._trace = trace
+
+    @property
+    def trace(self) -> str:
+        # (SimPy re-raises a failed process's exception as a copy made of its args,
+        # the original as its __cause__)
+        return self._trace or getattr(self.__cause__, "trace", "")
 
 
 class ScenarioError(UserError):
@@ -43,9 +72,9 @@ class ScenarioError(UserError):
         """One line per problem: ``file: key.path: message`` (control characters of
         keys or messages escaped, so that a problem is always one line)."""
         return [
-            f"{self.source}: {_one_line(path)}: {_one_line(msg)}"
+            f"{self.source}: {one_line(path)}: {one_line(msg)}"
             if path
-            else f"{self.source}: {_one_line(msg)}"
+            else f"{self.source}: {one_line(msg)}"
             for path, msg in self.problems
         ]
 
@@ -70,18 +99,6 @@ class WorkerLost(RuntimeError):
     the run. The CLI writes the finished rounds marked incomplete and prints one line."""
 
 
-class AppError(UserError):
-    """A researcher's own code that netfl runs (a Flower ServerApp or ClientApp) raised:
-    ``str(err)`` is one line naming the app, the round and the device; ``trace`` holds
-    the traceback's text (the CLI shows it with ``--debug``). The finished rounds are
-    kept, marked incomplete."""
-
-    def __init__(self, message: str, trace: str = ""):
-        super().__init__(message)
-        self._trace = trace
-
-    @property
-    def trace(self) -> str:
-        # (SimPy re-raises a failed process's exception as a copy made of its args,
-        # the original as its __cause__)
-        return self._trace or getattr(self.__cause__, "trace", "")
+class AppError(UserCodeError):
+    """A Flower ServerApp or ClientApp that netfl runs failed: ``str(err)`` is one line
+    naming the app, the round and the device (a :class:`UserCodeError`)."""

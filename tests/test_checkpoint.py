@@ -407,7 +407,7 @@ def test_a_failure_while_replacing_the_interrupted_run_puts_it_back(tmp_path, mo
     assert checkpoint_path(run_dir).read_bytes() == checkpoint
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".run")]
     # killed between the two renames: the tables aside, no run directory
-    aside = tmp_path / f".{run_dir.name}.x.old"
+    aside = tmp_path / f".{run_dir.name}.x1y2z3w4.old"  # (as mkdtemp names it)
     aside.mkdir()
     real(run_dir, aside / "run")
     write_run_dir(result, run_dir)

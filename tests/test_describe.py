@@ -54,3 +54,37 @@ def test_describe_a_fixed_rate_cell_and_a_bad_key(tmp_path, capsys):
     assert "3 device(s) up 0.4 / down 3 Mbit/s" in capsys.readouterr().out
     assert main(["describe", str(f), "--set", "cell.link.nope=1"]) == 2
     assert "cell.link.nope" in capsys.readouterr().err
+
+
+def _antenna_lines(scenario: dict, tmp_path, capsys) -> list[str]:
+    f = tmp_path / "s.yaml"
+    f.write_text(yaml.safe_dump(scenario))
+    assert main(["describe", str(f)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    i = next(i for i, line in enumerate(out) if line.startswith("  BS antenna: "))
+    return out[i : i + 2]
+
+
+NR = {"link": {"mode": "ofdma", "channel_profile": "nr_fr1_uma"}}
+
+
+def test_describe_names_the_bs_antenna_and_the_calibration_it_departs_from(tmp_path, capsys):
+    single = _antenna_lines(tiny_scenario(cell={**NR, "radius_m": 250}), tmp_path, capsys)
+    assert single[0].startswith("  BS antenna: omni, 0 dBi in every direction (one cell")
+    assert "not TR 38.901's calibration (Table 7.8-1: 3 sectors per site" in single[1]
+    assert "18 dBi peak): set network: {sites: 1}" in single[1]
+    # one 3-sector site: Table 7.3-1's 8 dBi element + the 10-row array's 10 dB at the tilt
+    site = _antenna_lines(tiny_scenario(cell=NR, network={"sites": 1}), tmp_path, capsys)
+    assert "TR 38.901 sector pattern (Table 7.3-1 element, 8 dBi" in site[0]
+    assert "10 × 1 vertical array (0.8 λ, downtilt 102°): max gain 18.0 dBi" in site[0]
+    assert site[0].endswith("3 sectors per site (boresights 30°/150°/270°)")
+    assert site[1] == "    as TR 38.901's calibration (Table 7.8-1)"
+    # one cell per site: the 4-row array alone (10·log10 4 = 6.0 dB), or an omni element
+    net = {"sites": 1, "sectors": 1, "antenna_rows": 4}
+    rows4 = _antenna_lines(tiny_scenario(cell=NR, network=net), tmp_path, capsys)
+    assert "omni in azimuth (no element pattern), a 4 × 1 vertical array" in rows4[0]
+    assert "max gain 6.0 dBi; 1 cell per site" in rows4[0]
+    assert rows4[1].startswith("    not TR 38.901's calibration")
+    net = {"sites": 1, "sectors": 1, "antenna": "omni"}
+    omni = _antenna_lines(tiny_scenario(cell=NR, network=net), tmp_path, capsys)
+    assert "omni, 0 dBi in every direction (no vertical array): max gain 0.0 dBi" in omni[0]

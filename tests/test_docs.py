@@ -31,7 +31,7 @@ def blocks(path: Path) -> list[tuple[str, str]]:
 
 def test_every_tutorial_is_in_the_nav_and_has_runnable_blocks():
     nav = (ROOT / "mkdocs.yml").read_text()
-    assert len(TUTORIALS) == 6
+    assert len(TUTORIALS) == 8
     for t in TUTORIALS:
         assert f"tutorials/{t.name}" in nav, t.name
         assert any(lang == "bash" for lang, _ in blocks(t)), t.name
@@ -78,20 +78,132 @@ def test_the_docs_site_builds_strictly(tmp_path):
         timeout=600,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
-    assert not (tmp_path / "site" / "hooks.py").exists()
+    assert not (tmp_path / "site" / "generate.py").exists()
     api = (tmp_path / "site" / "api" / "index.html").read_text()
     assert "Build the world, run the algorithm" in api  # (run's docstring, rendered)
     assert (tmp_path / "site" / "scenario-reference" / "index.html").is_file()
     page = (tmp_path / "site" / "scenario-reference" / "index.html").read_text()
     assert "cell.link.downlink_allocation" in page  # (generated from the schema)
-    assert "Reading this file as Markdown" not in page  # (the note is for the .md file)
+    assert "network.handover.ttt_s" in page
+
+
+#: the command that regenerates the generated pages (docs/generate.py)
+GENERATE = [sys.executable, str(ROOT / "docs" / "generate.py")]
+
+
+def test_generated_pages_are_what_the_code_says_now():
+    """docs/scenario-reference.md and docs/api.md are committed Markdown, generated from
+    the schema and the docstrings: a change of either needs the pages regenerated."""
+    done = subprocess.run(
+        [*GENERATE, "--check"], cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, (
+        f"{done.stderr.strip()}\n(the generated pages differ from what the code gives now: "
+        "run `.venv/bin/python docs/generate.py` and commit docs/scenario-reference.md and "
+        "docs/api.md)"
+    )
+
+
+def test_every_page_reads_as_markdown():
+    """No page is a generation marker only: the Markdown in the repository is the page."""
+    for page in sorted((ROOT / "docs").rglob("*.md")):
+        text = page.read_text()
+        assert not re.search(r"^:::", text, re.M), f"{page.name}: a mkdocstrings directive"
+        assert "<!-- generated: " not in text, f"{page.name}: a generation marker"
+        assert len(text.split()) > 100, f"{page.name}: (almost) empty"
+
+
+def test_the_api_page_documents_the_public_api_and_the_extension_protocol():
+    import netfl
+    from netfl.algorithms.context import CellCarriers, LinkStates, RoundContext
+
+    api = (ROOT / "docs" / "api.md").read_text()
+    for name in netfl.__all__:
+        if name != "__version__":
+            assert f"### `netfl.{name}`" in api, name
+    members = {
+        "FedAvg": [
+            "select_clients",
+            "wait_for_clients",
+            "model_bits",
+            "client_round",
+            "local_update",
+            "aggregation_flops",
+            "server_update",
+            "guarded",
+        ],
+        "RoundContext": [n for n in dir(RoundContext) if not n.startswith("_")]
+        + list(RoundContext.__annotations__),
+        "LinkStates": [n for n in vars(LinkStates) if not n.startswith("_")],
+        "CellCarriers": [n for n in vars(CellCarriers) if not n.startswith("_")],
+        "RunDirectory": ["written", "complete", "interrupted", "manifest"],
+    }
+    for owner, names in members.items():
+        for name in names:
+            assert f"#### `{owner}.{name}`" in api, f"{owner}.{name}"
+    for name in (
+        "register_model",
+        "register_dataset",
+        "register_partition",
+        "register_compute_profile",
+        "register_link_profile",
+    ):
+        assert f"### `netfl.{name}`" in api
+        assert "```python\n" + name + "(" in api, f"{name}: its signature"
+
+
+def _key_paths(node: dict, defs: dict, prefix: str) -> set[str]:
+    """Every key path under ``node`` of a JSON schema (a second implementation of the
+    reference's walk): through ``$ref``, alternatives (``anyOf``/``oneOf``) and the
+    items of lists (``path[].key``)."""
+    if "$ref" in node:
+        node = {**defs[node["$ref"].rsplit("/", 1)[-1]], **node}
+        node.pop("$ref")
+    paths: set[str] = set()
+    for alternative in node.get("anyOf", []) + node.get("oneOf", []):
+        paths |= _key_paths(alternative, defs, prefix)
+    if isinstance(node.get("items"), dict):
+        paths |= _key_paths(node["items"], defs, f"{prefix}[]")
+    for key, sub in node.get("properties", {}).items():
+        path = f"{prefix}.{key}" if prefix else key
+        paths |= {path} | _key_paths(sub, defs, path)
+    return paths
 
 
 def test_netfl_schema_markdown_prints_the_reference(capsys):
-    """The scenario reference a reader of the Markdown files is pointed to."""
+    """The scenario reference (docs/scenario-reference.md), in a terminal: every key path
+    of the schema, the network section's included, and every algorithm's options in a
+    table of its own."""
+    from netfl.algorithms import ALGORITHMS
     from netfl.cli.app import main
+    from netfl.scenario.files import scenario_schema
     from netfl.scenario.reference import schema_markdown
 
     assert main(["schema", "--markdown"]) == 0
     out = capsys.readouterr().out
     assert out.strip() == schema_markdown().strip() and "cell.link.downlink_allocation" in out
+    schema = scenario_schema()
+    paths = _key_paths(schema, schema["$defs"], "")
+    assert {"network.handover.ttt_s", "devices.groups[].count", "algorithm.name"} <= paths
+    missing = sorted(p for p in paths if f"`{p}`" not in out)
+    assert not missing, f"keys missing from the reference: {missing}"
+    for name, cls in ALGORITHMS.items():
+        heading = f"### `algorithm: {name}`\n"
+        assert heading in out, name
+        table = out.split(heading, 1)[1].split("\n#")[0]
+        for option in cls.Config.model_fields:
+            assert f"| `algorithm.{option}` |" in table, f"{name}: algorithm.{option}"
+
+
+def test_the_networks_page_gives_every_handover_setting_with_its_default():
+    """A user looking for the A3 settings finds each ``network.handover`` key on
+    docs/networks.md, in a table row with its current default."""
+    from netfl.scenario.network_section import HandoverSection
+
+    page = (ROOT / "docs" / "networks.md").read_text()
+    for key, field in HandoverSection.model_fields.items():
+        row = next(
+            (r for r in page.splitlines() if r.startswith(f"| `network.handover.{key}` |")), ""
+        )
+        assert row, f"network.handover.{key} has no row on docs/networks.md"
+        assert f"`{field.default}`" in row, f"network.handover.{key}: default {field.default}"

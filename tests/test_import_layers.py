@@ -53,6 +53,7 @@ LAYERS: list[list[str]] = [
         "netfl.core.gc_policy",
         "netfl.core.activity",
         "netfl.core.onoff",
+        "netfl.core.usercode",
     ],
     [  # mechanisms without a clock: compute profiles and meters, torch learning
         "netfl.compute",
@@ -175,6 +176,7 @@ LAYERS: list[list[str]] = [
         "netfl.sweep",
         "netfl.sweep.report",
         "netfl.sweep.report_page",
+        "netfl.sweep.stragglers",
         "netfl.sweep.run",
         "netfl.sweep.labels",
         "netfl.sweep.spec",

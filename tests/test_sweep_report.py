@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import subprocess
@@ -69,6 +70,7 @@ def test_report_tables_and_figures(sweep_dir, capsys):
     out = sweep_dir / "report"
     for name in (
         "summary.csv",
+        "stragglers.csv",
         "accuracy_vs_round.png",
         "accuracy_vs_time.png",
         "cost_to_target.png",
@@ -85,6 +87,8 @@ def test_report_tables_and_figures(sweep_dir, capsys):
         assert summary.loc[group, "final_accuracy_mean"] == pytest.approx(values.mean())
         assert summary.loc[group, "final_accuracy_std"] == pytest.approx(values.std(ddof=1))
         assert np.isfinite(summary.loc[group, "time_to_target_s_mean"])
+    stragglers = pd.read_csv(out / "stragglers.csv")  # (complete runs only)
+    assert list(stragglers["run"]) == list(index.loc[index["status"] == "complete", "run"])
     page = (out / "index.html").read_text()
     assert "broken-seed1" in page and "UserError" in page and "±" in page
     assert page.count("<img ") == 4
@@ -244,3 +248,66 @@ def test_a_bandwidth_sweep_reads_in_mhz_in_numeric_order(tmp_path):
     assert "round_time_s_mean" in summary and "starved_devices_mean" in summary
     page = (report / "index.html").read_text()
     assert 'href="../bandwidth=20MHz/figures/device_timeline.png"' in page
+
+
+def test_stragglers_table_names_each_runs_slow_device_and_what_it_cost(tmp_path):
+    """One device on 3G among 5G ones, dedicated links, a 1.2 Mbit model: it is every
+    round's straggler, and it ends each round after the next device by its extra
+    airtime, 1.2 Mbit / 0.4 Mbit/s + 1.2 Mbit / 3 Mbit/s − (1.2 / 20 + 1.2 / 200) s
+    (the same compute on every device)."""
+    base = tiny_scenario(
+        devices={"count": 4, "link_profile": "5g", "groups": [{"count": 1, "link_profile": "3g"}]},
+        model={"name": "logreg", "size_bits": 1.2e6},
+        training={"rounds": 3},
+    )
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump(base))
+    spec = {"name": "st", "base": "base.yaml", "seeds": [1, 2]}
+    (tmp_path / "st.sweep.yaml").write_text(yaml.safe_dump(spec))
+    run_sweep(expand(*load_sweep(tmp_path / "st.sweep.yaml")), tmp_path / "out")
+    assert main(["report", str(tmp_path / "out")]) == 0
+    table = pd.read_csv(tmp_path / "out" / "report" / "stragglers.csv")
+    assert list(table["seed"]) == [1, 2] and set(table["group"]) == {"all"}
+    lead_s = 1.2e6 / 0.4e6 + 1.2e6 / 3e6 - 1.2e6 / 20e6 - 1.2e6 / 200e6
+    for _, row in table.iterrows():
+        run = tmp_path / "out" / row["run"]
+        devices = pd.read_csv(run / "devices.csv")
+        (slow,) = devices.loc[devices["link_profile"] == "3g", "node"]
+        rounds = pd.read_csv(run / "rounds.csv")
+        assert row["straggler"] == slow and row["straggler_step"] == "upload"
+        assert row["rounds"] == row["straggler_rounds"] == 3
+        assert row["straggler_time_share"] == pytest.approx(1.0)
+        assert row["round_time_s"] == pytest.approx(rounds["round_time_s"].mean())
+        assert row["straggler_round_time_s"] == pytest.approx(row["round_time_s"])
+        assert row["straggler_lead_s"] == pytest.approx(lead_s, rel=1e-6)
+        assert row["straggler_lead_share"] == pytest.approx(lead_s / row["round_time_s"])
+    page = (tmp_path / "out" / "report" / "index.html").read_text()
+    assert "Stragglers (per run)" in page and 'href="stragglers.csv"' in page
+    assert page.count(f"<td>{slow}</td>") == 2 and f"<td>{lead_s:.4g}</td>" in page
+
+
+def test_a_round_without_a_straggler_counts_the_device_that_finished_last(tmp_path):
+    """``rounds.csv`` names no straggler (no device step on the critical path): the
+    device whose last step of the round ended last counts, its lead over the next."""
+    from netfl.sweep.stragglers import run_stragglers
+
+    pd.DataFrame({"node": ["bs", "ue0", "ue1"], "kind": ["bs", "pue", "pue"]}).to_csv(
+        tmp_path / "devices.csv", index=False
+    )
+    transfers = [(0, "ue0", "cell0", 4.0), (0, "ue1", "cell1", 7.0), (1, "ue0", "cell0", 19.0)]
+    transfers.append((1, "ue1", "cell1", 12.0))
+    pd.DataFrame(transfers, columns=["round", "src", "dst", "end_s"]).to_parquet(
+        tmp_path / "transfers.parquet"
+    )
+    computes = [(0, "ue0", 2.0), (0, "bs", 7.5), (1, "ue1", 13.0), (1, "bs", 20.0)]
+    pd.DataFrame(computes, columns=["round", "node", "end_s"]).to_parquet(
+        tmp_path / "computes.parquet"
+    )
+    rounds = pd.DataFrame({"round": [0, 1], "round_time_s": [7.5, 12.5], "straggler": ["", "ue0"]})
+    row = run_stragglers(rounds, tmp_path)
+    # round 0: ue1 ends at 7 s, ue0 at 4 s; round 1: ue0 at 19 s, ue1 at 13 s
+    assert row["straggler_rounds"] == 1 and row["straggler_time_share"] == pytest.approx(12.5 / 20)
+    assert row["straggler"] == "ue0"  # (as often as ue1, in the longer round)
+    assert row["straggler_lead_s"] == pytest.approx(6.0)
+    assert row["straggler_lead_share"] == pytest.approx(6.0 / 20)
+    without_tables = run_stragglers(rounds)
+    assert without_tables["straggler"] == "ue0" and math.isnan(without_tables["straggler_lead_s"])

@@ -12,6 +12,9 @@ from typing import Any
 
 __all__ = ["AppThread"]
 
+#: how long :meth:`AppThread.stop` waits for the app's thread to unwind [s]
+STOP_WAIT_S = 3.0
+
 
 class _Stopped(BaseException):
     """The simulation ended while the ServerApp waited for it: its thread unwinds (a
@@ -67,4 +70,7 @@ class AppThread:
         if self.started and not self.ended:
             self.ended = True
             self._to_app.put(("stop", None))
-            self._thread.join(timeout=30)
+            # an app waiting for the simulation unwinds at once; one that never asks
+            # again (a loop of its own) is left to its daemon thread, so that Ctrl-C or
+            # SIGTERM ends the process now
+            self._thread.join(timeout=STOP_WAIT_S)

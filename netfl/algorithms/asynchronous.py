@@ -103,7 +103,13 @@ class FedAsyncConfig(AsyncConfig):
 
 
 class FedBuffConfig(AsyncConfig):
-    buffer_size: int = Field(10, ge=1, le=100_000, description="K: updates per server step")
+    buffer_size: int | None = Field(
+        None,
+        ge=1,
+        le=100_000,
+        description="K: updates per server step (default: 10, or the number of devices "
+        "that train at once if fewer); at most that number",
+    )
     server_lr: float = Field(1.0, gt=0.0, le=100.0, description="η_g of the server step")
     staleness: Literal["constant", "inverse_sqrt"] = Field(
         "inverse_sqrt", description="scaling of a stale update: 1/√(1 + t − τ) or none"
@@ -381,6 +387,17 @@ class FedAsync(AsyncAlgorithm):
         self.publish(new, [arrival])
 
 
+#: FedBuff's K when the scenario does not set it (Nguyen et al.'s K = 10), at most the
+#: devices that train at once
+DEFAULT_BUFFER_SIZE = 10
+
+
+def _slots(scenario: Any) -> int:
+    """How many devices train at once: ``devices.count``, or ``concurrency`` if fewer."""
+    concurrency = scenario.algorithm.options().get("concurrency")
+    return min(scenario.devices.count, concurrency or scenario.devices.count)
+
+
 @register
 class FedBuff(AsyncAlgorithm):
     """FedBuff (Nguyen et al., AISTATS 2022, Algorithm 1): buffer K updates, then step."""
@@ -389,8 +406,35 @@ class FedBuff(AsyncAlgorithm):
     Config = FedBuffConfig
     config: FedBuffConfig
 
+    @classmethod
+    def check_scenario(cls, scenario: Any) -> list[tuple[str, str]]:
+        """``buffer_size`` K within what can arrive: at most one update per device is in
+        flight, so a server step waits for K updates from ``devices.count`` devices
+        (and at most ``concurrency`` at once); K above that would make every device
+        train K / count times per step — a run that seems to hang."""
+        problems = super().check_scenario(scenario)
+        options = scenario.algorithm.options()
+        k, slots = options.get("buffer_size"), _slots(scenario)
+        if k is not None and k > slots:
+            problems.append(
+                (
+                    "algorithm.buffer_size",
+                    f"{k} updates per server step, but at most {slots} devices train at "
+                    f"once (devices.count {scenario.devices.count}"
+                    + (
+                        f", concurrency {options['concurrency']}"
+                        if options.get("concurrency")
+                        else ""
+                    )
+                    + f"): use a buffer_size of at most {slots}",
+                )
+            )
+        return problems
+
     def __init__(self, world: RoundContext, config: FedBuffConfig):
         super().__init__(world, config)
+        #: K, the updates per server step
+        self.buffer_size = config.buffer_size or min(DEFAULT_BUFFER_SIZE, _slots(world.scenario))
         self.buffer: list[Arrival] = []
         self._sum: dict | None = None
         #: the sums of the flushes whose server step is running, by flush number (two
@@ -411,7 +455,7 @@ class FedBuff(AsyncAlgorithm):
             )
             arrival.state = None
         self.buffer.append(arrival)
-        if len(self.buffer) < c.buffer_size:
+        if len(self.buffer) < self.buffer_size:
             return
         # (taken now: arrivals during the step below fill the next buffer; the sum being
         # applied is an attribute, so a checkpoint during the step keeps it)
@@ -423,7 +467,7 @@ class FedBuff(AsyncAlgorithm):
         if total is not None and self.global_state is not None:
             from netfl.learning.params import apply_delta
 
-            new = apply_delta(self.global_state, total, c.server_lr / c.buffer_size)
+            new = apply_delta(self.global_state, total, c.server_lr / self.buffer_size)
         self.publish(new, arrivals)
 
     def state_dict(self) -> dict[str, Any]:

@@ -90,14 +90,112 @@ class ModelInfo:
 @runtime_checkable
 class LinkStates(Protocol):
     """What an OFDMA radio — a cell's or a network's — tells an algorithm that picks
-    links by their quality (FedDif's auction): every link's mean SNR and expected
-    spectral efficiency, and the D2D bandwidth pools of senders (FedDif (9), (16f))."""
+    links or clients by their channel (FedDif's auction, a channel-aware selection):
+    every link's mean SNR and expected spectral efficiency, and the D2D bandwidth pools
+    of senders (FedDif (9), (16f)).
+
+    Every SNR here is a *mean*: the link's large-scale loss β = 10^(−loss_dB/10) (path
+    loss, shadowing and LOS state, fixed per link and drop) with E|h|² = 1, before the
+    Rayleigh or Rician block fading that each transfer draws per block when it runs
+    (no per-block state exists before a transfer). Two definitions serve two purposes
+    (``N0`` noise density [W/Hz], ``F`` the receiver's noise figure, ``B`` the bandwidth
+    full power spreads over — the carrier, or its RBs under ``power_spread: rbs`` —,
+    ``B_RB`` one RB's):
+
+    - the *planning SNR* of :meth:`link_states`: downlink ``P_BS·β / (N0·F·B)``;
+      uplink and D2D ``P_UE·β / (N0·F·B)`` (full-carrier power, FedDif (9)) or,
+      under open-loop power control, the per-RB target
+      ``P0·2^μ·PL^α·β / (N0·F·B_RB)`` *not* capped by the UE's maximum power;
+    - the *allocation SNR* of :meth:`allocation_states`: the mean per-RB SNR a
+      transfer holding ``num_rbs`` RBs is rated at, ``min(snr_psd, snr_one_rb /
+      num_rbs)`` (``snr_one_rb``: the UE's whole power in one RB; the downlink has no
+      such cap). With ``num_rbs = 1`` it is the ``coverage`` table's
+      ``uplink_snr_db`` / ``downlink_snr_db`` (in dB).
+
+    The two are equal on the downlink and on a full-carrier uplink whose profile has
+    ``cqi_sinr: wideband`` (``feddif``, ``lte_*``). Under open-loop power control
+    (``nr_fr1_uma``) the allocation SNR of one RB is the planning SNR capped at
+    ``P_CMAX·β / (N0·F·B_RB)``: lower for a device power-limited on one RB. On a
+    full-carrier uplink with ``cqi_sinr: allocation`` the one-RB SNR is the planning
+    SNR plus ``10·log10(B / B_RB)`` dB (all power in one RB).
+    """
 
     def link_states(
         self, srcs: Sequence[Node], dsts: Sequence[Node]
-    ) -> tuple[np.ndarray, np.ndarray]: ...
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Planning SNR and expected spectral efficiency of every link ``srcs[m] →
+        dsts[i]`` (FedDif (9), (21)).
 
-    def d2d_budget(self, senders: Sequence[Node]) -> tuple[np.ndarray, np.ndarray]: ...
+        Parameters
+        ----------
+        srcs, dsts : sequence of Node
+            Senders and receivers; every link must have one direction (all uplink:
+            devices to ``context.bs``; all downlink; or all D2D). A network plans D2D
+            links only (devices to devices), each on its sender's cell's uplink with
+            the interference now (an SINR).
+
+        Returns
+        -------
+        snr : ndarray, shape (M, N)
+            Planning SNR [linear, not dB] (the class docstring's definition); 0 where a
+            node would send to itself.
+        efficiency : ndarray, shape (M, N)
+            γ̃ = E_h[SE(snr·|h|²)] [bit/s/Hz]: the expectation over the profile's fading
+            of the direction's spectral efficiency (Shannon or the CQI/MCS table, after
+            overheads). An RB of bandwidth ``B_RB`` carries on average
+            ``γ̃ · B_RB · time_fraction`` bit/s.
+
+        Raises
+        ------
+        ValueError
+            Links of more than one direction (or, on a network, a cellular link).
+        """
+        ...
+
+    def allocation_states(
+        self, srcs: Sequence[Node], dsts: Sequence[Node], num_rbs: float = 1.0
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Allocation SNR and expected spectral efficiency of every link ``srcs[m] →
+        dsts[i]`` for a transfer holding ``num_rbs`` RBs: what the radio rates its
+        blocks at on average.
+
+        Parameters
+        ----------
+        srcs, dsts : sequence of Node
+            As :meth:`link_states` (one direction; a network: D2D links only).
+        num_rbs : float
+            RBs the transfer holds [RB] (a share of the carrier's, e.g. its RBs over the
+            number of concurrent transfers under round robin); an open-loop or
+            ``cqi_sinr: allocation`` uplink spreads its power over them.
+
+        Returns
+        -------
+        snr : ndarray, shape (M, N)
+            Mean per-RB SNR of the allocation [linear]; with ``num_rbs = 1`` the
+            ``coverage`` table's ``uplink_snr_db`` / ``downlink_snr_db`` (10·log10 of
+            it); 0 where a node would send to itself.
+        efficiency : ndarray, shape (M, N)
+            γ̃ = E_h[SE(snr·|h|²)] at that SNR [bit/s/Hz]; the transfer's expected rate
+            is ``γ̃ · num_rbs · B_RB · time_fraction`` [bit/s].
+        """
+        ...
+
+    def d2d_budget(self, senders: Sequence[Node]) -> tuple[np.ndarray, np.ndarray]:
+        """FedDif (16f)'s bandwidth pools of the D2D pairs that ``senders`` send.
+
+        Parameters
+        ----------
+        senders : sequence of Node
+            The sending devices.
+
+        Returns
+        -------
+        pool : ndarray of int, shape (M,)
+            Each sender's pool (a single cell: 0; a network: the sender's cell).
+        free_hz : ndarray, shape (P,)
+            Uplink bandwidth no background UE holds now in each pool [Hz].
+        """
+        ...
 
 
 @runtime_checkable
@@ -105,12 +203,34 @@ class CellCarriers(Protocol):
     """A single cell's OFDMA radio: its carriers by direction (e.g. to hold RBs for
     devices that take no part, as a link probe does)."""
 
-    def carrier_for(self, direction: str) -> Any: ...
+    def carrier_for(self, direction: str) -> Any:
+        """The carrier that carries ``direction``'s transfers.
+
+        Parameters
+        ----------
+        direction : str
+            ``"uplink"``, ``"downlink"`` or ``"d2d"`` (D2D overlays the uplink carrier).
+
+        Returns
+        -------
+        OfdmaCarrier
+            Its ``num_rbs`` (RBs that carry data), ``rb_bandwidth_hz`` [Hz] and
+            ``time_fraction`` (share of time it serves the direction: 1 under FDD, the
+            slot pattern's share under TDD) give its bandwidth; read it, never change it.
+        """
+        ...
 
 
 @runtime_checkable
 class RoundContext(Protocol):
-    """What an algorithm may use (see the module docstring for the table)."""
+    """What an algorithm may use (see the module docstring for the table).
+
+    Units: simulated time in seconds (``env.now``), sizes in bits, energies in joules.
+    An algorithm that picks clients by their channel checks ``isinstance(context.radio,
+    LinkStates)`` (OFDMA links) and reads :meth:`LinkStates.link_states` or
+    :meth:`LinkStates.allocation_states` of ``(devices, [bs])``; a single cell's
+    carriers (:class:`CellCarriers`) give the bandwidth those rates scale.
+    """
 
     # clock, nodes, radio, compute
     env: simpy.Environment
@@ -137,15 +257,52 @@ class RoundContext(Protocol):
     streams: Streams
 
     def num_samples(self, device: Node) -> int:
-        """How many training samples ``device`` holds."""
+        """How many training samples ``device`` holds (its partition's size).
+
+        Parameters
+        ----------
+        device : Node
+            A device.
+
+        Returns
+        -------
+        int
+            Samples [count]; a local epoch costs ``model.flops.train_per_sample`` FLOPs
+            per sample.
+        """
         ...
 
     def device_model(self, device: Node) -> ModelInfo:
-        """The architecture ``device`` runs (``model`` unless models are per device)."""
+        """The architecture ``device`` runs (``model`` unless models are per device).
+
+        Parameters
+        ----------
+        device : Node
+            A device.
+
+        Returns
+        -------
+        ModelInfo
+            Its ``size_bits`` [bit] (one copy on air at full precision) and ``flops``
+            (per-sample FLOPs: ``train_per_sample`` covers forward and backward).
+        """
         ...
 
     def init_model_state(self, name: str | None = None, *keys: int) -> dict[str, torch.Tensor]:
-        """Seeded initial parameters of model ``name`` (default: the global model)."""
+        """Seeded initial parameters of a model.
+
+        Parameters
+        ----------
+        name : str, optional
+            The model's catalogue name (default: the global model).
+        *keys : int
+            Further keys of the seed (e.g. a device index: one initial model each).
+
+        Returns
+        -------
+        dict of str to Tensor
+            The state dict.
+        """
         ...
 
     def submit_device_job(
@@ -159,36 +316,107 @@ class RoundContext(Protocol):
         config: TrainConfig | None = None,
         **fields: Any,
     ) -> Future[Any] | None:
-        """Submit ``device``'s job of round ``r`` to the executor (``None`` in timing mode)."""
+        """Submit ``device``'s torch job of round ``r`` to the executor.
+
+        The job's model, data indices, training config and seed are filled in; it costs
+        no simulated time (charge it with ``compute.run``).
+
+        Parameters
+        ----------
+        task_type : type
+            A task dataclass of :mod:`netfl.learning.tasks` (e.g. ``TrainTask``).
+        r : int
+            The round (a key of the torch seed).
+        device : Node
+            The device whose data and model the job uses.
+        seed_key : tuple of int
+            Further keys of the seed (a device training twice in one round).
+        seed : int, optional
+            An explicit seed instead of the ``torch`` stream's.
+        config : TrainConfig, optional
+            Instead of ``train_config``.
+        **fields
+            The task's other fields (e.g. ``state``, ``proximal_weight``).
+
+        Returns
+        -------
+        Future or None
+            The job's result when collected; None in timing mode (nothing runs).
+        """
         ...
 
     def evaluate(
         self, state: dict[str, torch.Tensor], name: str | None = None
     ) -> tuple[float, float]:
-        """Accuracy and loss of ``state`` on the server's test set (not charged in time)."""
+        """Evaluate ``state`` on the server's test set (not charged in simulated time).
+
+        Parameters
+        ----------
+        state : dict of str to Tensor
+            Parameters of model ``name``.
+        name : str, optional
+            The model (default: the global model).
+
+        Returns
+        -------
+        accuracy : float
+            Share of test samples classified right, in [0, 1].
+        loss : float
+            Mean test loss [nats].
+        """
         ...
 
     def evaluate_many(
         self, items: list[tuple[dict[str, torch.Tensor], str | None]]
     ) -> list[tuple[float, float]]:
-        """:meth:`evaluate` of every ``(state, model name)``."""
+        """:meth:`evaluate` of every ``(state, model name)``: ``(accuracy, loss [nats])``
+        each, in order."""
         ...
 
     def keep_finite(self, items: list, names: list[str]) -> list:
-        """The items whose tensors are all finite; the others are recorded as faults."""
+        """The items whose tensors are all finite; the others are recorded as faults.
+
+        Parameters
+        ----------
+        items : list
+            Device results, states or scores.
+        names : list of str
+            The device of each item (for the record).
+
+        Returns
+        -------
+        list
+            The finite items, in order (``training.on_nonfinite: abort`` raises instead).
+        """
         ...
 
-    def edge_of(self, device: Node) -> Node: ...
+    def edge_of(self, device: Node) -> Node:
+        """The BS node of ``device``'s serving cell: an edge server (``bs`` in a single
+        cell)."""
+        ...
 
     def available_devices(self, r: int) -> list[Node]:
-        """The devices in coverage that are on at round ``r``'s start."""
+        """The devices in coverage that are on at round ``r``'s start.
+
+        Parameters
+        ----------
+        r : int
+            The round.
+
+        Returns
+        -------
+        list of Node
+            Every device of ``devices`` under ``devices.availability: always``; each one
+            is cut where its on-period ends.
+        """
         ...
 
     def next_available_s(self) -> float | None:
-        """The first instant after now at which a device that is off turns on (timed
-        availability models; None otherwise)."""
+        """The first instant after now at which a device that is off turns on [s of
+        simulated time] (timed availability models; None otherwise)."""
         ...
 
     def redrop(self, *keys: int) -> None:
-        """Re-drop every device over the cell from the ``placement`` stream of ``keys``."""
+        """Re-drop every device over the cell from the ``placement`` stream of ``keys``
+        (the same keys give the same positions) and update ``devices``."""
         ...

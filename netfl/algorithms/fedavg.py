@@ -15,9 +15,11 @@ what it did until then): the server aggregates the updates that arrived — the
 classic wireless baseline (e.g. FedCS, Nishio & Yonetani, ICC 2019, aggregates the
 clients that finish by a round deadline).
 
-Variants subclass this and override one step: :meth:`FedAvg.select_clients`,
-:meth:`FedAvg.client_round`, :meth:`FedAvg.local_update`,
-:meth:`FedAvg.server_update`, or the payload sizes.
+Variants subclass this and override one step: :meth:`FedAvg.select_clients` (who
+takes part: docs/tutorials/client-selection.md picks by channel and by a deadline),
+:meth:`FedAvg.client_round` (one device's download, training, upload),
+:meth:`FedAvg.local_update`, :meth:`FedAvg.server_update`, or the payload size
+:meth:`FedAvg.model_bits` (docs/tutorials/payload.md).
 """
 
 from __future__ import annotations
@@ -105,10 +107,26 @@ class FedAvg(Algorithm):
 
     # -- steps a variant may override ------------------------------------
     def select_clients(self, r: int) -> list[Node]:
-        """Sample devices without replacement from the ``sampling`` stream of round r,
+        """The devices that take part in round ``r`` (the override point of a selection).
+
+        FedAvg samples without replacement from the ``sampling`` stream of round ``r``,
         among those available at the round's start (``devices.availability``; with the
         default ``always``, every device in coverage): ``fraction`` of them, at least
-        ``min_clients`` where that many are available."""
+        ``min_clients`` where that many are available. Called at the round's start
+        (``env.now``), before any transfer; an override may read the round context
+        (e.g. ``LinkStates`` of its radio) but should yield nothing.
+
+        Parameters
+        ----------
+        r : int
+            The round (0-based).
+
+        Returns
+        -------
+        list of Node
+            The clients; empty: nobody is available (:meth:`wait_for_clients` then waits
+            for a device to come back and asks again).
+        """
         devices = self.world.available_devices(r)
         if not devices:
             return []
@@ -122,7 +140,18 @@ class FedAvg(Algorithm):
 
     def wait_for_clients(self, r: int) -> Generator[simpy.Event, Any, list[Node]]:
         """:meth:`select_clients`; when nobody is on, the server waits for the first
-        device to come back (empty only under Bernoulli availability: nobody will)."""
+        device to come back (empty only under Bernoulli availability: nobody will).
+
+        Parameters
+        ----------
+        r : int
+            The round.
+
+        Returns
+        -------
+        list of Node
+            The clients (a SimPy process' value: ``yield from``).
+        """
         env = self.world.env
         clients = self.select_clients(r)
         while not clients:
@@ -134,13 +163,57 @@ class FedAvg(Algorithm):
         return clients
 
     def model_bits(self, device: Node | None = None) -> float:
-        """Size of the model a device receives or sends [bit]."""
+        """Bits on air of one model copy to or from a device [bit] (the payload hook).
+
+        FedAvg calls it three ways: ``model_bits(device)`` for a device's unicast
+        download and again for its upload (:meth:`client_round`: both directions get
+        the same size), and ``model_bits()`` with no device for the multicast download
+        (``downlink: multicast``, :meth:`round`). An override changes the bits the radio
+        carries — so airtime, RBs and modem energy — never the parameters' values: a
+        quantiser that should also change what the server averages changes the state in
+        :meth:`client_round` or :meth:`local_update`. Aggregation FLOPs
+        (:meth:`aggregation_flops`) count parameters, not bits.
+
+        Parameters
+        ----------
+        device : Node, optional
+            The device that receives or sends; None: the multicast download to every
+            client.
+
+        Returns
+        -------
+        float
+            Size [bit]; FedAvg's is ``model.size_bits`` (32 bits per parameter).
+        """
         return self.world.model.size_bits
 
     def client_round(
         self, r: int, device: Node, download: bool = True
     ) -> Generator[simpy.Event, Any, TrainResult | None]:
-        """Download (unless multicast already did), train, upload: one device's part of round r."""
+        """One device's part of round ``r``: download (unless multicast already did),
+        train (:meth:`local_update`), upload, each a SimPy event in simulated time.
+
+        The download is a ``download_kind`` transfer BS → device of
+        ``model_bits(device)`` bits, the upload a ``model_up`` transfer device → BS of
+        ``model_bits(device)`` bits. A variant that overrides it (e.g. to send the upload
+        at another size) runs it the same way; FedAvg then keeps each result until
+        :meth:`server_update` instead of averaging as updates arrive.
+
+        Parameters
+        ----------
+        r : int
+            The round.
+        device : Node
+            The client.
+        download : bool
+            Whether to send it the global model (False after a multicast download).
+
+        Returns
+        -------
+        TrainResult or None
+            The local update (``state``, ``num_samples``, ``mean_loss`` [nats]); None in
+            timing mode.
+        """
         world = self.world
         if download:
             yield world.radio.transfer(
@@ -171,7 +244,14 @@ class FedAvg(Algorithm):
         return the :class:`~netfl.core.activity.DeviceCut` that stopped it (the device
         left, or the deadline passed): its update is lost (:func:`is_cut`). The process
         running it is the device's activity too, so a cut also ends a wait that no
-        transfer or compute step covers (a backhaul hop, the server's work for it)."""
+        transfer or compute step covers (a backhaul hop, the server's work for it).
+
+        Returns
+        -------
+        object
+            What ``steps`` returns, or the ``DeviceCut`` (``reason`` ``"left"`` or
+            ``"late"``).
+        """
         activities, me = self.world.activities, self.world.env.active_process
         try:
             activities.enter((device,), me)  # (a wait no transfer or step covers is cut too)
@@ -202,6 +282,30 @@ class FedAvg(Algorithm):
         (a device training twice in one round passes a distinct ``seed_key``).
         The job is submitted when the compute step starts and collected when it
         ends in simulated time (docs/architecture.md, "The executor seam").
+
+        The step costs ``flops.train_per_sample · num_samples(device) · epochs`` FLOPs,
+        so ``that / device.compute.effective_flops_per_s`` seconds once the device is
+        free (and ``busy_power_w`` times that in joules).
+
+        Parameters
+        ----------
+        r : int
+            The round.
+        device : Node
+            The device that trains.
+        state : dict or None
+            The parameters it starts from (None in timing mode).
+        epochs : int, optional
+            Local epochs (default: ``training.local_epochs``).
+        seed_key : tuple of int
+            Further keys of the torch seed.
+        proximal_weight : float
+            Weight of ‖w − state‖² in the loss (0: none).
+
+        Returns
+        -------
+        TrainResult or None
+            The trained state, its sample count and mean loss [nats]; None in timing mode.
         """
         world = self.world
         cfg = world.train_config
@@ -222,13 +326,26 @@ class FedAvg(Algorithm):
         return future.result() if future is not None else None
 
     def aggregation_flops(self, num_models: int) -> float:
-        """Weighted averaging: one multiply and one add per parameter and model."""
+        """Aggregation's cost [FLOP]: one multiply and one add per parameter and model
+        (``2 · num_params · num_models``), charged to the BS by :meth:`server_update`."""
         return 2.0 * self.world.model.num_params * num_models
 
     def server_update(
         self, r: int, clients: list[Node], results: list[TrainResult | None]
     ) -> Generator[simpy.Event, Any, None]:
-        """Aggregate weighted by local data size (McMahan et al., Algorithm 1)."""
+        """Aggregate the updates that arrived, weighted by local data size:
+        ``w ← Σ_k n_k w_k / Σ_k n_k`` (McMahan et al., Algorithm 1), after charging
+        :meth:`aggregation_flops` to the BS's compute (simulated time [s] and energy [J]).
+
+        Parameters
+        ----------
+        r : int
+            The round.
+        clients : list of Node
+            The clients whose update arrived (cut ones are left out).
+        results : list of TrainResult or None
+            Their updates, in order (None in timing mode).
+        """
         yield self.world.compute.run(
             self.world.bs, self.aggregation_flops(len(results)), "aggregate"
         )

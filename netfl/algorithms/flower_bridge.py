@@ -39,6 +39,7 @@ import simpy
 from pydantic import Field, StrictBool, StrictStr
 
 from netfl.algorithms.algorithm import Algorithm, AlgorithmConfig, RoundSummary, register
+from netfl.core.usercode import add_user_code
 from netfl.scenario.strict import beside
 
 if TYPE_CHECKING:
@@ -148,6 +149,9 @@ class Flower(Algorithm):
         from netfl.learning.flower_client import load_flower_app
 
         config = FlowerConfig(**scenario.algorithm.options())
+        if not Path(str(config.app_dir)).is_dir():
+            return [("algorithm.app_dir", f"no folder {config.app_dir} (the Flower app's folder)")]
+        add_user_code(str(config.app_dir), f"Flower app {config.app_dir}")
         for kind in ("server_app", "client_app"):  # (imported now: validate says so)
             try:
                 load_flower_app(getattr(config, kind), str(config.app_dir), kind)

@@ -11,10 +11,21 @@ import json
 import logging
 import sys
 
-from netfl.cli.commands import Terminated, cmd_report, cmd_run, cmd_sweep, on_sigterm
-from netfl.errors import ScenarioError, UserError, WorkerLost
+from netfl.cli.commands import (
+    Terminated,
+    cmd_report,
+    cmd_run,
+    cmd_sweep,
+    on_sigint,
+    on_sigterm,
+)
+from netfl.core.usercode import note_sigint_handler
+from netfl.errors import ScenarioError, UserCodeError, UserError, WorkerLost
 
+#: bad input: a scenario key, a file, an option
 EXIT_USER_ERROR = 2
+#: a researcher's own code failed (a plugin, a Flower app), or a worker was lost
+EXIT_FAILED = 1
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
@@ -58,10 +69,18 @@ def _cmd_list(args: argparse.Namespace) -> int:
     from netfl.learning.catalog import MODEL_CATALOG
     from netfl.learning.datasets import DATASET_INFO
     from netfl.learning.partition import PARTITIONERS
-    from netfl.scenario.plugins import PluginError, load_all_entry_points, load_plugins, origin
+    from netfl.scenario.plugins import (
+        PluginCodeError,
+        PluginError,
+        load_all_entry_points,
+        load_plugins,
+        origin,
+    )
 
     try:
         load_plugins(list(args.plugin or []))
+    except PluginCodeError as err:
+        raise UserCodeError(f"--plugin: {err}", err.trace) from None
     except PluginError as err:
         raise UserError(f"--plugin: {err}") from None
     for problem in load_all_entry_points():
@@ -237,6 +256,18 @@ def build_parser() -> argparse.ArgumentParser:
 MAX_ERROR_LINES = 20
 
 
+def _stdout_to_devnull() -> None:
+    """Point stdout at /dev/null: the interpreter's last flush then has nowhere to fail
+    (Python's advice for a closed pipe)."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     import signal
     import threading
@@ -244,12 +275,20 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, on_sigterm)
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            signal.signal(signal.SIGINT, on_sigint)
+            note_sigint_handler(on_sigint)
     logging.basicConfig(
         level=logging.DEBUG if args.debug else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
     try:
-        return args.func(args)
+        code = args.func(args)
+        sys.stdout.flush()  # (here, where a closed pipe is caught; not at the exit)
+        return code
+    except BrokenPipeError:  # (`netfl run … | head`: the reader went away; end quietly)
+        _stdout_to_devnull()
+        return 0
     except ScenarioError as err:
         if args.debug:
             raise
@@ -259,10 +298,13 @@ def main(argv: list[str] | None = None) -> int:
         if len(lines) > MAX_ERROR_LINES:
             print(f"error: … and {len(lines) - MAX_ERROR_LINES} more problems", file=sys.stderr)
         return EXIT_USER_ERROR
+    except UserCodeError as err:  # (before any round finished: nothing to keep)
+        if args.debug:
+            print(err.trace, file=sys.stderr)
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_FAILED
     except (UserError, FileExistsError) as err:
         if args.debug:
-            if getattr(err, "trace", ""):  # (an app's own traceback: AppError)
-                print(err.trace, file=sys.stderr)
             raise
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USER_ERROR

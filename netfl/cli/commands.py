@@ -12,10 +12,10 @@ import os
 import sys
 from pathlib import Path
 
-from netfl.errors import UserError
+from netfl.errors import SignalInterrupt, UserError
 
 
-class Terminated(KeyboardInterrupt):
+class Terminated(SignalInterrupt):
     """SIGTERM, handled like Ctrl-C (nothing half-written is left as complete)."""
 
 
@@ -25,6 +25,13 @@ _last_interrupt: list[KeyboardInterrupt] = []
 
 def on_sigterm(signum, frame) -> None:
     _last_interrupt[:] = [Terminated()]
+    raise _last_interrupt[0]
+
+
+def on_sigint(signum, frame) -> None:
+    """Ctrl-C as a :class:`~netfl.errors.SignalInterrupt`: told apart from a
+    ``KeyboardInterrupt`` that user code raises (a failure, not an interrupt)."""
+    _last_interrupt[:] = [SignalInterrupt()]
     raise _last_interrupt[0]
 
 
@@ -126,11 +133,15 @@ def cmd_run(args: argparse.Namespace) -> int:
             f"{len(result.rounds)} finished rounds written to {run_dir}, marked "
             f"incomplete in manifest.json{hint}"
         )
-        if not signal_seen:  # a parallel executor's worker died, or an app raised
+        if not signal_seen:  # a parallel executor's worker died, or user code failed
             if getattr(args, "debug", False) and result.info.get("error_trace"):
                 print(result.info["error_trace"], file=sys.stderr)
+            if result.stop_reason in ("failed", "error"):
+                written = written.replace("marked incomplete", "marked failed")
+                if rundir.has_checkpoint:
+                    written = written.replace("; resume with:", "; once it is fixed, resume with:")
             print(f"error: {result.info['error']}; {written}", file=sys.stderr)
-            return 2 if result.stop_reason == "app_error" else 1
+            return 2 if result.stop_reason == "error" else 1  # (bad input / code failed)
         what = "terminated" if isinstance(signal_seen[0], Terminated) else "interrupted"
         print(f"{what}: {written}", file=sys.stderr)
         return 143 if isinstance(signal_seen[0], Terminated) else 130
@@ -193,6 +204,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     finally:
         bar.close()
     counts = index["status"].value_counts().to_dict()
+    for _, row in index[index["status"] == "failed"].iterrows():  # (the reason, not only
+        print(f"error: run {row['run']} failed: {row['error']}", file=sys.stderr)  # the csv)
     print(f"{spec.name}: {len(index)} runs ({', '.join(f'{v} {k}' for k, v in counts.items())})")
     print(f"index: {out / 'sweep.csv'}")
     print(f"report (mean ± std over seeds, index.html): netfl report {out}")

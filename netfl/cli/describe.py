@@ -2,7 +2,8 @@
 
 The propagation law behind its channel profile and every override (path loss and its
 parameters, shadowing, LOS), fading, powers, noise figures, power control, the link
-abstraction and scheduler, and — from one drop of the devices, as round 0 places them —
+abstraction and scheduler, the BS antenna (pattern, peak gain, sectors, and whether it
+is what TR 38.901's calibration assumes), and — from one drop of the devices, as round 0 places them —
 the distribution of the devices' mean SNR (SINR in a network) and who is starved in
 which direction. Nothing is run; the first drop is built as ``netfl run`` builds it.
 """
@@ -98,6 +99,60 @@ def _ofdma_lines(scenario: Any) -> list[str]:
     ]
 
 
+#: what TR 38.901's large-scale calibration assumes of a BS (Table 7.8-1), for people
+CALIBRATION_ANTENNA = (
+    "3 sectors per site, each a 10 × 1 vertical array (0.8 λ, downtilt 102°) of "
+    "Table 7.3-1 elements"
+)
+
+
+def _antenna_lines(scenario: Any) -> list[str]:
+    """The BS antenna: pattern, peak gain [dBi] (from :mod:`channel_models.bs_antenna`),
+    sectorisation, and how it stands against TR 38.901's calibration (Table 7.8-1)."""
+    from channel_models.bs_antenna import array_gain_db, element_gain_db
+
+    net = scenario.network
+    element_dbi = float(element_gain_db(np.array(90.0), np.array(0.0)))
+    calibration = f"{element_dbi + 10.0:.0f} dBi peak"
+    if net is None:
+        return [
+            "  BS antenna: omni, 0 dBi in every direction (one cell, no sectors; the ns-3 "
+            "LENA reference's isotropic antenna)",
+            f"    not TR 38.901's calibration (Table 7.8-1: {CALIBRATION_ANTENNA}, "
+            f"{calibration}): set network: {{sites: 1}} for one such site",
+        ]
+    if net.antenna == "omni":
+        pattern, peak = "omni, 0 dBi in every direction (no vertical array)", 0.0
+    else:
+        rows, tilt = net.antenna_rows, net.tilt_zenith_deg
+        array_dbi = float(array_gain_db(np.array(tilt), rows, 0.8, tilt))
+        array = f"{rows} × 1 vertical array (0.8 λ, downtilt {tilt:g}°)"
+        if net.sectors == 3:
+            pattern = (
+                f"TR 38.901 sector pattern (Table 7.3-1 element, {element_dbi:g} dBi, 65° "
+                f"beamwidth, 30 dB floor) on a {array}"
+            )
+            peak = element_dbi + array_dbi
+        else:
+            pattern, peak = f"omni in azimuth (no element pattern), a {array}", array_dbi
+    sectors = (
+        "3 sectors per site (boresights 30°/150°/270°)" if net.sectors == 3 else "1 cell per site"
+    )
+    calibrated = (
+        net.sectors == 3
+        and net.antenna == "tr38901"
+        and net.antenna_rows == 10
+        and net.tilt_zenith_deg == 102.0
+    )
+    return [
+        f"  BS antenna: {pattern}: max gain {peak:.1f} dBi; {sectors}",
+        "    as TR 38.901's calibration (Table 7.8-1)"
+        if calibrated
+        else f"    not TR 38.901's calibration (Table 7.8-1: {CALIBRATION_ANTENNA}, "
+        f"{calibration}; the network section's defaults)",
+    ]
+
+
 def _fixed_rate_lines(scenario: Any, world: Any) -> list[str]:
     link = scenario.cell.link
     rates: dict[tuple[float, float], int] = {}
@@ -135,7 +190,7 @@ def describe_lines(scenario: Any, source: str) -> list[str]:
             + (f", {len(world.cell_nodes)} cells" if len(world.cell_nodes) > 1 else ""),
         ]
         if link.mode == "ofdma":
-            lines += _ofdma_lines(scenario)
+            lines += _ofdma_lines(scenario) + _antenna_lines(scenario)
         else:
             lines += _fixed_rate_lines(scenario, world)
         coverage = world.coverage.tables().get("coverage")

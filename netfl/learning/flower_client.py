@@ -33,6 +33,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import flop_registry
 
+from netfl.core.usercode import is_signal
+
 if TYPE_CHECKING:
     from netfl.learning.executor import LearningContext
     from netfl.learning.tasks import FlowerClientTask
@@ -96,8 +98,12 @@ def load_flower_app(reference: str, app_dir: str, kind: str) -> Any:
         ) from None
     except ValueError as err:
         raise ValueError(f"{reference!r}: {str(err).strip().splitlines()[0]}") from None
-    except Exception as err:  # raised while importing the app's module
+    except BaseException as err:  # raised while importing the app's module (sys.exit too)
+        if is_signal(err):
+            raise
         first = (str(err).strip().splitlines() or [""])[0]
+        if isinstance(err, SystemExit):
+            first = f"exit code {err.code!r}"
         raise ValueError(
             f"{reference!r}: importing it raised {type(err).__name__}: {first}"
         ) from None
@@ -224,8 +230,12 @@ def run_flower_client(context: LearningContext, task: FlowerClientTask) -> Flowe
         counter = FlopCount()
         with seeded(task.seed), counter if task.count_flops else nullcontext():
             reply = app(task.message, task.context)
-    except Exception as err:
+    except BaseException as err:  # (sys.exit, KeyboardInterrupt from the app: failures)
+        if is_signal(err):
+            raise
         first = (str(err).strip().splitlines() or [""])[0]
+        if isinstance(err, SystemExit):
+            first = f"exit code {err.code!r}"
         return FlowerClientResult(
             None, task.context, 0.0, f"{type(err).__name__}: {first}", traceback.format_exc()
         )

@@ -103,7 +103,8 @@ class RunDirectory:
 
     @classmethod
     def to_resume(cls, path: str | Path) -> tuple[RunDirectory, Any, bool]:
-        """An interrupted run's directory (``netfl run --resume``): it, the scenario its
+        """An interrupted or failed run's directory (``netfl run --resume``): it, the
+        scenario its
         checkpoint folder saved, and whether a checkpoint of a finished round is there
         (validated against that scenario; without one the run starts again in place).
         Nothing of the interrupted run is removed: its finished rounds and manifest stay
@@ -129,18 +130,18 @@ class RunDirectory:
     def in_sweep(cls, path: str | Path, scenario: Any) -> tuple[RunDirectory, bool]:
         """A sweep's run directory for ``scenario``, and whether it holds a checkpoint
         of this very scenario (an earlier invocation stopped: Ctrl-C, a kill, a lost
-        worker) to resume from; otherwise its checkpoint folder is made afresh (when the
+        worker, a failure of user code) to resume from; otherwise its checkpoint folder is made afresh (when the
         scenario checkpoints)."""
         found = cls(path)
-        if not scenario.outputs.checkpoint_every:
-            return found, False
         folder = found.checkpoint_dir
         if (
             found.has_checkpoint
             and (folder / "scenario.yaml").is_file()
             and not scenario_mismatch(folder, scenario)
-        ):
+        ):  # (of a checkpointing run, or of one that failed in user code)
             return found, True
+        if not scenario.outputs.checkpoint_every:
+            return found, False
         shutil.rmtree(folder, ignore_errors=True)  # none, or one of another scenario
         found.prepare_checkpoint(scenario)
         return found, False

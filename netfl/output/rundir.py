@@ -11,9 +11,11 @@ that exists is complete; an interrupted run leaves nothing behind.
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import platform
+import re
 import shutil
 import socket
 import subprocess
@@ -49,8 +51,25 @@ __all__ = [
 
 #: stop reasons of a run that did not finish: written marked ``"complete": false``,
 #: checkpoint kept, run again by sweeps (Ctrl-C/SIGTERM; a parallel executor's worker died;
-#: a researcher's own code raised: a Flower app)
-INCOMPLETE = ("interrupted", "worker_lost", "app_error")
+#: a researcher's own code failed: a plugin, a Flower app — status ``failed``; the input
+#: cannot go on mid-run, e.g. no device returns within the horizon — status ``failed``)
+INCOMPLETE = ("interrupted", "worker_lost", "failed", "error")
+
+#: the temporary folders a write leaves when killed: ``.NAME.XXXXXXXX.tmp`` (being
+#: written) and ``.NAME.XXXXXXXX.old`` (a replaced run moved aside); matched by exact
+#: name, so that a sibling run whose name extends this one's (``mu=1`` and ``mu=1.5``)
+#: is never touched
+_LEFTOVER = r"\.{name}\.[a-z0-9_]{{8}}\.{kind}"
+
+
+def _leftovers(target: Path, kind: str) -> list[Path]:
+    """This run's own leftovers beside ``target`` (``kind``: ``tmp`` or ``old``)."""
+    pattern = re.compile(_LEFTOVER.format(name=re.escape(target.name), kind=kind))
+    return sorted(
+        p
+        for p in target.parent.glob(f".{glob.escape(target.name)}.*.{kind}")
+        if pattern.fullmatch(p.name)
+    )
 
 
 def _git_commit() -> str | None:
@@ -72,8 +91,11 @@ def manifest(result: RunResult) -> dict[str, Any]:
     from netfl.version import __version__
 
     complete = result.stop_reason not in INCOMPLETE
+    failed = result.stop_reason in ("failed", "error")
     return {
-        "status": "complete" if complete else "incomplete",
+        # complete; incomplete (interrupted, a worker lost); failed (user code: "error"
+        # says why)
+        "status": "complete" if complete else "failed" if failed else "incomplete",
         "scenario": result.scenario.name,
         "seed": result.scenario.seed,
         "algorithm": result.scenario.algorithm.name,
@@ -211,7 +233,7 @@ def write_run_dir(
     if occupied and not ours:
         raise FileExistsError(f"run directory {target} already exists")
     target.parent.mkdir(parents=True, exist_ok=True)
-    for stale in target.parent.glob(f".{target.name}.*.tmp"):  # a write killed half-way
+    for stale in _leftovers(target, "tmp"):  # a write of this run killed half-way
         shutil.rmtree(stale, ignore_errors=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
     os.chmod(tmp, 0o777 & ~_umask())  # (mkdtemp's 0700: results readable as the umask says)
@@ -233,6 +255,8 @@ def write_run_dir(
         if (target / CHECKPOINT_DIR).is_dir() and result.stop_reason in INCOMPLETE:
             os.rename(target / CHECKPOINT_DIR, tmp / CHECKPOINT_DIR)  # the run can be resumed
             checkpoint_moved = True
+        if result.resume_state is not None:  # (failed in user code: its last round's state)
+            _write_resume_state(result, tmp)
         if occupied:  # the interrupted run's tables: replaced only now that ours are whole
             old = Path(
                 tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent)
@@ -257,10 +281,22 @@ def write_run_dir(
     return target
 
 
+def _write_resume_state(result: RunResult, folder: Path) -> None:
+    """The checkpoint a failed run resumes from (``result.resume_state``: its last
+    finished round), with the resolved scenario ``--resume`` reads, in ``folder``."""
+    from netfl.sim.checkpoint import write_checkpoint
+
+    (folder / CHECKPOINT_DIR).mkdir(exist_ok=True)
+    saved = folder / CHECKPOINT_DIR / "scenario.yaml"
+    if not saved.is_file():
+        saved.write_text(yaml.safe_dump(resolved(result.scenario), sort_keys=False))
+    write_checkpoint(folder, result.resume_state)
+
+
 def _recover(target: Path) -> None:
     """Undo a replacement of ``target`` that was killed half-way: an interrupted run's
     tables moved aside (``.NAME.*.old/run``) while ``target`` is missing go back."""
-    for aside in sorted(target.parent.glob(f".{target.name}.*.old")):
+    for aside in _leftovers(target, "old"):
         if (aside / "run").is_dir() and not target.exists():
             os.rename(aside / "run", target)
         shutil.rmtree(aside, ignore_errors=True)

@@ -30,6 +30,7 @@ INTERFACE = (
     "link_variates",
     "link_at_positions",
     "link_states",
+    "allocation_states",
     "expected_efficiency",
     "snr_terms",
     "forget_links",

@@ -257,6 +257,20 @@ class MultiCellRadio(Radio):
             snr[m] = row[0] * scale
         return snr, self.cells[0].expected_efficiency(snr, "d2d")
 
+    def allocation_states(
+        self, srcs: Sequence[Node], dsts: Sequence[Node], num_rbs: float = 1.0
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`OfdmaRadio.allocation_states` of D2D pairs on a network: each on its
+        sender's cell's uplink with the interference now (an SINR [linear], as
+        :meth:`link_states`); 0 on the diagonal."""
+        if not all(n.is_device for n in (*srcs, *dsts)):
+            raise ValueError("a network plans D2D links only (devices to devices)")
+        snr = np.zeros((len(srcs), len(dsts)))
+        for m, src in enumerate(srcs):
+            c = self.serving[src.name]
+            snr[m] = self.cells[c].allocation_states([src], dsts, num_rbs)[0][0]
+        return snr, self.cells[0].expected_efficiency(snr, "d2d")
+
     def d2d_budget(self, senders: Sequence[Node]) -> tuple[np.ndarray, np.ndarray]:
         """One pool per cell (a pair uses its sender's cell's uplink): each sender's cell
         and the uplink bandwidth no CUE holds in each cell [Hz]."""

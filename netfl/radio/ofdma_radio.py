@@ -306,21 +306,22 @@ class OfdmaRadio(LinkRadio):
     def link_states(
         self, srcs: Sequence[Node], dsts: Sequence[Node]
     ) -> tuple[np.ndarray, np.ndarray]:
-        """``(mean SNR, expected spectral efficiency)`` of every ``srcs[m] → dsts[i]``,
+        """``(planning SNR, expected spectral efficiency)`` of every ``srcs[m] → dsts[i]``,
         shape (M, N) each; 0 where a node would send to itself (FedDif (9), (21)).
 
-        The mean per-RB SNR (no fading; under open-loop power control the SNR its
-        power-spectral-density target gives) and γ̃ = E_h[SE(SNR·|h|²)] over the
+        The planning SNR [linear] is the mean (no fading) wideband one: ``P·β / (N0·F·B)``
+        with the sender's full power over the bandwidth it spreads over, or under
+        open-loop power control the per-RB SNR its power-spectral-density target gives,
+        ``P0·2^μ·PL^α·β / (N0·F·B_RB)``, not capped at the UE's maximum power
+        (:meth:`snr_terms` with ``wideband``; :class:`~netfl.algorithms.context.LinkStates`
+        compares it with :meth:`allocation_states`). γ̃ = E_h[SE(SNR·|h|²)] over the
         profile's fading with the profile's efficiency (Shannon or CQI, after
         overhead) [bit/s/Hz]. All links must share one direction.
         """
-        directions = {direction_of(s, d) for s in srcs for d in dsts if s is not d}
-        if len(directions) > 1:
-            raise ValueError(f"link_states needs links of one direction, got {sorted(directions)}")
+        direction = self._one_direction(srcs, dsts, "link_states")
         snr = np.zeros((len(srcs), len(dsts)))
-        if not directions:
+        if direction is None:
             return snr, snr.copy()
-        (direction,) = directions
         psd, _ = self.snr_terms(
             self.link_loss_matrix_db(srcs, dsts),
             direction == "downlink",
@@ -329,6 +330,39 @@ class OfdmaRadio(LinkRadio):
         )
         self_pair = np.array([[s is d for d in dsts] for s in srcs], dtype=bool)
         snr = np.where(self_pair, 0.0, psd)
+        return snr, self.expected_efficiency(snr, direction)
+
+    @staticmethod
+    def _one_direction(srcs: Sequence[Node], dsts: Sequence[Node], what: str) -> str | None:
+        """The one direction of the links ``srcs × dsts`` (None: no link but self pairs)."""
+        directions = {direction_of(s, d) for s in srcs for d in dsts if s is not d}
+        if len(directions) > 1:
+            raise ValueError(f"{what} needs links of one direction, got {sorted(directions)}")
+        return next(iter(directions), None)
+
+    def allocation_states(
+        self, srcs: Sequence[Node], dsts: Sequence[Node], num_rbs: float = 1.0
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(allocation SNR, expected spectral efficiency)`` of every ``srcs[m] →
+        dsts[i]`` for a transfer holding ``num_rbs`` RBs, shape (M, N) each; 0 where a
+        node would send to itself.
+
+        The allocation SNR [linear] is :meth:`mean_snr`: ``min(snr_psd, snr_one_rb /
+        num_rbs)`` of the link now (:meth:`link_now`, a network's cell with its
+        interference), what a transfer's blocks are rated at before fading; with
+        ``num_rbs = 1`` it is :meth:`coverage`'s ``uplink_snr_db`` /
+        ``downlink_snr_db``. γ̃ as :meth:`link_states` [bit/s/Hz].
+        """
+        if not num_rbs > 0:
+            raise ValueError(f"allocation_states: num_rbs must be positive, got {num_rbs!r}")
+        direction = self._one_direction(srcs, dsts, "allocation_states")
+        snr = np.zeros((len(srcs), len(dsts)))
+        if direction is None:
+            return snr, snr.copy()
+        for m, src in enumerate(srcs):
+            for i, dst in enumerate(dsts):
+                if src is not dst:
+                    snr[m, i] = self.mean_snr(src, dst, num_rbs)
         return snr, self.expected_efficiency(snr, direction)
 
     def expected_efficiency(self, snr: np.ndarray, direction: str) -> np.ndarray:

@@ -14,10 +14,15 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from netfl.algorithms import ALGORITHMS, get_algorithm
-from netfl.errors import ScenarioError
+from netfl.errors import ScenarioError, UserCodeError
 from netfl.scenario.layout import KIND_KEYS
 from netfl.scenario.plausibility import warn_implausible
-from netfl.scenario.plugins import PluginError, load_entry_point, load_plugins
+from netfl.scenario.plugins import (
+    PluginCodeError,
+    PluginError,
+    load_entry_point,
+    load_plugins,
+)
 from netfl.scenario.reading import excerpt as _excerpt
 from netfl.scenario.reading import parse_yaml_text, read_yaml
 from netfl.scenario.schema import LINK_MODE_KEYS, Scenario
@@ -173,6 +178,8 @@ def parse_scenario(
         name = algorithm.get("name") if isinstance(algorithm, dict) else None
         if isinstance(name, str) and name not in ALGORITHMS:
             load_entry_point(name)
+    except PluginCodeError as err:  # (the plugin's own code failed: not the input)
+        raise UserCodeError(f"{source}: {err.key}: {err}", err.trace) from None
     except PluginError as err:
         raise ScenarioError(source, [(err.key, str(err))]) from None
     try:

@@ -32,6 +32,7 @@ from typing import Any
 
 from netfl.algorithms import ALGORITHMS
 from netfl.algorithms.algorithm import register
+from netfl.core.usercode import add_user_code, failure, is_signal, loading
 from netfl.errors import RegistrationError
 from netfl.scenario.registries import forget, registries
 from netfl.scenario.strict import resolve_plugin_spec
@@ -40,6 +41,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "MAX_PLUGINS",
     "PluginError",
+    "PluginCodeError",
     "load_plugins",
     "load_entry_point",
     "load_all_entry_points",
@@ -61,6 +63,33 @@ class PluginError(ValueError):
     def __init__(self, key: str, message: str):
         super().__init__(message)
         self.key = key
+
+
+class PluginCodeError(PluginError):
+    """A plugin whose own code failed while it was imported (it raised, or called
+    ``sys.exit``): user code's failure, not bad input; ``trace`` is its traceback."""
+
+    def __init__(self, key: str, message: str, trace: str = ""):
+        super().__init__(key, message)
+        self.trace = trace
+
+
+def _add_package(module_name: str, label: str) -> None:
+    """Frames of ``module_name``'s top-level package (its file, or its folder) are user
+    code named ``label`` — found before it is imported, so that an error at its import
+    names its line."""
+    try:
+        found = importlib.util.find_spec(module_name.split(".")[0])
+    except (ImportError, ValueError):
+        return
+    if found is not None and found.origin and found.has_location:
+        path = Path(found.origin)
+        add_user_code(path.parent if path.name == "__init__.py" else path, label)
+
+
+def _code_error(key: str, spec: str, err: BaseException) -> PluginCodeError:
+    found = failure(err, "import", f"plugin {spec}")
+    return PluginCodeError(key, str(found), found.trace)
 
 
 def origin(name: str, kind: str = "algorithm") -> str:
@@ -91,10 +120,12 @@ def _import(spec: str) -> Any:
     """Import a module name or a ``.py`` file (under a name derived from its path, kept
     in ``sys.modules`` so that its classes pickle by reference in this process)."""
     if not spec.endswith(".py"):
+        _add_package(spec, f"plugin {spec}")
         return importlib.import_module(spec)
     path = Path(spec)
     if not path.is_file():
         raise FileNotFoundError(f"no plugin file {spec}")
+    add_user_code(path, f"plugin {spec}")
     name = f"netfl_plugin_{path.stem}_{hashlib.sha256(spec.encode()).hexdigest()[:8]}"
     if name in sys.modules:
         return sys.modules[name]
@@ -126,7 +157,8 @@ def _load_one(spec: str, key: str) -> list[str]:
     before = _snapshot()
     try:
         try:
-            _import(spec)
+            with loading(f"plugin {spec}"):
+                _import(spec)
         except BaseException:
             _forget(before)
             raise
@@ -142,8 +174,10 @@ def _load_one(spec: str, key: str) -> list[str]:
         raise PluginError(key, f"{spec} raised {_first_line(err)}") from None
     except FileNotFoundError as err:
         raise PluginError(key, str(err)) from None
-    except Exception as err:  # noqa: BLE001 - any error inside a user's plugin: one line
-        raise PluginError(key, f"{spec} raised {_first_line(err)}") from None
+    except BaseException as err:  # noqa: BLE001 - a user's plugin failed (sys.exit too)
+        if is_signal(err):
+            raise
+        raise _code_error(key, spec, err) from None
     added = _added(before)
     for entry in added:
         _ORIGIN[entry] = f"plugin {spec}"
@@ -208,12 +242,16 @@ def _load_entry(ep: Any) -> None:
 
 def _register_entry(ep: Any, where: str, before: set[str]) -> None:
     key = "algorithm.name"
+    _add_package(ep.value.split(":")[0], where)
     try:
-        cls = ep.load()
+        with loading(where):
+            cls = ep.load()
     except RegistrationError as err:
         raise PluginError(key, _clash(str(err), where)) from None
-    except Exception as err:  # noqa: BLE001 - any error inside a user's plugin: one line
-        raise PluginError(key, f"{where} raised {_first_line(err)}") from None
+    except BaseException as err:  # noqa: BLE001 - a user's plugin failed (sys.exit too)
+        if is_signal(err):
+            raise
+        raise _code_error(key, where, err) from None
     if ALGORITHMS.get(ep.name) is cls and ep.name in before:
         return  # the same class, loaded before (as a plugin file or this entry point)
     if ep.name in before:

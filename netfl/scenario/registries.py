@@ -1,5 +1,5 @@
 """What a plugin may add besides algorithms: models, data sets, partitions and
-compute/link profiles (issue 33, item 1).
+compute/link profiles.
 
 A plugin module (a scenario's ``plugins:`` entry, or an installed package's module
 that an entry point loads) calls these at import, before the scenario is validated;
@@ -29,6 +29,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from netfl.core.usercode import UserCallable, current_label
 from netfl.errors import RegistrationError
 
 __all__ = [
@@ -118,7 +119,7 @@ def register_model(
     if loss not in LOSSES:
         raise RegistrationError(f"model {name!r}: loss must be one of {', '.join(LOSSES)}")
     MODEL_CATALOG[name] = (loss, description or "(plugin model)")
-    MODEL_BUILDERS[name] = builder
+    MODEL_BUILDERS[name] = _user(builder, f"model {name!r} builder", _model_problem)
 
 
 def register_dataset(name: str, loader: Callable[..., Any], *, description: str = "") -> None:
@@ -127,7 +128,7 @@ def register_dataset(name: str, loader: Callable[..., Any], *, description: str 
 
     _claim("data set", name)
     _callable("data set", name, loader, "its loader")
-    DATASETS[name] = loader
+    DATASETS[name] = _user(loader, f"data set {name!r} loader", _dataset_problem)
     DATASET_INFO[name] = description or "(plugin data set)"
 
 
@@ -142,7 +143,7 @@ def register_partition(
     _callable("partition", name, split, "its split")
     if not all(isinstance(p, str) and _NAME.match(p) for p in params):
         raise RegistrationError(f"partition {name!r}: params must be names, got {params!r}")
-    PARTITIONERS[name] = split
+    PARTITIONERS[name] = _user(split, f"partition {name!r} split", _partition_problem)
     PARTITION_PARAMS[name] = set(params)
 
 
@@ -176,6 +177,57 @@ def register_link_profile(profile: Any) -> None:
     name = _claim("link profile", profile.name)
     _positive("link profile", name, profile, ("uplink_bps", "downlink_bps"))
     link_profiles()[name] = profile
+
+
+def _user(fn: Callable[..., Any], what: str, check: Any = None) -> UserCallable:
+    """``fn`` called as user code: what it raises, and a result ``check`` finds wrong,
+    is one line naming the plugin that registered it (:mod:`netfl.core.usercode`)."""
+    return UserCallable(fn, current_label("user code"), what, check)
+
+
+def _model_problem(model: Any, input_shape: Any = None, num_classes: Any = None) -> str:
+    """What is wrong with what a model builder returned ("" if nothing)."""
+    import torch
+
+    if not isinstance(model, torch.nn.Module):
+        return f"{_shown(model)}, not a torch.nn.Module"
+    if not any(True for _ in model.parameters()):
+        return "a model with no parameters (nothing to train or to send)"
+    return ""
+
+
+def _dataset_problem(data: Any, *args: Any, **kwargs: Any) -> str:
+    """What is wrong with what a data-set loader returned ("" if nothing)."""
+    import numpy as np
+
+    from netfl.learning.datasets import Dataset
+
+    if not isinstance(data, Dataset):
+        return f"{_shown(data)}, not a netfl.learning.datasets.Dataset"
+    for part in ("train", "test"):
+        x, y = getattr(data, f"{part}_x_np"), getattr(data, f"{part}_y_np")
+        if not isinstance(x, np.ndarray) or not isinstance(y, np.ndarray):
+            return f"{part} arrays that are no numpy arrays"
+        if len(x) != len(y):
+            return f"{len(x)} {part} samples but {len(y)} {part} labels"
+        if len(y) and (y.min() < 0 or y.max() >= data.num_classes):
+            return f"{part} labels outside 0..{data.num_classes - 1} (num_classes)"
+    if not len(data.train_y_np):
+        return "no training samples"
+    return ""
+
+
+def _partition_problem(parts: Any, labels: Any, num_devices: int, *args: Any, **kw: Any) -> str:
+    """What is wrong with what a partition returned ("" if nothing; the indices
+    themselves are checked by :func:`netfl.learning.partition.partition`)."""
+    if not isinstance(parts, (list, tuple)) or len(parts) != num_devices:
+        return f"{_shown(parts)}, not a list of {num_devices} index arrays (one per device)"
+    return ""
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else f"a {type(value).__name__}"
 
 
 def _finite(value: Any) -> bool:

@@ -237,8 +237,18 @@ class TrainingSection(_Strict):
     time_budget_s: PositiveFloat | None = Field(None, le=1e9)
     local_epochs: PositiveInt = Field(1, le=10_000)
     batch_size: PositiveInt = Field(32, le=1_000_000)
-    lr: PositiveFloat = Field(0.01, le=1e3)
-    momentum: float = Field(0.0, ge=0.0, lt=1.0)
+    lr: PositiveFloat = Field(
+        0.1,
+        le=1e3,
+        description="local SGD step size (0.1: plain SGD as in McMahan et al. 2017, with "
+        "which FedAvg learns MNIST-5k in about 10 rounds; docs/scenarios.md)",
+    )
+    momentum: float = Field(
+        0.0,
+        ge=0.0,
+        lt=1.0,
+        description="local SGD momentum (each training job starts its own; 0: plain SGD)",
+    )
     weight_decay: NonNegativeFloat = Field(0.0, le=10.0)
     augment: list[Literal["hflip"]] = Field(
         default_factory=list,

@@ -328,6 +328,29 @@ def train_config(scenario: Scenario) -> TrainConfig:
     )
 
 
+def _check_threads(scenario: Scenario, source: str) -> None:
+    """``learning.num_threads`` within this machine's CPUs (where the jobs run here: not
+    on Ray's cluster): more threads than cores only slow every job, and OpenMP may fail
+    to create them at all ("Thread creation failed") — one line instead. Checked when a
+    run starts, not when a scenario is read: a run directory from a larger machine stays
+    readable here."""
+    import os
+
+    wanted = scenario.learning.num_threads
+    if not wanted or scenario.learning.executor == "ray":
+        return
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # (not Linux)
+        cpus = os.cpu_count() or 1
+    if wanted > cpus:
+        raise UserError(
+            f"{source}: learning.num_threads: {wanted} threads per job on a machine that "
+            f"gives this process {cpus} CPUs; use at most {cpus} (leave it unset for torch's "
+            "default)"
+        )
+
+
 def build_executor(
     scenario: Scenario, dataset: Dataset, models: dict[str, ModelInfo], source: str
 ) -> LearningParts:
@@ -342,6 +365,7 @@ def build_executor(
     from netfl.learning.parallel import make_executor
     from netfl.learning.train import resolve_device
 
+    _check_threads(scenario, source)
     parts = LearningParts(threads_before=torch.get_num_threads())
     if scenario.learning.num_threads:  # (until close(): the caller's count returns)
         torch.set_num_threads(scenario.learning.num_threads)

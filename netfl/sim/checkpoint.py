@@ -32,6 +32,8 @@ from netfl.errors import UserError
 __all__ = [
     "CHECKPOINT_DIR",
     "save_checkpoint",
+    "encode_checkpoint",
+    "write_checkpoint",
     "load_checkpoint",
     "checkpoint_path",
     "scenario_fingerprint",
@@ -106,15 +108,35 @@ def save_checkpoint(run_dir: str | Path, state: dict[str, Any]) -> Path:
         return _save(run_dir, state)
 
 
+def encode_checkpoint(state: dict[str, Any]) -> bytes:
+    """``state`` as the bytes of a checkpoint file (a copy: later changes to the
+    algorithm's tensors do not reach it); :func:`write_checkpoint` writes them."""
+    import io
+
+    import torch
+
+    buffer = io.BytesIO()
+    torch.save(_safe(state), buffer)
+    return buffer.getvalue()
+
+
+def write_checkpoint(run_dir: str | Path, data: bytes) -> Path:
+    """Write checkpoint bytes (:func:`encode_checkpoint`) atomically (signals deferred)."""
+    with signals_deferred():
+        return _write(run_dir, data)
+
+
 def _save(run_dir: str | Path, state: dict[str, Any]) -> Path:
+    return _write(run_dir, encode_checkpoint(state))
+
+
+def _write(run_dir: str | Path, data: bytes) -> Path:
     path = checkpoint_path(run_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".state.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
-            import torch
-
-            torch.save(_safe(state), f)
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)

@@ -51,7 +51,13 @@ def build_data(scenario: Scenario, streams: Streams, source: str = "scenario"):
     """
     d = scenario.data
     options = d.synthetic.model_dump() if d.dataset == "synthetic" else {}
-    data_key = ("data", d.dataset, d.root, d.test_fraction, scenario.seed, repr(options))
+    from netfl.learning.datasets import DATASETS
+    from netfl.learning.partition import PARTITIONERS
+
+    # (the loader and the split themselves are part of the keys: a plugin registered
+    # again, e.g. fixed in a notebook, loads and splits anew)
+    loader = DATASETS.get(d.dataset)
+    data_key = ("data", d.dataset, loader, d.root, d.test_fraction, scenario.seed, repr(options))
     try:
         dataset = _cached(
             _DATA_CACHE,
@@ -67,7 +73,14 @@ def build_data(scenario: Scenario, streams: Streams, source: str = "scenario"):
             f"{d.dataset!r} gives {n_train} training and {n_test} test samples; both "
             "need at least one"
         )
-    part_key = ("partition", *data_key[1:], d.partition.model_dump_json(), scenario.devices.count)
+    split = PARTITIONERS.get(d.partition.scheme)
+    part_key = (
+        "partition",
+        *data_key[1:],
+        split,
+        d.partition.model_dump_json(),
+        scenario.devices.count,
+    )
     parts = _cached(
         _PARTITION_CACHE, part_key, lambda: _partition(scenario, dataset, streams, source)
     )

@@ -19,8 +19,10 @@ import os
 import tempfile
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from netfl.compute.flops import ModelFlops
+from netfl.errors import UserCodeError
 from netfl.learning.datasets import cache_dir
 from netfl.version import torch_version
 
@@ -63,6 +65,7 @@ def _plugin_hash(name: str) -> str:
     builder = MODEL_BUILDERS.get(name)
     if builder is None:
         return ""
+    builder = getattr(builder, "__wrapped__", builder)  # (the plugin's own function)
     try:
         source = Path(inspect.getfile(builder)).read_bytes()
     except (TypeError, OSError):  # (no file: never cached across processes)
@@ -78,7 +81,9 @@ def _count(name: str, input_shape: tuple[int, ...], num_classes: int) -> tuple[i
 
     spec = get_model_spec(name)
     with torch.random.fork_rng():
-        num_params = num_parameters(spec.build(input_shape, num_classes))
+        model = spec.build(input_shape, num_classes)
+        num_params = num_parameters(model)
+        _check_outputs(name, model, input_shape, num_classes)
     flops = measure_flops(
         (name, input_shape, num_classes),
         lambda: spec.build(input_shape, num_classes),
@@ -87,6 +92,33 @@ def _count(name: str, input_shape: tuple[int, ...], num_classes: int) -> tuple[i
         num_classes,
     )
     return num_params, flops
+
+
+def _check_outputs(name: str, model: Any, input_shape: tuple[int, ...], num_classes: int) -> None:
+    """A plugin's model must map a batch ``(B, *input_shape)`` to ``(B, num_classes)``
+    logits: else one :class:`~netfl.errors.UserCodeError` naming the plugin (before a
+    round, not as a loss function's shape error inside one)."""
+    from netfl.learning.catalog import MODEL_BUILDERS
+
+    builder = MODEL_BUILDERS.get(name)
+    if builder is None:  # (a built-in)
+        return
+    import torch
+
+    from netfl.core.usercode import calling
+
+    label = getattr(builder, "label", "user code")
+    with calling(label, f"model {name!r} forward"), torch.no_grad():
+        was = model.training
+        out = model.eval()(torch.zeros(2, *input_shape))
+        model.train(was)
+    shape = tuple(out.shape) if isinstance(out, torch.Tensor) else None
+    if shape != (2, num_classes):
+        got = f"outputs of shape {shape}" if shape is not None else f"a {type(out).__name__}"
+        raise UserCodeError(
+            f"{label}: model {name!r} gives {got} for a batch of 2 inputs of shape "
+            f"{input_shape}, not (2, {num_classes}): one logit per class of the data set"
+        )
 
 
 def _read(path: Path) -> dict:

@@ -36,3 +36,7 @@ class RunResult:
     info: dict[str, Any] = field(default_factory=dict)
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     manifest: dict[str, Any] = field(default_factory=dict)
+    #: a run that failed in user code (``stop_reason`` ``"failed"``): the checkpoint of
+    #: its last finished round (:func:`netfl.sim.checkpoint.encode_checkpoint`), which
+    #: writing the run directory stores for ``netfl run --resume``; else None
+    resume_state: bytes | None = field(default=None, repr=False)

@@ -8,6 +8,7 @@ round: the round in progress always completes).
 
 from __future__ import annotations
 
+import inspect
 import logging
 import time
 from collections.abc import Callable
@@ -21,8 +22,10 @@ from netfl.core.gc_policy import fewer_collections
 from netfl.core.invariants import check_records, check_round
 from netfl.core.records import collect_tables
 from netfl.core.threads import wait_policy
-from netfl.errors import AppError, UserError, WorkerLost
+from netfl.core.usercode import attributed
+from netfl.errors import UserCodeError, UserError, WorkerLost
 from netfl.scenario.files import algorithm_config
+from netfl.scenario.plugins import origin
 from netfl.scenario.schema import Scenario
 from netfl.sim.accounting import (
     MeterSnapshot,
@@ -33,6 +36,7 @@ from netfl.sim.accounting import (
 )
 from netfl.sim.checkpoint import (
     checkpoint_path,
+    encode_checkpoint,
     load_checkpoint,
     save_checkpoint,
     scenario_fingerprint,
@@ -53,6 +57,7 @@ def run(
     run_dir: str | Path | None = None,
     resume: bool = False,
     partial_on_interrupt: bool = False,
+    partial_on_failure: bool | None = None,
 ) -> RunResult:
     """Build the world, run the algorithm's rounds, and return the tables.
 
@@ -63,18 +68,29 @@ def run(
     ``stop_reason`` ``"interrupted"`` (the CLI writes them marked incomplete)
     instead of raising ``KeyboardInterrupt``; likewise ``"worker_lost"`` (and
     ``info["error"]``) when a parallel executor's worker dies
-    (:class:`~netfl.errors.WorkerLost`), and ``"app_error"`` when a researcher's own code
-    raises (:class:`~netfl.errors.AppError`: a Flower ServerApp or ClientApp).
+    (:class:`~netfl.errors.WorkerLost`), and ``"failed"`` when a researcher's own code
+    fails (:class:`~netfl.errors.UserCodeError`: a plugin's algorithm, model or data
+    set, a Flower app): then, where a plugin is in play, ``RunResult.resume_state``
+    holds the checkpoint of the last finished round, which the CLI writes so that
+    ``netfl run --resume`` continues once the code is fixed. Without
+    ``partial_on_interrupt``, or before any round finished, these are raised.
+    ``partial_on_failure`` (default: as ``partial_on_interrupt``) governs user code's
+    failure alone (a sweep's worker keeps a failed run's rounds, not an interrupted's).
     """
     wall0 = time.perf_counter()
     with fewer_collections():
-        world = World(scenario, source=source)
+        with attributed("building the run (model, data set, partition)"):
+            world = World(scenario, source=source)
+        name = scenario.algorithm.name
         algorithm: Algorithm | None = None
         try:
-            algorithm = get_algorithm(scenario.algorithm.name)(world, algorithm_config(scenario))
-            return _run_world(
-                world, algorithm, wall0, on_round, run_dir, resume, partial_on_interrupt
+            with attributed(f"algorithm {name!r} construction"):
+                algorithm = get_algorithm(name)(world, algorithm_config(scenario))
+            partial = (
+                partial_on_interrupt,
+                partial_on_interrupt if partial_on_failure is None else partial_on_failure,
             )
+            return _run_world(world, algorithm, wall0, on_round, run_dir, resume, partial)
         finally:
             if algorithm is not None:
                 algorithm.close()  # (a Flower ServerApp's thread)
@@ -83,14 +99,65 @@ def run(
 
 def simulate_round(world: World, algorithm: Algorithm, r: int) -> RoundSummary:
     """Round ``r`` on the clock (the body a run and a resume's replay share): the
-    world's start of round, the algorithm's round process, the radio settled."""
+    world's start of round, the algorithm's round process, the radio settled. A failure
+    that passed through user code is a :class:`~netfl.errors.UserCodeError`, and so is a
+    ``round`` that is no generator or returns no :class:`RoundSummary`."""
     world.recorder.round = r
     world.round_faults = []
     world.begin_round(r)
-    proc = world.env.process(algorithm.round(r))
-    world.env.run(until=proc)
-    world.radio.settle()
+    what = f"algorithm {algorithm.name!r} round {r}"
+    with attributed(what):
+        steps = algorithm.round(r)
+        if not inspect.isgenerator(steps):
+            raise _misbehaved(
+                algorithm,
+                f"round {r}: round() returned {_shown(steps)}, not a "
+                "generator (a round yields its steps: transfers, computations)",
+            )
+        proc = world.env.process(steps)
+        world.env.run(until=proc)
+        world.radio.settle()
+    if not isinstance(proc.value, RoundSummary):
+        raise _misbehaved(
+            algorithm, f"round {r}: round() returned {_shown(proc.value)}, not a RoundSummary"
+        )
     return proc.value
+
+
+def _evaluated(algorithm: Algorithm, r: int) -> tuple[float, float]:
+    """``algorithm.evaluate()``, which must give ``(accuracy, loss)`` numbers."""
+    got = algorithm.evaluate()
+    try:
+        acc, loss = (float(v) for v in got)
+    except (TypeError, ValueError):
+        raise _misbehaved(
+            algorithm, f"after round {r}: evaluate() returned {_shown(got)}, not (accuracy, loss)"
+        ) from None
+    return acc, loss
+
+
+def _state_of(algorithm: Algorithm, r: int) -> dict[str, Any]:
+    """``algorithm.state_dict()``, which must be a dict (what a checkpoint holds)."""
+    state = algorithm.state_dict()
+    if not isinstance(state, dict):
+        raise _misbehaved(
+            algorithm, f"after round {r}: state_dict() returned {_shown(state)}, not a dict"
+        )
+    return state
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else f"a {type(value).__name__}"
+
+
+def _misbehaved(algorithm: Algorithm, message: str) -> Exception:
+    """An algorithm that broke the protocol: a plugin's fault (:class:`UserCodeError`
+    naming it), else a bug of netfl's."""
+    where = origin(algorithm.name)
+    if where == "built-in":
+        return AssertionError(f"algorithm {algorithm.name!r}: {message}")
+    return UserCodeError(f"{where}: algorithm {algorithm.name!r}: {message}")
 
 
 def _run_world(
@@ -100,7 +167,7 @@ def _run_world(
     on_round: Callable[[dict[str, Any]], None] | None,
     run_dir: str | Path | None,
     resume: bool,
-    partial_on_interrupt: bool,
+    partial: tuple[bool, bool],
 ) -> RunResult:
     scenario = world.scenario
     setup_wall_s = time.perf_counter() - wall0
@@ -121,28 +188,40 @@ def _run_world(
     # the devices' energy and idle time up to there)
     kept = (snapshot(nodes), env.now)
     error, trace = None, ""
+    # where user code runs, the state after the last finished round is kept in memory (a
+    # failure writes it as the checkpoint --resume continues from); a checkpoint every
+    # round holds it on disk already
+    keep_state = run_dir is not None and every != 1 and _runs_user_code(world.scenario)
+    resume_state: bytes | None = None
+    name = algorithm.name
     try:
         for r in range(start, tr.rounds):
             t0 = env.now
             n_tr, n_co = len(rec.transfers), len(rec.computes)
             before = kept[0]
             summary = simulate_round(world, algorithm, r)
-            row, over_budget = _round_row(
-                world, algorithm, r, t0, n_tr, n_co, nodes, before, summary
-            )
+            with attributed(f"algorithm {name!r} evaluation after round {r}"):
+                row, over_budget = _round_row(
+                    world, algorithm, r, t0, n_tr, n_co, nodes, before, summary
+                )
             rows.append(row)
             n_tr, n_co = len(rec.transfers), len(rec.computes)  # (an interrupt keeps them)
             kept = (snapshot(nodes), env.now)
-            if every and run_dir is not None and (r + 1) % every == 0 and r + 1 < tr.rounds:
-                save_checkpoint(
-                    run_dir,
-                    {
+            checkpoint_now = (
+                every and run_dir is not None and (r + 1) % every == 0 and r + 1 < tr.rounds
+            )
+            if checkpoint_now or keep_state:
+                with attributed(f"algorithm {name!r} state_dict after round {r}"):
+                    state = {
                         "next_round": r + 1,
-                        "rows": rows,
-                        "algorithm": algorithm.state_dict(),
+                        "rows": list(rows),
+                        "algorithm": _state_of(algorithm, r),
                         "scenario_sha256": fingerprint,
-                    },
-                )
+                    }
+                if checkpoint_now:
+                    save_checkpoint(run_dir, state)
+                if keep_state:
+                    resume_state = encode_checkpoint(state)
             if on_round is not None:
                 on_round(row)
             if tr.target_accuracy is not None and row["accuracy"] >= tr.target_accuracy:
@@ -154,8 +233,8 @@ def _run_world(
             if algorithm.finished:
                 stop_reason = "algorithm_finished"
                 break
-    except (KeyboardInterrupt, WorkerLost, AppError) as err:
-        if not partial_on_interrupt or not rows:
+    except (KeyboardInterrupt, WorkerLost, UserCodeError, UserError) as err:
+        if not partial[isinstance(err, UserCodeError)] or not rows:
             raise
         del rec.transfers[n_tr:], rec.computes[n_co:]  # the round in progress is dropped
         stop_reason = (
@@ -163,13 +242,24 @@ def _run_world(
             if isinstance(err, KeyboardInterrupt)
             else "worker_lost"
             if isinstance(err, WorkerLost)
-            else "app_error"
-        )
+            else "failed"
+            if isinstance(err, UserCodeError)
+            else "error"  # (a UserError mid-run: the input cannot go on, e.g. no device
+        )  # returns within the horizon, a link that can never deliver)
         error = None if isinstance(err, KeyboardInterrupt) else str(err)
         trace = getattr(err, "trace", "")
     else:
         kept = (snapshot(nodes), env.now)  # (the run's end: everything charged)
-    return _result(world, algorithm, rows, stop_reason, wall0, setup_wall_s, error, trace, kept)
+        resume_state = None
+    result = _result(world, algorithm, rows, stop_reason, wall0, setup_wall_s, error, trace, kept)
+    result.resume_state = resume_state if stop_reason == "failed" else None
+    return result
+
+
+def _runs_user_code(scenario: Scenario) -> bool:
+    """Whether the run calls a researcher's own code that a resume can reload: a
+    plugin, or an algorithm from an entry point (a Flower app cannot be resumed)."""
+    return bool(scenario.plugins) or origin(scenario.algorithm.name) != "built-in"
 
 
 def _resume(
@@ -186,7 +276,8 @@ def _resume(
             f"{len(rows)} rows, for a run of {rounds} rounds: damaged"
         )
     _replay(world, algorithm, nodes, start)
-    algorithm.load_state_dict(ck["algorithm"])
+    with attributed(f"algorithm {algorithm.name!r} load_state_dict (resume)"):
+        algorithm.load_state_dict(ck["algorithm"])
     log.info("resumed %s at round %d", run_dir, start)
     return start, rows
 
@@ -221,7 +312,7 @@ def _round_row(
         int(env.now // tr.eval_every_s) > int(t0 // tr.eval_every_s)
     )  # (the round crossed a multiple of eval_every_s)
     if world.learn and ((r + 1) % tr.eval_every == 0 or last or on_clock):
-        acc, loss = algorithm.evaluate()
+        acc, loss = _evaluated(algorithm, r)
         row.update(algorithm.evaluation_columns())
     row["accuracy"], row["loss"] = acc, loss
     check_records(transfers, computes, env.now)

@@ -19,6 +19,7 @@ from netfl.core.activity import Activities
 from netfl.core.nodes import Node
 from netfl.core.records import Recorder
 from netfl.core.rng import Streams
+from netfl.errors import UserError
 from netfl.learning.tasks import Executor, TrainConfig
 from netfl.scenario.schema import Scenario
 from netfl.sim.build import (
@@ -43,6 +44,11 @@ if TYPE_CHECKING:
 
 #: ModelInfo (netfl.algorithms.context) and build_data (netfl.sim.data) are re-exported
 __all__ = ["World", "ModelInfo", "build_data"]
+
+
+#: without ``training.time_budget_s``, how long a run may wait for a device to turn on
+#: before it stops (one simulated day) [s]
+AVAILABILITY_WAIT_LIMIT_S = 86_400.0
 
 
 class World:
@@ -129,8 +135,29 @@ class World:
 
     def next_available_s(self) -> float | None:
         """The first instant after now at which a device in coverage that is off turns
-        on (Markov and trace availability; None for the others)."""
-        return self.availability.next_on_s(self.devices)
+        on (Markov and trace availability; None for the others).
+
+        An instant beyond the run's horizon — ``training.time_budget_s``, or
+        :data:`AVAILABILITY_WAIT_LIMIT_S` from now without a budget — stops the run with
+        a one-line :class:`~netfl.errors.UserError`: waiting for it would simulate that
+        long (every CUE session on the way) for a run that can do nothing meanwhile."""
+        t = self.availability.next_on_s(self.devices)
+        if t is None:
+            return None
+        budget = self.scenario.training.time_budget_s
+        horizon = budget if budget is not None else self.env.now + AVAILABILITY_WAIT_LIMIT_S
+        if t > horizon:
+            within = (
+                f"within training.time_budget_s ({budget:g} s)"
+                if budget is not None
+                else f"within {AVAILABILITY_WAIT_LIMIT_S:g} s of simulated time"
+            )
+            raise UserError(
+                f"devices.availability: no device is on at t = {self.env.now:.6g} s and "
+                f"none returns {within} (the first at t = {t:.6g} s): shorten the off "
+                "periods, or set a training.time_budget_s that reaches them"
+            )
+        return t
 
     def move(self, nodes) -> None:
         """Bring the moving devices among ``nodes`` to their positions now (a network

@@ -17,8 +17,11 @@
   of the other varying parameters), the mean over seeds with a ±1 std band — the
   figure type the papers use;
 - ``summary.csv``: the comparison table (one row per group, ``*_mean``/``*_std``
-  columns, seeds counted) and ``index.html``, which shows the table, the figures
-  and every run (failed ones with their errors) on one static page.
+  columns, seeds counted);
+- ``stragglers.csv``: per complete run, the device most often its rounds' straggler
+  and the share of the run's time it set (:mod:`netfl.sweep.stragglers`);
+- ``index.html``, which shows both tables, the figures and every run (failed ones
+  with their errors) on one static page.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from netfl.output.figures import plt
 from netfl.output.saving import save_figure as _save
 from netfl.sweep.labels import param_label, quantity, value_sort_key
 from netfl.sweep.report_page import report_page
+from netfl.sweep.stragglers import straggler_table
 
 __all__ = [
     "is_sweep_dir",
@@ -355,7 +359,9 @@ def sweep_report(sweep_dir: str | Path, out: str | Path | None = None) -> list[P
     curves = {label: runs for label, runs in curves.items() if runs}
     summary = summary_table(index, groups)
     summary.to_csv(out / "summary.csv", index=False)
-    paths: list[Path] = [out / "summary.csv"]
+    stragglers = straggler_table(sweep_dir, index, groups)
+    stragglers.to_csv(out / "stragglers.csv", index=False)
+    paths: list[Path] = [out / "summary.csv", out / "stragglers.csv"]
     if curves:
         if any(r["accuracy"].notna().any() for runs in curves.values() for r in runs):
             learned = {
@@ -371,5 +377,5 @@ def sweep_report(sweep_dir: str | Path, out: str | Path | None = None) -> list[P
                 paths.append(line)
         paths.append(_latency_figure(curves, out))
     title = f"sweep {sweep_dir.resolve().name}"
-    paths.append(report_page(title, summary, index, paths, out, sweep_dir))
+    paths.append(report_page(title, summary, index, paths, out, sweep_dir, stragglers))
     return paths

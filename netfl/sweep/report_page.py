@@ -1,6 +1,6 @@
 """The sweep report's one static page, ``index.html``: the comparison table (mean ± std
-over seeds), the figures, and every run with its status, error and links to its own
-figures (:func:`netfl.sweep.report.sweep_report` writes it last)."""
+over seeds), the figures, each run's straggler (``stragglers.csv``), and every run with
+its status, error and links to its own figures (:func:`netfl.sweep.report.sweep_report` writes it last)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,46 @@ def _fmt(value) -> str:
     return html.escape(str(value))
 
 
+#: ``stragglers.csv``'s columns as the page shows them: (column, header, format)
+_STRAGGLER_HEADERS = (
+    ("group", "group", str),
+    ("seed", "seed", str),
+    ("rounds", "rounds", str),
+    ("straggler", "straggler (most often)", str),
+    ("straggler_rounds", "its rounds", str),
+    ("straggler_step", "longest step", str),
+    ("round_time_s", "mean round [s]", "{:.4g}".format),
+    ("straggler_round_time_s", "mean of its rounds [s]", "{:.4g}".format),
+    ("straggler_time_share", "its rounds' share of time", "{:.0%}".format),
+    ("straggler_lead_s", "mean lead on the next device [s]", "{:.4g}".format),
+    ("straggler_lead_share", "lead's share of time", "{:.0%}".format),
+)
+
+
+def _straggler_section(stragglers: pd.DataFrame | None, rel: str) -> str:
+    """The page's per-run straggler table (empty without complete runs)."""
+    if stragglers is None or stragglers.empty:
+        return ""
+    head = "<th>run</th>" + "".join(f"<th>{html.escape(h)}</th>" for _, h, _ in _STRAGGLER_HEADERS)
+    body = ""
+    for _, row in stragglers.iterrows():
+        name = html.escape(str(row["run"]))
+        cells = [f'<a href="{rel}/{name}/">{name}</a>']
+        for col, _, fmt in _STRAGGLER_HEADERS:
+            value = row[col]
+            missing = value is None or (isinstance(value, float) and math.isnan(value))
+            cells.append("–" if missing else html.escape(fmt(value)))
+        body += "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>\n"
+    return f"""<h2>Stragglers (per run)</h2>
+<p>Each run's device most often the round's straggler (the last device on its critical
+path), and how much of the run's time it set: the share of the total round time spent in
+the rounds it held up, and how long after the next-slowest device it finished in them.
+As CSV: <a href="stragglers.csv">stragglers.csv</a>.</p>
+<table><thead><tr>{head}</tr></thead><tbody>
+{body}</tbody></table>
+"""
+
+
 def report_page(
     title: str,
     summary: pd.DataFrame,
@@ -27,6 +67,7 @@ def report_page(
     figures: list[Path],
     out: Path,
     sweep_dir: Path,
+    stragglers: pd.DataFrame | None = None,
 ) -> Path:
     rel = Path(os.path.relpath(sweep_dir, out)).as_posix()
     stats = [  # (a timing-only sweep has no accuracy: no empty columns)
@@ -59,6 +100,7 @@ def report_page(
             f'<td style="text-align:left">{figs}</td>'
             f"<td>{html.escape(error)}</td></tr>\n"
         )
+    straggler_section = _straggler_section(stragglers, rel)
     imgs = "\n".join(
         f'<figure><img src="{p.name}" alt="{p.stem}"><figcaption>{p.stem}</figcaption></figure>'
         for p in figures
@@ -80,6 +122,7 @@ figure {{ display: inline-block; margin: 0.5em; }} img {{ max-width: 640px; }}
 <p>Table as CSV: <a href="summary.csv">summary.csv</a>; every run: <a href="{rel}/sweep.csv">sweep.csv</a>.</p>
 <h2>Figures</h2>
 {imgs}
+{straggler_section}
 <h2>Runs</h2>
 <table><thead><tr><th>run</th><th>status</th><th>figures</th><th>error</th></tr></thead><tbody>
 {runs}</tbody></table>

@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from netfl.algorithms import ALGORITHMS
-from netfl.errors import ScenarioError, UserError, WorkerLost
+from netfl.errors import ScenarioError, UserCodeError, UserError, WorkerLost
 from netfl.output.run_directory import RunDirectory, scenario_mismatch
 from netfl.scenario.schema import Scenario
 from netfl.sim.result import RunResult
@@ -107,9 +107,16 @@ def _run_one(
     if run_dir is None:  # (the driver writes it)
         return run(scenario, source=source)
     rundir, resume = RunDirectory.in_sweep(run_dir, scenario)
-    checkpoints = bool(scenario.outputs.checkpoint_every)
-    result = run(scenario, source=source, run_dir=run_dir if checkpoints else None, resume=resume)
+    result = run(
+        scenario,
+        source=source,
+        run_dir=run_dir,
+        resume=resume,
+        partial_on_failure=True,  # (user code failed: its finished rounds are written)
+    )
     rundir.write(result)
+    if result.stop_reason == "failed":  # (written, marked failed: the sweep says so)
+        raise UserCodeError(result.info.get("error", "the run failed"))
     return {"stop_reason": result.stop_reason, "wall_time_s": result.wall_time_s}
 
 
@@ -191,8 +198,9 @@ def _drain(
             if isinstance(err, BrokenProcessPool) and not RunDirectory(out / r.name).complete:
                 broken = True
                 err = WorkerLost(
-                    "the sweep worker running this run (or one beside it) died: killed "
-                    "(e.g. by the out-of-memory killer) or crashed; the sweep went on "
+                    "the sweep worker running this run (or one beside it) ended without "
+                    "writing it: killed (e.g. by the out-of-memory killer), crashed, or "
+                    "ended by user code (os._exit); the sweep went on "
                     "on a fresh pool, and running it again retries this run"
                 )
             elif isinstance(err, BrokenProcessPool):  # it had finished and written
@@ -338,10 +346,14 @@ def _write_index(
         st, error = status[r.name]
         row: dict[str, Any] = {"run": r.name, **r.params, "status": st, "error": error}
         rounds_csv = out / r.name / "rounds.csv"
-        if st != "failed" and rounds_csv.is_file():
-            found = RunDirectory(out / r.name)
-            man = found.manifest()
-            if found.complete:
+        found = RunDirectory(out / r.name)
+        man = found.manifest()
+        # a failed run's finished rounds are summarised too (not a stale directory's)
+        failed_here = st == "failed" and man.get("status") == "failed"
+        if (st != "failed" or failed_here) and rounds_csv.is_file():
+            if failed_here:
+                row["error"] = row["error"] or man.get("error", "")
+            elif found.complete:
                 row["status"], row["error"] = "complete", ""
             else:  # (its finished rounds, summarised; the same command runs it again)
                 row["status"] = "interrupted"

@@ -160,3 +160,96 @@ def test_radio_capabilities_are_protocols_the_radios_meet():
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "hasattr":
                 assert "radio" not in ast.unparse(node), f"{path.name}: {ast.unparse(node)}"
+
+
+#: dB agreement of two computations of one SNR (float rounding only)
+SNR_DB_TOL = 1e-9
+
+
+def _cell(profile: str, **link) -> World:
+    """Eight devices out to 800 m of a single OFDMA cell (some power-limited uplinks)."""
+    scenario = tiny_scenario(
+        cell={"radius_m": 800, "link": {"mode": "ofdma", "channel_profile": profile, **link}},
+        devices={"count": 8},
+    )
+    return World(parse_scenario(scenario))
+
+
+def _db(x):
+    import numpy as np
+
+    return 10.0 * np.log10(x)
+
+
+@pytest.mark.parametrize(
+    "profile, link",
+    [("nr_fr1_uma", {}), ("lte_20mhz", {}), ("lte_20mhz", {"cqi_sinr": "allocation"})],
+)
+def test_allocation_states_of_one_rb_are_the_coverage_tables_snrs(profile, link):
+    """``allocation_states(num_rbs=1)`` is the definition the ``coverage`` table uses,
+    both directions, bit for bit up to the dB conversion; γ̃ is the radio's expectation
+    over fading at that SNR."""
+    import numpy as np
+
+    world = _cell(profile, **link)
+    devices = world.all_devices
+    cov = world.coverage.table().set_index("device").loc[[d.name for d in devices]]
+    up, up_se = world.radio.allocation_states(devices, [world.bs])
+    down, _ = world.radio.allocation_states([world.bs], devices)
+    assert up.shape == up_se.shape == (len(devices), 1) and down.shape == (1, len(devices))
+    np.testing.assert_allclose(_db(up[:, 0]), cov["uplink_snr_db"], rtol=0, atol=SNR_DB_TOL)
+    np.testing.assert_allclose(_db(down[0]), cov["downlink_snr_db"], rtol=0, atol=SNR_DB_TOL)
+    np.testing.assert_array_equal(up_se, world.radio.expected_efficiency(up, "uplink"))
+    # the same device on both sides of a pair is no link
+    d2d, _ = world.radio.allocation_states(devices[:3], devices[:3])
+    assert np.all(np.diag(d2d) == 0.0) and np.all(d2d[~np.eye(3, dtype=bool)] > 0.0)
+
+
+def test_planning_and_allocation_snrs_differ_by_the_stated_terms():
+    """The two SNR definitions of :class:`LinkStates`, checked against the formulas:
+    equal on the downlink and on a full-carrier wideband uplink; under open-loop power
+    control the one-RB SNR is the planning SNR capped at P_CMAX·β/(N0·F·B_RB) (some
+    devices of the drop are power-limited, some not); with ``cqi_sinr: allocation``
+    it is the planning SNR plus 10·log10(B/B_RB) dB; and a transfer of M RBs is rated
+    at min(psd, one RB / M)."""
+    import numpy as np
+
+    world = _cell("nr_fr1_uma")
+    radio, devices, p = world.radio, world.all_devices, world.radio.profile
+    plan, _ = radio.link_states(devices, [world.bs])
+    one, _ = radio.allocation_states(devices, [world.bs])
+    beta = np.array([10.0 ** (-radio.link_loss_db(d, world.bs) / 10.0) for d in devices])
+    cap = p.ue_tx_power_w * beta / p.noise_w("bs", p.rb_bandwidth_hz)
+    np.testing.assert_allclose(_db(one[:, 0]), _db(np.minimum(plan[:, 0], cap)), atol=1e-9)
+    limited = plan[:, 0] > cap
+    assert limited.any() and not limited.all()
+    assert np.all(_db(one[limited, 0]) < _db(plan[limited, 0]))
+    ten, _ = radio.allocation_states(devices, [world.bs], num_rbs=10.0)
+    np.testing.assert_allclose(ten[:, 0], np.minimum(plan[:, 0], cap / 10.0), rtol=1e-12)
+    down_plan, _ = radio.link_states([world.bs], devices)
+    down_one, _ = radio.allocation_states([world.bs], devices)
+    np.testing.assert_allclose(_db(down_plan), _db(down_one), atol=SNR_DB_TOL)
+
+    wideband = _cell("lte_20mhz")
+    plan, _ = wideband.radio.link_states(wideband.all_devices, [wideband.bs])
+    one, _ = wideband.radio.allocation_states(wideband.all_devices, [wideband.bs])
+    np.testing.assert_allclose(_db(one), _db(plan), atol=SNR_DB_TOL)
+
+    allocation = _cell("lte_20mhz", cqi_sinr="allocation")
+    p = allocation.radio.profile
+    plan2, _ = allocation.radio.link_states(allocation.all_devices, [allocation.bs])
+    one2, _ = allocation.radio.allocation_states(allocation.all_devices, [allocation.bs])
+    np.testing.assert_allclose(_db(plan2), _db(plan), atol=SNR_DB_TOL)  # (same drop)
+    term_db = 10.0 * np.log10(p.spread_bandwidth_hz / p.rb_bandwidth_hz)
+    assert term_db == pytest.approx(10.0 * np.log10(p.num_rbs))  # (power_spread: rbs)
+    np.testing.assert_allclose(_db(one2), _db(plan2) + term_db, atol=1e-9)
+
+
+def test_link_state_queries_refuse_mixed_directions_and_bad_allocations():
+    world = _cell("lte_20mhz")
+    mixed = [world.bs, world.all_devices[0]]
+    for query in (world.radio.link_states, world.radio.allocation_states):
+        with pytest.raises(ValueError, match="one direction"):
+            query(mixed, [world.all_devices[1]])
+    with pytest.raises(ValueError, match="num_rbs must be positive"):
+        world.radio.allocation_states(world.all_devices, [world.bs], num_rbs=0.0)

@@ -276,7 +276,7 @@ def test_a_device_that_leaves_mid_exchange_answers_node_unavailable(tmp_path):
 def test_a_client_app_that_raises_stops_the_run_naming_device_and_round():
     cfg = {"num-server-rounds": 3, "fail-node": 1, "fail-round": 2}
     res = run(_scenario(cfg), partial_on_interrupt=True)
-    assert res.stop_reason == "app_error" and len(res.rounds) == 1
+    assert res.stop_reason == "failed" and len(res.rounds) == 1
     line = res.info["error"]
     assert "\n" not in line and "ue1" in line and "round 1" in line
     assert "RuntimeError: the test asked this node to fail" in line
@@ -395,12 +395,13 @@ def test_cli_keeps_the_finished_rounds_of_a_failed_app(tmp_path, capsys):
             [*(["--debug"] if debug else []), "run", str(path), "--out", str(out), "--no-progress"]
         )
         err = capsys.readouterr().err
-        assert code == 2
+        assert code == 1  # (user code failed; 2 is for bad input)
         lines = [line for line in err.splitlines() if line.startswith("error:")]
         assert len(lines) == 1 and "ue2" in lines[0] and "round 1" in lines[0]
-        assert "marked incomplete" in lines[0]
+        assert "marked failed" in lines[0]
         assert ("Traceback" in err) == debug
-        assert json.loads((out / "manifest.json").read_text())["complete"] is False
+        manifest = json.loads((out / "manifest.json").read_text())
+        assert manifest["complete"] is False and manifest["status"] == "failed"
         assert len((out / "rounds.csv").read_text().strip().splitlines()) == 2  # header + round 0
 
 

@@ -660,6 +660,11 @@ def test_d2d_sinr_on_a_network_by_hand():
     plain, _ = cell0.link_states([a], [a, b])
     assert snr[0, 0] == 0.0 and snr[0, 1] == pytest.approx(plain[0, 1] / (1 + inr), rel=1e-12)
     assert gamma[0, 1] == pytest.approx(cell0.expected_efficiency(snr, "d2d")[0, 1])
+    # the allocation SINR of M RBs: min(psd, all power in one RB / M), interference included
+    for num_rbs in (1.0, 20.0):
+        alloc, _ = radio.allocation_states([a], [a, b], num_rbs)
+        want = min(sinr_psd, sinr_total / num_rbs)
+        assert alloc[0, 0] == 0.0 and alloc[0, 1] == pytest.approx(want, rel=1e-12)
     pool, available = radio.d2d_budget([a, c])
     assert list(pool) == [0, 1] and len(available) == 2
     # the receiver moves 100 m towards ue2 (still in cell 0): its term follows it
