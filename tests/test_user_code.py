@@ -15,10 +15,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from netfl.algorithms import ALGORITHMS
 from netfl.cli.app import main
-from netfl.scenario import plugins
 from tests.conftest import tiny_scenario
+from tests.test_plugins import clean_registry  # noqa: F401 (autouse: what a plugin registered goes)
 
 #: a plugin whose every entry point fails as ``mode.txt`` beside it says
 #: (``WHERE:HOW``, read at each call: writing it empty is the fix)
@@ -126,27 +125,6 @@ CASES = [
     for how in HOWS
     if not (how == "none" and where in ("import", "init"))  # (nothing is returned there)
 ]
-
-
-@pytest.fixture(autouse=True)
-def clean_registry():
-    """What a test's plugin registered leaves the registries (as in test_plugins)."""
-    import sys
-
-    algorithms, origins, loaded = dict(ALGORITHMS), dict(plugins._ORIGIN), dict(plugins._LOADED)
-    modules = set(sys.modules)
-    before = plugins._snapshot()
-    yield
-    plugins._forget(before)
-    ALGORITHMS.clear()
-    ALGORITHMS.update(algorithms)
-    plugins._ORIGIN.clear()
-    plugins._ORIGIN.update(origins)
-    plugins._LOADED.clear()
-    plugins._LOADED.update(loaded)
-    for name in set(sys.modules) - modules:
-        if name.startswith("netfl_plugin_"):
-            del sys.modules[name]
 
 
 def _study(folder: Path, mode: str) -> Path:
@@ -353,3 +331,66 @@ def test_a_pool_worker_that_exits_is_a_failed_run(tmp_path, capsys):
     assert "error: run count=2 failed" in err and "worker" in err, err
     index = pd.read_csv(tmp_path / "out" / "sweep.csv")
     assert list(index["status"]) == ["failed", "failed"]
+
+
+# -- Flower apps -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("side", "how"),
+    [("client", "exit1"), ("client", "exit0"), ("client", "interrupt"), ("server", "exit0")],
+)
+def test_a_flower_app_that_exits_or_interrupts_is_a_failure(side, how, tmp_path, capsys):
+    """``sys.exit`` or ``KeyboardInterrupt`` in a ClientApp's handler (in round 2, after a
+    finished round) or in the ServerApp: one line naming the app, exit 1."""
+    from tests.algorithms.test_flower import APPS, _flower_data
+
+    config = (
+        {"num-server-rounds": 3, "fail-node": 1, "fail-round": 2, "fail-how": how}
+        if side == "client"
+        else {"num-server-rounds": 1, "server-fails": True, "fail-how": how}
+    )
+    data = _flower_data(
+        learning={"mode": "learn"},
+        algorithm={"name": "flower", **APPS, "run_config": config},
+        outputs={"figures": False, "progress": False},
+    )
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(data))
+    out = tmp_path / "run"
+    code = main(["run", str(path), "--out", str(out), "--no-progress"])
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert code == 1, err
+    assert len(lines) == 1 and "Traceback" not in err, err
+    if side == "client":
+        assert "ue1" in lines[0] and ("SystemExit" in lines[0] or "KeyboardInterrupt" in lines[0])
+        assert json.loads((out / "manifest.json").read_text())["status"] == "failed"
+    else:
+        assert "SystemExit" in lines[0] and "server_app" in lines[0], lines[0]
+
+
+def test_a_flower_app_module_that_exits_at_import_is_exit_1(tmp_path, capsys):
+    (tmp_path / "exiting_app.py").write_text("import sys\nsys.exit(0)\n")
+    from tests.algorithms.test_flower import _flower_data
+
+    data = _flower_data(
+        learning={"mode": "learn"},
+        algorithm={
+            "name": "flower",
+            "server_app": "exiting_app:server",
+            "client_app": "exiting_app:client",
+            "app_dir": str(tmp_path),
+        },
+    )
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(data))
+    assert main(["validate", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "exiting_app.py:2" in err and "SystemExit: exit code 0" in err, err
+    assert len(err.strip().splitlines()) == 1, err
+    data["algorithm"]["app_dir"] = str(tmp_path / "absent")
+    path.write_text(yaml.safe_dump(data))
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "algorithm.app_dir: no folder" in err and len(err.strip().splitlines()) == 1, err

@@ -33,7 +33,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import flop_registry
 
-from netfl.core.usercode import is_signal
+from netfl.core.usercode import failure, is_signal
+from netfl.errors import UserCodeError
 
 if TYPE_CHECKING:
     from netfl.learning.executor import LearningContext
@@ -76,7 +77,9 @@ def active_node() -> ActiveNode | None:
 def load_flower_app(reference: str, app_dir: str, kind: str) -> Any:
     """The ``ServerApp``/``ClientApp`` (``kind``) that ``module:attribute`` names, imported
     with ``app_dir`` first on ``sys.path`` (as ``flwr run`` does with an app's folder);
-    ``ValueError`` says what is wrong in one line."""
+    ``ValueError`` says what is wrong in one line (not found, not an app), and
+    :class:`~netfl.errors.UserCodeError` that the app's module failed at its import
+    (raised, ``sys.exit``)."""
     from flwr.clientapp import ClientApp
     from flwr.serverapp import ServerApp
     from flwr.supercore.object_ref import load_app
@@ -101,12 +104,10 @@ def load_flower_app(reference: str, app_dir: str, kind: str) -> Any:
     except BaseException as err:  # raised while importing the app's module (sys.exit too)
         if is_signal(err):
             raise
-        first = (str(err).strip().splitlines() or [""])[0]
-        if isinstance(err, SystemExit):
-            first = f"exit code {err.code!r}"
-        raise ValueError(
-            f"{reference!r}: importing it raised {type(err).__name__}: {first}"
-        ) from None
+        # (the app's own code failed: exit 1, not the input's exit 2)
+        raise failure(
+            err, f"algorithm.{kind} {reference!r} import", f"Flower app {app_dir}"
+        ) from err
     if not isinstance(app, expected):
         raise ValueError(f"{reference!r} is a {type(app).__name__}, not a flwr {expected.__name__}")
     _APPS[key] = (app, modules)
@@ -223,7 +224,7 @@ def run_flower_client(context: LearningContext, task: FlowerClientTask) -> Flowe
     simulation can name the device and round."""
     try:
         app = load_flower_app(task.client_app, task.app_dir, "client_app")
-    except ValueError as err:
+    except (ValueError, UserCodeError) as err:
         return FlowerClientResult(None, task.context, 0.0, f"client_app {err}")
     _ACTIVE.append(ActiveNode(context, np.asarray(task.indices), task.test_rows))
     try:

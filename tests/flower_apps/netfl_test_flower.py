@@ -27,6 +27,17 @@ def make_net() -> nn.Module:
     return nn.Sequential(nn.Flatten(), nn.Linear(64, 10))
 
 
+def _fail(how: str) -> None:
+    """Fail as a test asks: ``exit0``/``exit1`` (``sys.exit``), ``interrupt``
+    (``KeyboardInterrupt``); ``raise`` falls through to the caller's exception."""
+    import sys
+
+    if how.startswith("exit"):
+        sys.exit(int(how[4:]))
+    if how == "interrupt":
+        raise KeyboardInterrupt
+
+
 @client.train()
 def train(msg: Message, context: Context) -> Message:
     cfg = context.run_config
@@ -34,6 +45,7 @@ def train(msg: Message, context: Context) -> Message:
         context.node_config["partition-id"],
         msg.content["config"]["server-round"],
     ):
+        _fail(cfg.get("fail-how", "raise"))
         raise RuntimeError("the test asked this node to fail\nsecond line")
     if cfg.get("mutate"):  # (a handler that writes into the message it received)
         seen = int(msg.content["config"].get("seen", 0)) + 1
@@ -110,6 +122,7 @@ def make_strategy(cfg) -> strategies.Strategy:
 def main(grid: Grid, context: Context) -> None:
     cfg = context.run_config
     if cfg.get("server-fails"):
+        _fail(cfg.get("fail-how", "raise"))
         raise ValueError("the ServerApp fails as asked")
     torch.manual_seed(7)
     for _ in range(int(cfg.get("extra-polls", 0))):  # (asking is free: e.g. to log them)
