@@ -394,3 +394,144 @@ def test_a_flower_app_module_that_exits_at_import_is_exit_1(tmp_path, capsys):
     assert main(["validate", str(path)]) == 2
     err = capsys.readouterr().err
     assert "algorithm.app_dir: no folder" in err and len(err.strip().splitlines()) == 1, err
+
+
+# -- nothing hangs on valid-looking input ------------------------------------------------
+
+#: a cell whose background users keep the clock busy (what made waits hang)
+BUSY_CELL = {
+    "radius_m": 150,
+    "link": {"mode": "ofdma", "channel_profile": "nr_fr1_uma"},
+    "cues": {"density_per_km2": 2000, "session_rate_per_s": 0.02, "mean_session_s": 30.0},
+}
+NEVER_BACK = {"model": "markov", "mean_on_s": 0.001, "mean_off_s": 1e9}
+
+
+@pytest.mark.parametrize("name", ["fedavg", "fedbuff", "fedasync"])
+def test_devices_that_never_return_stop_the_run_with_one_line(name, tmp_path, capsys):
+    data = tiny_scenario(
+        cell=BUSY_CELL,
+        devices={"count": 4, "availability": NEVER_BACK},
+        algorithm={"name": name},
+        outputs={"figures": False, "progress": False},
+    )
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(data))
+    assert main(["run", str(path), "--out", str(tmp_path / "r"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "devices.availability: no device is on" in err and "86400 s" in err, err
+    assert len(err.strip().splitlines()) == 1, err
+
+
+def test_async_devices_in_flight_are_no_reason_to_stop():
+    """With devices in flight a slot waits for one to finish, however far the next
+    return is (long on-periods: nobody is off)."""
+    from netfl.scenario.files import parse_scenario
+    from netfl.sim.runner import run
+
+    data = tiny_scenario(
+        devices={
+            "count": 4,
+            "availability": {"model": "markov", "mean_on_s": 1e6, "mean_off_s": 1e6},
+        },
+        algorithm={"name": "fedasync"},
+        training={"rounds": 10, "batch_size": 16},
+    )
+    assert len(run(parse_scenario(data)).rounds) == 10
+
+
+def test_a_time_budget_bounds_the_wait_instead():
+    """With ``training.time_budget_s`` the run waits as long as the budget allows and
+    ends by it (no error)."""
+    from netfl.scenario.files import parse_scenario
+    from netfl.sim.runner import run
+
+    data = tiny_scenario(
+        devices={
+            "count": 2,
+            "availability": {"model": "markov", "mean_on_s": 0.5, "mean_off_s": 50},
+        },
+        training={"rounds": 1000, "batch_size": 16, "time_budget_s": 30.0},
+    )
+    result = run(parse_scenario(data))
+    assert result.stop_reason == "time_budget" and result.rounds["sim_time_s"].iloc[-1] >= 30.0
+
+
+def test_fedbuffs_buffer_must_fit_the_devices_training_at_once(tmp_path, capsys):
+    data = tiny_scenario(algorithm={"name": "fedbuff", "buffer_size": 100_000})
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(data))
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "algorithm.buffer_size: 100000 updates per server step, but at most 4" in err, err
+    data["algorithm"] = {"name": "fedbuff", "buffer_size": 3, "concurrency": 2}
+    path.write_text(yaml.safe_dump(data))
+    assert main(["validate", str(path)]) == 2
+    assert "concurrency 2" in capsys.readouterr().err
+    from netfl.scenario.files import parse_scenario
+    from netfl.sim.runner import run
+
+    data["algorithm"] = {"name": "fedbuff"}  # (default K: 10, here the 4 devices)
+    result = run(parse_scenario({**data, "training": {"rounds": 2, "batch_size": 16}}))
+    assert (result.rounds["updates"] == 4).all()
+
+
+def test_more_threads_than_cpus_is_one_line(tmp_path, capsys):
+    import os
+
+    data = tiny_scenario(learning={"mode": "learn", "num_threads": 1024})
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(data))
+    assert main(["run", str(path), "--out", str(tmp_path / "r"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    cpus = len(os.sched_getaffinity(0))
+    assert "learning.num_threads: 1024 threads per job" in err and f"{cpus} CPUs" in err, err
+
+
+def test_a_closed_standard_output_ends_quietly(tmp_path):
+    """``netfl schema | head -1``: the reader leaves after one line of 128 KB; no
+    traceback, exit 141 (a shell's code for it)."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "netfl", "schema"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait() == 141 and "Traceback" not in err and "Error" not in err, err
+
+
+FAILS = {"raise": "raise RuntimeError('bad forward')", "exit0": "sys.exit(0)"}
+
+
+@pytest.mark.parametrize("how", list(FAILS))
+def test_user_code_failing_in_a_process_executors_worker_is_named(how, tmp_path, capsys):
+    """A plugin model's forward failing inside a pool worker (whose traceback does not
+    cross processes): one line naming the plugin's file and line, exit 1."""
+    (tmp_path / "badnet.py").write_text(
+        "import sys\n"
+        "import numpy as np\n"
+        "import torch\n"
+        "from netfl import register_model\n\n\n"
+        "class Net(torch.nn.Module):\n"
+        "    def __init__(self, shape, classes):\n"
+        "        super().__init__()\n"
+        "        self.fc = torch.nn.Linear(int(np.prod(shape)), classes)\n\n"
+        "    def forward(self, x):\n"
+        "        if x.shape[0] != 2:  # (not the shape check's batch of 2)\n"
+        f"            {FAILS[how]}\n"
+        "        return self.fc(x.flatten(1))\n\n\n"
+        "register_model('badnet', Net)\n"
+    )
+    data = tiny_scenario(
+        plugins=["badnet.py"],
+        model={"name": "badnet"},
+        learning={"mode": "learn", "executor": "process", "workers": 2},
+    )
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(data))
+    assert main(["run", str(path), "--out", str(tmp_path / "r"), "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert "badnet.py:14 in forward" in err and len(err.strip().splitlines()) == 1, err

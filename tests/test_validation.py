@@ -273,7 +273,7 @@ def test_a_half_written_run_directory_is_swept_away(tmp_path):
     from netfl.output.rundir import write_run
     from netfl.sim.runner import run
 
-    stale = tmp_path / ".r.abc123.tmp"
+    stale = tmp_path / ".r.abc12345.tmp"  # (as mkdtemp names it: 8 characters)
     stale.mkdir()
     (stale / "rounds.csv").write_text("partial")
     write_run(run(parse_scenario(tiny_scenario())), tmp_path / "r", figures=False)

@@ -181,7 +181,8 @@ class AsyncAlgorithm(Algorithm):
                 self.world.activities.restore([device])
                 return device
             env = self.world.env
-            t = self.world.next_available_s()
+            # (with nobody in flight the server can only wait for a return: bounded)
+            t = self.world.next_available_s() if self.in_flight else self.world.wait_for_return_s()
             if t is None and not self.in_flight:
                 # Bernoulli availability draws anew at every pick; with nobody in
                 # coverage, or every draw empty this often, nobody will come: it stops

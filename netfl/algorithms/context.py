@@ -416,6 +416,13 @@ class RoundContext(Protocol):
         simulated time] (timed availability models; None otherwise)."""
         ...
 
+    def wait_for_return_s(self) -> float | None:
+        """:meth:`next_available_s` for a server with nobody on and nothing in flight,
+        which can only wait [s of simulated time]: without ``training.time_budget_s``, a
+        return more than one simulated day away stops the run with one line (a
+        :class:`~netfl.errors.UserError`) instead of simulating that long."""
+        ...
+
     def redrop(self, *keys: int) -> None:
         """Re-drop every device over the cell from the ``placement`` stream of ``keys``
         (the same keys give the same positions) and update ``devices``."""

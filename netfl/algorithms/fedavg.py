@@ -155,7 +155,7 @@ class FedAvg(Algorithm):
         env = self.world.env
         clients = self.select_clients(r)
         while not clients:
-            t = self.world.next_available_s()
+            t = self.world.wait_for_return_s()
             if t is None:
                 return []
             yield env.timeout(t - env.now)

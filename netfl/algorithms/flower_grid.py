@@ -291,7 +291,7 @@ class FlowerBridge:
                     yield simpy.AnyOf(env, waiting)
             return [self._replies.pop(i) for i in ids if i in self._replies]
         if op == "wait_nodes":  # the app waits for nodes: time passes until one turns on
-            t = self.world.next_available_s()
+            t = self.world.wait_for_return_s()
             if t is not None:
                 yield env.timeout(t - env.now)
             elif request[1] >= WAIT_POLLS:

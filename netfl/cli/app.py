@@ -19,13 +19,14 @@ from netfl.cli.commands import (
     on_sigint,
     on_sigterm,
 )
-from netfl.core.usercode import note_sigint_handler
 from netfl.errors import ScenarioError, UserCodeError, UserError, WorkerLost
 
 #: bad input: a scenario key, a file, an option
 EXIT_USER_ERROR = 2
 #: a researcher's own code failed (a plugin, a Flower app), or a worker was lost
 EXIT_FAILED = 1
+#: standard output was closed before the command said all (128 + SIGPIPE, as a shell's)
+EXIT_CLOSED_PIPE = 141
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
@@ -277,18 +278,18 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGTERM, on_sigterm)
         if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
             signal.signal(signal.SIGINT, on_sigint)
-            note_sigint_handler(on_sigint)
     logging.basicConfig(
         level=logging.DEBUG if args.debug else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
+    code = None
     try:
         code = args.func(args)
         sys.stdout.flush()  # (here, where a closed pipe is caught; not at the exit)
         return code
     except BrokenPipeError:  # (`netfl run … | head`: the reader went away; end quietly)
         _stdout_to_devnull()
-        return 0
+        return code if code is not None else EXIT_CLOSED_PIPE
     except ScenarioError as err:
         if args.debug:
             raise

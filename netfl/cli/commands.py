@@ -138,8 +138,10 @@ def cmd_run(args: argparse.Namespace) -> int:
                 print(result.info["error_trace"], file=sys.stderr)
             if result.stop_reason in ("failed", "error"):
                 written = written.replace("marked incomplete", "marked failed")
-                if rundir.has_checkpoint:
+                if rundir.has_checkpoint and result.stop_reason == "failed":
                     written = written.replace("; resume with:", "; once it is fixed, resume with:")
+                elif result.stop_reason == "error":  # (the same input stops the same way)
+                    written = written.split("; resume with:")[0]
             print(f"error: {result.info['error']}; {written}", file=sys.stderr)
             return 2 if result.stop_reason == "error" else 1  # (bad input / code failed)
         what = "terminated" if isinstance(signal_seen[0], Terminated) else "interrupted"

@@ -27,6 +27,7 @@ reported failed by the sweep, which finds no complete manifest).
 
 from __future__ import annotations
 
+import functools
 import signal
 import traceback
 from collections.abc import Callable, Iterator
@@ -40,7 +41,6 @@ from netfl.errors import SignalInterrupt, UserCodeError, UserError, one_line
 __all__ = [
     "add_user_code",
     "user_code_labels",
-    "note_sigint_handler",
     "is_signal",
     "calling",
     "attributed",
@@ -52,10 +52,9 @@ __all__ = [
 
 #: the folder of netfl's own packages (never user code)
 _NETFL_ROOT = Path(__file__).resolve().parents[2]
+_OWN_PACKAGES = ("netfl", "channel_models")
 #: resolved file or folder → how errors name it ("plugin my_alg.py")
 _USER_CODE: dict[str, str] = {}
-#: the CLI's SIGINT handler is installed (a bare KeyboardInterrupt is then user code's)
-_SIGINT_HANDLERS: set[object] = set()
 
 
 def add_user_code(path: str | Path, label: str) -> None:
@@ -66,6 +65,8 @@ def add_user_code(path: str | Path, label: str) -> None:
     where = Path(path).resolve()
     if where.is_dir() and _NETFL_ROOT.is_relative_to(where):
         return
+    if any(where.is_relative_to(_NETFL_ROOT / own) for own in _OWN_PACKAGES):
+        return  # (netfl's own code is never user code)
     _USER_CODE[str(where)] = label
 
 
@@ -74,21 +75,16 @@ def user_code_labels() -> dict[str, str]:
     return dict(_USER_CODE)
 
 
-def note_sigint_handler(handler: object) -> None:
-    """The CLI installed ``handler`` for SIGINT: it raises :class:`SignalInterrupt`."""
-    _SIGINT_HANDLERS.add(handler)
-
-
 def is_signal(err: BaseException) -> bool:
     """Whether ``err`` stands for a Ctrl-C or SIGTERM rather than user code's raise."""
     if isinstance(err, SignalInterrupt):
         return True
     if not isinstance(err, KeyboardInterrupt):
         return False
-    try:
-        return signal.getsignal(signal.SIGINT) not in _SIGINT_HANDLERS
-    except ValueError:  # (not the main thread's interpreter)
-        return True
+    # a bare KeyboardInterrupt is Ctrl-C's only under Python's own SIGINT handler (netfl
+    # used as a library); under the CLI's (which raises SignalInterrupt) or with SIGINT
+    # ignored (a pool worker, nohup) it can only be user code's
+    return signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 def _label_of(filename: str) -> str | None:
@@ -204,7 +200,7 @@ class UserCallable:
     """
 
     def __init__(self, fn: Callable[..., Any], label: str, what: str, check=None):
-        self.__wrapped__ = fn
+        functools.update_wrapper(self, fn)  # (its name and docstring: netfl list shows it)
         self.label, self.what, self.check = label, what, check
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

@@ -36,6 +36,7 @@ from typing import Any
 
 import torch
 
+from netfl.core.usercode import attributed
 from netfl.errors import WorkerLost
 from netfl.learning.executor import LearningContext, SerialExecutor
 from netfl.learning.tasks import Task
@@ -106,7 +107,10 @@ def _init_worker(context: LearningContext, threads: int) -> None:
 def _run_in_worker(payload: bytes) -> bytes:
     assert _WORKER_CONTEXT is not None, "worker started without its context"
     task = map_refs(pickle.loads(payload), SharedState, read_shared)
-    return encode(_WORKER_CONTEXT.run(task))
+    # (a traceback does not cross processes: user code's failure is named here, where
+    # its frames are; SystemExit & co. become one error, not the end of the worker)
+    with attributed(f"a {type(task).__name__} job"):
+        return encode(_WORKER_CONTEXT.run(task))
 
 
 class _Job(Future):
@@ -362,7 +366,12 @@ def start_ray(address: str | None) -> tuple[Any, bool]:
     if ray.is_initialized():
         return ray, False
     try:
+        # (ray.init installs a SIGTERM handler of its own that exits: the CLI's, which
+        # stops the run keeping its finished rounds, is put back)
+        on_term = signal.getsignal(signal.SIGTERM)
         ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        if on_term is not None and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, on_term)
     except (ConnectionError, TimeoutError, ValueError, RuntimeError) as err:
         where = f"the Ray cluster at {address}" if address else "Ray on this machine"
         first = str(err).strip().splitlines()[0] if str(err).strip() else ""

@@ -93,8 +93,8 @@ def manifest(result: RunResult) -> dict[str, Any]:
     complete = result.stop_reason not in INCOMPLETE
     failed = result.stop_reason in ("failed", "error")
     return {
-        # complete; incomplete (interrupted, a worker lost); failed (user code: "error"
-        # says why)
+        # complete; incomplete (interrupted, a worker lost); failed (user code failed, or
+        # the input could not go on: the manifest's "error" key says why)
         "status": "complete" if complete else "failed" if failed else "incomplete",
         "scenario": result.scenario.name,
         "seed": result.scenario.seed,

@@ -64,6 +64,9 @@ class PluginError(ValueError):
         super().__init__(message)
         self.key = key
 
+    def __reduce__(self):  # (pickled back from a pool's or Ray's worker)
+        return (type(self), (self.key, str(self)))
+
 
 class PluginCodeError(PluginError):
     """A plugin whose own code failed while it was imported (it raised, or called
@@ -72,6 +75,9 @@ class PluginCodeError(PluginError):
     def __init__(self, key: str, message: str, trace: str = ""):
         super().__init__(key, message)
         self.trace = trace
+
+    def __reduce__(self):
+        return (type(self), (self.key, str(self), self.trace))
 
 
 def _add_package(module_name: str, label: str) -> None:
@@ -85,6 +91,23 @@ def _add_package(module_name: str, label: str) -> None:
     if found is not None and found.origin and found.has_location:
         path = Path(found.origin)
         add_user_code(path.parent if path.name == "__init__.py" else path, label)
+
+
+def _claim_code(entry: tuple[str, str], label: str) -> None:
+    """The file that defines what a plugin registered (a helper module beside it, say)
+    is user code too."""
+    import inspect
+
+    kind, name = entry
+    value = registries()[kind].get(name)
+    value = getattr(value, "__wrapped__", value)
+    if not callable(value):  # (a profile: data, no code)
+        return
+    try:
+        where = inspect.getfile(value)
+    except (TypeError, OSError):
+        return
+    add_user_code(where, label)
 
 
 def _code_error(key: str, spec: str, err: BaseException) -> PluginCodeError:
@@ -181,6 +204,7 @@ def _load_one(spec: str, key: str) -> list[str]:
     added = _added(before)
     for entry in added:
         _ORIGIN[entry] = f"plugin {spec}"
+        _claim_code(entry, f"plugin {spec}")
     _LOADED[spec] = [name for kind, name in added if kind == "algorithm"]
     return _LOADED[spec]
 

@@ -108,7 +108,7 @@ def simulate_round(world: World, algorithm: Algorithm, r: int) -> RoundSummary:
     what = f"algorithm {algorithm.name!r} round {r}"
     with attributed(what):
         steps = algorithm.round(r)
-        if not inspect.isgenerator(steps):
+        if not (inspect.isgenerator(steps) or hasattr(steps, "throw")):  # (as SimPy asks)
             raise _misbehaved(
                 algorithm,
                 f"round {r}: round() returned {_shown(steps)}, not a "
@@ -210,7 +210,8 @@ def _run_world(
             checkpoint_now = (
                 every and run_dir is not None and (r + 1) % every == 0 and r + 1 < tr.rounds
             )
-            if checkpoint_now or keep_state:
+            keep_now = keep_state and r + 1 < tr.rounds  # (after the last: nothing to resume)
+            if checkpoint_now or keep_now:
                 with attributed(f"algorithm {name!r} state_dict after round {r}"):
                     state = {
                         "next_round": r + 1,
@@ -220,8 +221,12 @@ def _run_world(
                     }
                 if checkpoint_now:
                     save_checkpoint(run_dir, state)
-                if keep_state:
-                    resume_state = encode_checkpoint(state)
+                if keep_now:
+                    try:
+                        resume_state = encode_checkpoint(state)
+                    except Exception as err:  # noqa: BLE001 - a state torch cannot save
+                        log.warning("no resume state kept (%s: %s)", type(err).__name__, err)
+                        keep_state, resume_state = False, None
             if on_round is not None:
                 on_round(row)
             if tr.target_accuracy is not None and row["accuracy"] >= tr.target_accuracy:

@@ -135,27 +135,24 @@ class World:
 
     def next_available_s(self) -> float | None:
         """The first instant after now at which a device in coverage that is off turns
-        on (Markov and trace availability; None for the others).
+        on (Markov and trace availability; None for the others)."""
+        return self.availability.next_on_s(self.devices)
 
-        An instant beyond the run's horizon — ``training.time_budget_s``, or
-        :data:`AVAILABILITY_WAIT_LIMIT_S` from now without a budget — stops the run with
-        a one-line :class:`~netfl.errors.UserError`: waiting for it would simulate that
-        long (every CUE session on the way) for a run that can do nothing meanwhile."""
-        t = self.availability.next_on_s(self.devices)
-        if t is None:
-            return None
+    def wait_for_return_s(self) -> float | None:
+        """:meth:`next_available_s` for a server with nobody on and nobody in flight,
+        which can only wait for it: without ``training.time_budget_s``, an instant more
+        than :data:`AVAILABILITY_WAIT_LIMIT_S` away stops the run with a one-line
+        :class:`~netfl.errors.UserError` — waiting would simulate that long (every CUE
+        session on the way) for a run that can do nothing meanwhile. A budget bounds
+        the wait itself: the run ends at the budget's round."""
+        t = self.next_available_s()
         budget = self.scenario.training.time_budget_s
-        horizon = budget if budget is not None else self.env.now + AVAILABILITY_WAIT_LIMIT_S
-        if t > horizon:
-            within = (
-                f"within training.time_budget_s ({budget:g} s)"
-                if budget is not None
-                else f"within {AVAILABILITY_WAIT_LIMIT_S:g} s of simulated time"
-            )
+        if t is not None and budget is None and t - self.env.now > AVAILABILITY_WAIT_LIMIT_S:
             raise UserError(
                 f"devices.availability: no device is on at t = {self.env.now:.6g} s and "
-                f"none returns {within} (the first at t = {t:.6g} s): shorten the off "
-                "periods, or set a training.time_budget_s that reaches them"
+                f"none returns within {AVAILABILITY_WAIT_LIMIT_S:g} s of simulated time (the "
+                f"first at t = {t:.6g} s): shorten the off periods, or set a "
+                "training.time_budget_s to wait that long"
             )
         return t
 

@@ -104,8 +104,8 @@ def _run_one(
 
         torch.set_num_threads(threads)
 
-    if run_dir is None:  # (the driver writes it)
-        return run(scenario, source=source)
+    if run_dir is None:  # (the driver writes it, a failed run's finished rounds too)
+        return run(scenario, source=source, partial_on_failure=True)
     rundir, resume = RunDirectory.in_sweep(run_dir, scenario)
     result = run(
         scenario,
@@ -247,6 +247,8 @@ def _run_ray(todo: list[SweepRun], out: Path, workers: int | None, address, done
                 result = ray.get(ready[0])
                 if isinstance(result, RunResult):  # run on another machine
                     RunDirectory(out / r.name).write(result)
+                    if result.stop_reason == "failed":
+                        raise UserCodeError(result.info.get("error", "the run failed"))
                 done(r.name, "")
             except Exception as err:  # noqa: BLE001 - a failing run must not stop the sweep
                 _failed(out, r.name, err, done)
