@@ -148,3 +148,33 @@ def test_a_download_waiting_for_a_promotion_does_not_follow_another_devices_step
     assert list(steps["step"]) == ["download", "compute", "upload", "server_compute"]
     promotion = get_compute_profile("huang2012_lte").rrc_promotion_s
     assert steps["start_s"].iloc[0] == pytest.approx(promotion)
+
+
+@pytest.mark.parametrize("server_site", [0, "cloud"])
+def test_a_networks_server_site_cells_are_the_server_on_the_path(server_site):
+    """Uploads end at a cell of the server's site (``server_site: 0``) while the
+    aggregation runs on the server: those cells are the server's, so the path walks back
+    from the aggregation through the last upload to its device (it used to stop at the
+    aggregation: no straggler in any round); the straggler is the device whose upload
+    ended last, the path contiguous from the round's start."""
+    network = {"site_positions_m": [[0.0, 0.0]], "server_site": server_site}
+    res = run(
+        parse_scenario(
+            tiny_scenario(
+                network=network,
+                cell={"link": {"mode": "ofdma"}},
+                devices={"count": 6},
+                training={"rounds": 2},
+            )
+        )
+    )
+    path, transfers = res.tables["critical_path"], res.transfers
+    for r in (0, 1):
+        row = res.rounds.iloc[r]
+        ups = transfers[(transfers["round"] == r) & (transfers["direction"] == "uplink")]
+        last = ups.loc[ups["end_s"].idxmax(), "src"]
+        assert row["straggler"] == last, (row["straggler"], last)
+        steps = path[path["round"] == r]
+        assert steps["start_s"].iloc[0] == pytest.approx(row["sim_time_s"] - row["round_time_s"])
+        gaps = steps["start_s"].to_numpy()[1:] - steps["end_s"].to_numpy()[:-1]
+        assert (abs(gaps) < 1e-9).all()

@@ -281,6 +281,15 @@ class MultiCellRadio(Radio):
         return self.cells[self.serving[device.name]]
 
     # -- transfers -----------------------------------------------------------------
+    def server_aliases(self) -> dict[str, str]:
+        """The cells at the server's site (``server_site``): what reaches them reaches
+        the server, with no backhaul hop (none for a cloud server)."""
+        return {
+            node.name: self.server.name
+            for c, node in enumerate(self.cell_nodes)
+            if self._site_hosts_server(c) and node is not self.server
+        }
+
     def _site_hosts_server(self, cell: int) -> bool:
         return (
             self.server_site is not None and int(self.geometry.cell_site[cell]) == self.server_site

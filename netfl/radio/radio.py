@@ -153,6 +153,11 @@ class Radio(ABC):
         """Further tables of the run written beside the transfers (none for fixed rate)."""
         return {}
 
+    def server_aliases(self) -> dict[str, str]:
+        """Nodes whose transfers reach the FL server itself, by name → the server's name
+        (a network's cells at the server's site; none in one cell, whose BS is it)."""
+        return {}
+
     def coverage(self, bs: Node, devices: Sequence[Node]) -> pd.DataFrame:
         """Per device: ``device``, mean uplink/downlink SNR [dB], whether each direction
         is starved (no rate) and ``starved``: either is (fixed-rate links serve every

@@ -37,16 +37,21 @@ _EPS_S = 1e-9
 
 
 def _steps(
-    transfers: list[TransferRecord], computes: list[ComputeRecord], devices: set[str]
+    transfers: list[TransferRecord],
+    computes: list[ComputeRecord],
+    devices: set[str],
+    aliases: dict[str, str],
 ) -> list[tuple[float, float, str, str, frozenset[str], frozenset[str]]]:
-    """(start, end, step, node, nodes, actors) of every record of the round."""
+    """(start, end, step, node, nodes, actors) of every record of the round; a node of
+    ``aliases`` counts as the one it stands for."""
     out = []
     for t in transfers:
-        nodes = frozenset((t.src, t.dst))
+        src, dst = aliases.get(t.src, t.src), aliases.get(t.dst, t.dst)
+        nodes = frozenset((src, dst))
         ends = nodes & devices
         # (a download's sender: its work before it — a step of the sender's that
         # involves no device, so other devices' transfers with it are no predecessor)
-        infra = frozenset((("infra", t.src),)) if t.src not in devices else frozenset()
+        infra = frozenset((("infra", src),)) if src not in devices else frozenset()
         actors = (ends | infra) if ends else nodes
         node = next(iter(sorted(nodes & devices)), t.src)
         out.append(
@@ -72,14 +77,17 @@ def critical_path(
     transfers: list[TransferRecord],
     computes: list[ComputeRecord],
     devices: set[str],
+    aliases: dict[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """The round's critical path, first step first: one row per step (round, node,
-    step, start_s, end_s, duration_s); empty for a round with no records.
+    step, start_s, end_s, duration_s); empty for a round with no records. ``aliases``:
+    nodes that stand for another (a network's cells at the server's site, which are the
+    server's: :meth:`~netfl.radio.radio.Radio.server_aliases`).
 
     Each node's steps are kept sorted by (end, start), so a step's predecessor is a
     binary search per actor: O(path · log steps), not a scan per step (a split-learning
     round has thousands of steps on its path)."""
-    steps = _steps(transfers, computes, devices)
+    steps = _steps(transfers, computes, devices, aliases or {})
     if not steps:
         return []
     order = sorted(range(len(steps)), key=lambda i: (steps[i][1], steps[i][0]))
@@ -142,9 +150,10 @@ class CriticalPaths:
     """The ``critical_path`` table of a run: every round's path, from the recorder's
     records (a resumed run's replayed rounds included)."""
 
-    def __init__(self, recorder: Any, devices: set[str]):
+    def __init__(self, recorder: Any, devices: set[str], aliases: dict[str, str] | None = None):
         self.recorder = recorder
         self.devices = devices
+        self.aliases = aliases or {}
 
     def tables(self) -> dict[str, Any]:
         import pandas as pd
@@ -158,6 +167,6 @@ class CriticalPaths:
         for r in sorted(by_round):
             transfers, computes = by_round[r]
             t0 = min(x.start_s for x in [*transfers, *computes])
-            rows += critical_path(r, t0, transfers, computes, self.devices)
+            rows += critical_path(r, t0, transfers, computes, self.devices, self.aliases)
         columns = ["round", "node", "step", "start_s", "end_s", "duration_s"]
         return {"critical_path": pd.DataFrame(rows, columns=columns)}

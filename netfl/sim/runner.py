@@ -306,7 +306,7 @@ def _round_row(
     device_names = {n.name for n in world.all_devices}
     after = snapshot(nodes)
     row = round_row(r, t0, env.now, transfers, computes, nodes, before, after, summary)
-    path = critical_path(r, t0, transfers, computes, device_names)
+    path = critical_path(r, t0, transfers, computes, device_names, world.radio.server_aliases())
     row.update(straggler_columns(path, device_names))
     row["nonfinite_updates"] = len(world.round_faults)
     row["starved_devices"] = len(world.all_devices) - len(world.devices)
@@ -362,7 +362,7 @@ def _result(
                 world.coverage,
                 world.mobility,
                 algorithm,
-                CriticalPaths(rec, device_names),
+                CriticalPaths(rec, device_names, world.radio.server_aliases()),
             )
         ),
         info={
