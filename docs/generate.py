@@ -191,8 +191,15 @@ def _plain(value: Any) -> Any:
 def _default(value: Any) -> Any:
     if value is inspect.Parameter.empty:
         return value
-    text = repr(value)
+    # (a string as black/ruff write it: double quotes, so formatting the page's code
+    # blocks leaves them as generated)
+    text = _quoted(value) if isinstance(value, str) else repr(value)
     return _Raw("..." if " at 0x" in text else text)
+
+
+def _quoted(text: str) -> str:
+    body = repr(text)[1:-1]
+    return f'"{body}"' if '"' not in text else repr(text)
 
 
 def signature(obj: Any, name: str, method: bool = False) -> str | None:
