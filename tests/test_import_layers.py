@@ -120,6 +120,8 @@ LAYERS: list[list[str]] = [
         "netfl.algorithms.fedzkt",
         "netfl.algorithms.app_thread",
         "netfl.algorithms.asynchronous",
+        "netfl.algorithms.fedasync",
+        "netfl.algorithms.fedbuff",
         "netfl.algorithms.flower_bridge",
         "netfl.algorithms.flower_grid",
         "netfl.algorithms.flower_server_grid",

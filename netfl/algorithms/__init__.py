@@ -15,11 +15,12 @@ from netfl.algorithms.algorithm import (
     get_algorithm,
     register,
 )
-from netfl.algorithms.asynchronous import FedAsync, FedAsyncConfig, FedBuff, FedBuffConfig
 from netfl.algorithms.context import ModelInfo, RoundContext
 from netfl.algorithms.dfl import DFL, FD, DFLConfig, FDConfig
 from netfl.algorithms.ecofed import EcoFed, EcoFedConfig
+from netfl.algorithms.fedasync import FedAsync, FedAsyncConfig
 from netfl.algorithms.fedavg import FedAvg, FedAvgConfig
+from netfl.algorithms.fedbuff import FedBuff, FedBuffConfig
 from netfl.algorithms.feddif import FedDif, FedDifConfig
 from netfl.algorithms.fedmd import FedMD, FedMDConfig
 from netfl.algorithms.fedswap import FedSwap
