@@ -504,27 +504,33 @@ def test_a_closed_standard_output_ends_quietly(tmp_path):
 
 
 FAILS = {"raise": "raise RuntimeError('bad forward')", "exit0": "sys.exit(0)"}
+#: a plugin model whose forward fails (line 14) on a training batch
+BADNET = """import sys
+import numpy as np
+import torch
+from netfl import register_model
+
+
+class Net(torch.nn.Module):
+    def __init__(self, shape, classes):
+        super().__init__()
+        self.fc = torch.nn.Linear(int(np.prod(shape)), classes)
+
+    def forward(self, x):
+        if x.shape[0] > 4:  # (a training batch: not the checks' or the FLOP count's)
+            {fail}
+        return self.fc(x.flatten(1))
+
+
+register_model("badnet", Net)
+"""
 
 
 @pytest.mark.parametrize("how", list(FAILS))
 def test_user_code_failing_in_a_process_executors_worker_is_named(how, tmp_path, capsys):
     """A plugin model's forward failing inside a pool worker (whose traceback does not
     cross processes): one line naming the plugin's file and line, exit 1."""
-    (tmp_path / "badnet.py").write_text(
-        "import sys\n"
-        "import numpy as np\n"
-        "import torch\n"
-        "from netfl import register_model\n\n\n"
-        "class Net(torch.nn.Module):\n"
-        "    def __init__(self, shape, classes):\n"
-        "        super().__init__()\n"
-        "        self.fc = torch.nn.Linear(int(np.prod(shape)), classes)\n\n"
-        "    def forward(self, x):\n"
-        "        if x.shape[0] != 2:  # (not the shape check's batch of 2)\n"
-        f"            {FAILS[how]}\n"
-        "        return self.fc(x.flatten(1))\n\n\n"
-        "register_model('badnet', Net)\n"
-    )
+    (tmp_path / "badnet.py").write_text(BADNET.format(fail=FAILS[how]))
     data = tiny_scenario(
         plugins=["badnet.py"],
         model={"name": "badnet"},
@@ -535,3 +541,40 @@ def test_user_code_failing_in_a_process_executors_worker_is_named(how, tmp_path,
     assert main(["run", str(path), "--out", str(tmp_path / "r"), "--no-progress"]) == 1
     err = capsys.readouterr().err
     assert "badnet.py:14 in forward" in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_user_code_failing_in_a_ray_actor_is_named_there(tmp_path):
+    """A Ray actor's job (run here, as the actor runs it: Ray keeps a job's traceback in
+    the actor's process) names the plugin's file and line, with the labels the driver
+    passed it."""
+    from netfl.core.usercode import user_code_labels
+    from netfl.errors import UserCodeError
+    from netfl.learning.parallel import _RayWorker
+    from netfl.learning.tasks import TrainTask
+    from netfl.scenario.files import load_scenario
+    from netfl.sim.world import World
+
+    (tmp_path / "badnet.py").write_text(BADNET.format(fail=FAILS["raise"]))
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            tiny_scenario(
+                plugins=["badnet.py"], model={"name": "badnet"}, learning={"mode": "learn"}
+            )
+        )
+    )
+    world = World(load_scenario(path))
+    try:
+        device = world.devices[0]
+        task = TrainTask(
+            model="badnet",
+            state=world.init_model_state(),
+            indices=world.partitions[device.index],
+            config=world.train_config,
+            seed=1,
+        )
+        actor = _RayWorker(world.executor.context, 1, user_code_labels())
+        with pytest.raises(UserCodeError, match=r"badnet\.py:14 in forward\) raised RuntimeError"):
+            actor.run(task)
+    finally:
+        world.close()

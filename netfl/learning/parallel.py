@@ -36,8 +36,8 @@ from typing import Any
 
 import torch
 
-from netfl.core.usercode import attributed
-from netfl.errors import WorkerLost
+from netfl.core.usercode import add_user_code, attributed, user_code_labels
+from netfl.errors import UserCodeError, WorkerLost
 from netfl.learning.executor import LearningContext, SerialExecutor
 from netfl.learning.tasks import Task
 from netfl.learning.transport import (
@@ -94,8 +94,12 @@ def start_workers(pool: ProcessPoolExecutor, count: int) -> None:
 _WORKER_CONTEXT: LearningContext | None = None
 
 
-def _init_worker(context: LearningContext, threads: int) -> None:
+def _init_worker(
+    context: LearningContext, threads: int, user_code: dict[str, str] | None = None
+) -> None:
     global _WORKER_CONTEXT
+    for where, label in (user_code or {}).items():  # (a spawned worker knows none yet)
+        add_user_code(where, label)
     # Ctrl-C reaches the whole process group: only the simulator handles it (it writes
     # the finished rounds and stops the pool); SIGTERM ends a worker at once
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -154,7 +158,10 @@ class ProcessExecutor:
         # interpreter exits without closing it
         self._finalizer = weakref.finalize(self, self.shared.close)
         self._pool = ProcessPoolExecutor(
-            workers, mp_context=ctx, initializer=_init_worker, initargs=(context, threads)
+            workers,
+            mp_context=ctx,
+            initializer=_init_worker,
+            initargs=(context, threads, user_code_labels()),
         )
         start_workers(self._pool, workers)  # now, not at the first job
         self._cv = threading.Condition()
@@ -244,12 +251,18 @@ class ProcessExecutor:
 class _RayWorker:
     """One Ray actor: the learning context, set once, and ``threads`` torch threads."""
 
-    def __init__(self, context: LearningContext, threads: int):
+    def __init__(
+        self, context: LearningContext, threads: int, user_code: dict[str, str] | None = None
+    ):
         torch.set_num_threads(threads)
         self.context = context
+        for where, label in (user_code or {}).items():  # (the driver's, where they exist)
+            add_user_code(where, label)
 
     def run(self, task: Task) -> Any:
-        return self.context.run(_fetch_states(task))
+        # (named here, where the user code's frames are: a traceback stays in the actor)
+        with attributed(f"a {type(task).__name__} job"):
+            return self.context.run(_fetch_states(task))
 
 
 @dataclass(frozen=True)
@@ -289,7 +302,8 @@ class RayExecutor:
         self.workers, self.threads = workers, threads
         ref = ray.put(context)
         actor = ray.remote(num_cpus=threads)(_RayWorker)
-        self._actors = [actor.remote(ref, threads) for _ in range(workers)]
+        labels = user_code_labels()
+        self._actors = [actor.remote(ref, threads, labels) for _ in range(workers)]
         self._busy = [0] * workers
         self._lock = threading.Lock()
         self._ray = ray
@@ -334,6 +348,9 @@ class RayExecutor:
                 )
                 lost.__cause__ = err
                 outer.set_exception(lost)
+            elif isinstance(err, UserCodeError):  # (Ray's wrapper: its str holds a traceback)
+                cause = getattr(err, "cause", None)
+                outer.set_exception(cause if isinstance(cause, UserCodeError) else err)
             elif err is not None:
                 outer.set_exception(err)
             else:
