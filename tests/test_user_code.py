@@ -578,3 +578,23 @@ def test_user_code_failing_in_a_ray_actor_is_named_there(tmp_path):
             actor.run(task)
     finally:
         world.close()
+
+
+def test_netfl_run_into_a_closed_pipe_ends_quietly(tmp_path):
+    """``netfl run … | head -1`` whose reader has left before the run prints: the run
+    directory is whole, no traceback, the closed-pipe exit code."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(tiny_scenario(training={"rounds": 1, "batch_size": 16})))
+    out = tmp_path / "r"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "netfl", "run", str(path), "--out", str(out), "--no-progress"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    proc.stdout.close()  # (the reader is gone before the first line)
+    err = proc.stderr.read().decode()
+    assert proc.wait() == 141 and "Traceback" not in err and "Error" not in err, err
+    assert json.loads((out / "manifest.json").read_text())["status"] == "complete"
