@@ -2,7 +2,7 @@
 
 A new built-in algorithm is one module plus one import line here; a researcher's own
 is a plugin (a ``.py`` file or module named by a scenario's ``plugins`` key, or an
-installed package's ``netfl.algorithms`` entry point: :mod:`netfl.scenario.plugins`,
+installed package's ``netfl.algorithms`` entry point: :mod:`netfl.loading.plugins`,
 ``examples/fedprox/``).
 """
 
@@ -13,6 +13,7 @@ from netfl.algorithms.algorithm import (
     RegistrationError,
     RoundSummary,
     get_algorithm,
+    honours,
     register,
 )
 from netfl.algorithms.context import ModelInfo, RoundContext
@@ -27,6 +28,7 @@ from netfl.algorithms.fedswap import FedSwap
 from netfl.algorithms.fedzkt import FedZKT, FedZKTConfig
 from netfl.algorithms.flower_bridge import Flower, FlowerConfig
 from netfl.algorithms.hierfavg import HierFAVG, HierFAVGConfig
+from netfl.algorithms.hooks import Aggregator, ClientConfig, Payload
 from netfl.algorithms.link_probe import TransferTest, TransferTestConfig
 from netfl.algorithms.split_fl import LocalLossDPFL, SplitConfig, VanillaDPFL
 
@@ -37,7 +39,11 @@ __all__ = [
     "RegistrationError",
     "RoundSummary",
     "get_algorithm",
+    "honours",
     "register",
+    "Aggregator",
+    "ClientConfig",
+    "Payload",
     "RoundContext",
     "ModelInfo",
     "FedAvg",

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -33,6 +33,7 @@ __all__ = [
     "ALGORITHMS",
     "register",
     "get_algorithm",
+    "honours",
     "RegistrationError",
 ]
 
@@ -63,6 +64,28 @@ class RoundSummary:
     extra: dict[str, float] = field(default_factory=dict)
 
 
+def honours(*options: str) -> Callable[[Callable], Callable]:
+    """Declare the scenario options a ``round`` honours (a decorator of ``round``).
+
+    The declaration belongs to the round that is written, so a subclass that inherits
+    that round inherits it, and one that replaces ``round`` claims only what it declares
+    again (none if undecorated) — e.g. ``@honours("deadline_s")`` on a round that calls
+    FedAvg's (``super().round(r)``) and so keeps its deadline. The scenario checks read
+    it with :meth:`Algorithm.round_honours`.
+
+    Parameters
+    ----------
+    *options : str
+        Option names, e.g. ``"deadline_s"`` (``algorithm.deadline_s``).
+    """
+
+    def declare(round_: Callable) -> Callable:
+        round_.honours = frozenset(options)  # type: ignore[attr-defined]
+        return round_
+
+    return declare
+
+
 class Algorithm(ABC):
     """Base class of FL algorithms (see :class:`netfl.algorithms.fedavg.FedAvg`)."""
 
@@ -86,6 +109,12 @@ class Algorithm(ABC):
 
     def close(self) -> None:  # noqa: B027 (a hook: most algorithms hold nothing)
         """Release what the algorithm holds beyond the run (a Flower ServerApp's thread)."""
+
+    @classmethod
+    def round_honours(cls) -> frozenset[str]:
+        """The options this class's ``round`` declares it honours (:func:`honours`;
+        none if its round declares nothing)."""
+        return frozenset(getattr(cls.round, "honours", ()))
 
     @classmethod
     def resolve_options(cls, options: dict[str, Any], base_dir: Any) -> dict[str, Any]:
@@ -150,7 +179,7 @@ _NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 
 def register(cls: type[Algorithm]) -> type[Algorithm]:
     """Class decorator adding an algorithm to the registry under ``cls.name``; a
-    plugin's algorithms are registered the same way (:mod:`netfl.scenario.plugins`).
+    plugin's algorithms are registered the same way (:mod:`netfl.loading.plugins`).
     :class:`RegistrationError` says what is wrong with the class."""
     if not (isinstance(cls, type) and issubclass(cls, Algorithm)):
         raise RegistrationError(

@@ -31,7 +31,7 @@ import numpy as np
 import simpy
 from pydantic import Field, model_validator
 
-from netfl.algorithms.algorithm import RoundSummary, register
+from netfl.algorithms.algorithm import RoundSummary, honours, register
 from netfl.algorithms.context import RoundContext
 from netfl.algorithms.fedavg import FedAvg, FedAvgConfig
 from netfl.core.nodes import Node
@@ -65,8 +65,6 @@ class DFLConfig(FedAvgConfig):
 
 class _SoftTargets(FedAvg):
     """What DFL and FD share: the global soft targets and their payload."""
-
-    wraps_fedavg_round: ClassVar[bool] = True  # (their rounds add columns to FedAvg's)
 
     def __init__(self, world: RoundContext, config):
         from netfl.learning.distill import uniform_soft_targets
@@ -108,6 +106,11 @@ class _SoftTargets(FedAvg):
         yield world.compute.run(device, self.train_flops(device), "train")
         return future.result() if future is not None else None
 
+    def aggregator(self, r: int, clients: list[Node]) -> None:
+        """None: the server aggregates the soft targets (and DFL the models) of every
+        update at once."""
+        return None
+
     def soft_targets_correct(self) -> int:
         """How many rows y of the global soft targets Y peak on label y (a diagnostic:
         the KL term of (7) only teaches once most rows do)."""
@@ -115,6 +118,7 @@ class _SoftTargets(FedAvg):
 
         return int((self.soft.argmax(dim=1) == torch.arange(self.num_classes)).sum())
 
+    @honours("deadline_s")  # (FedAvg's round, a column added: its deadline kept)
     def round(self, r: int) -> Generator[simpy.Event, Any, RoundSummary]:
         summary = yield from super().round(r)
         if self.world.learn:
@@ -172,6 +176,7 @@ class DFL(_SoftTargets):
                 self.soft, [(res.soft_targets, res.label_counts) for res in results]
             )
 
+    @honours("deadline_s")  # (FedAvg's round, a column added: its deadline kept)
     def round(self, r: int) -> Generator[simpy.Event, Any, RoundSummary]:
         summary = yield from super().round(r)
         summary.extra["rho"] = self.rho(r)

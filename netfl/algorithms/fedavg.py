@@ -15,11 +15,15 @@ what it did until then): the server aggregates the updates that arrived — the
 classic wireless baseline (e.g. FedCS, Nishio & Yonetani, ICC 2019, aggregates the
 clients that finish by a round deadline).
 
-Variants subclass this and override one step: :meth:`FedAvg.select_clients` (who
-takes part: docs/tutorials/client-selection.md picks by channel and by a deadline),
-:meth:`FedAvg.client_round` (one device's download, training, upload),
-:meth:`FedAvg.local_update`, :meth:`FedAvg.server_update`, or the payload size
-:meth:`FedAvg.model_bits` (docs/tutorials/payload.md).
+The round calls named hooks, each a step a variant overrides (and a resource policy or
+an update codec plugs into) — never a check of which methods a subclass replaced:
+select (:meth:`FedAvg.select_clients`: docs/tutorials/client-selection.md picks by
+channel and by a deadline), configure (:meth:`FedAvg.configure_client`: a client's
+epochs), local update (:meth:`FedAvg.local_update`, inside
+:meth:`FedAvg.client_round`: one device's download, training, upload), payload
+(:meth:`FedAvg.payload`: the upload's bits and what the server receives; a model copy's
+size :meth:`FedAvg.model_bits`: docs/tutorials/payload.md) and aggregate
+(:meth:`FedAvg.aggregator` as updates arrive, then :meth:`FedAvg.server_update`).
 """
 
 from __future__ import annotations
@@ -32,32 +36,17 @@ import numpy as np
 import simpy
 from pydantic import Field
 
-from netfl.algorithms.algorithm import Algorithm, AlgorithmConfig, RoundSummary, register
+from netfl.algorithms.algorithm import Algorithm, AlgorithmConfig, RoundSummary, honours, register
+from netfl.algorithms.hooks import Aggregator, ClientConfig, Payload, cut_counts, is_cut
 from netfl.core.activity import DeviceCut
 from netfl.core.nodes import Node
 from netfl.learning.tasks import TrainTask
 
 if TYPE_CHECKING:
     from netfl.algorithms.context import RoundContext
-    from netfl.learning.params import OrderedAverage
     from netfl.learning.train import TrainResult
 
 __all__ = ["FedAvg", "FedAvgConfig", "is_cut", "cut_counts"]
-
-
-def is_cut(outcome: object) -> bool:
-    """Whether a client's outcome is the cut that stopped it (it left, or was late)."""
-    return isinstance(outcome, DeviceCut)
-
-
-def cut_counts(outcomes: list) -> dict[str, float]:
-    """``rounds.csv`` columns of a round's client outcomes: how many arrived, left, were late."""
-    reasons = [o.reason for o in outcomes if is_cut(o)]
-    return {
-        "clients_arrived": float(len(outcomes) - len(reasons)),
-        "clients_left": float(reasons.count("left")),
-        "clients_late": float(reasons.count("late")),
-    }
 
 
 class FedAvgConfig(AlgorithmConfig):
@@ -92,9 +81,6 @@ class FedAvg(Algorithm):
     #: variant whose payload is no model says so)
     download_kind: ClassVar[str] = "model_down"
     download_models: ClassVar[int] = 1
-    #: a variant whose :meth:`round` wraps this one (calls it, adds to its summary) sets
-    #: True: FedAvg's round keeps its deadline (``deadline_s``) there too
-    wraps_fedavg_round: ClassVar[bool] = False
     name = "fedavg"
     Config = FedAvgConfig
     config: FedAvgConfig
@@ -102,8 +88,8 @@ class FedAvg(Algorithm):
     def __init__(self, world: RoundContext, config: FedAvgConfig):
         super().__init__(world, config)
         self.global_state = world.init_model_state() if world.learn else None
-        self._stream: OrderedAverage | None = None
-        self._stream_index: dict[int, int] = {}
+        #: the round's aggregator (:meth:`aggregator`) while the round runs
+        self._aggregator: Aggregator | None = None
 
     # -- steps a variant may override ------------------------------------
     def select_clients(self, r: int) -> list[Node]:
@@ -162,17 +148,24 @@ class FedAvg(Algorithm):
             clients = self.select_clients(r)
         return clients
 
+    def configure_client(self, r: int, device: Node) -> ClientConfig:
+        """A client's settings for round ``r`` (the configure hook, where a resource
+        policy plugs in): :meth:`client_round` asks it first, at the client's start, and
+        trains ``epochs`` local epochs. It yields nothing and draws nothing. FedAvg's:
+        ``training.local_epochs`` for every client."""
+        return ClientConfig(epochs=self.world.train_config.epochs)
+
     def model_bits(self, device: Node | None = None) -> float:
-        """Bits on air of one model copy to or from a device [bit] (the payload hook).
+        """Bits on air of one model copy to or from a device [bit].
 
         FedAvg calls it three ways: ``model_bits(device)`` for a device's unicast
-        download and again for its upload (:meth:`client_round`: both directions get
-        the same size), and ``model_bits()`` with no device for the multicast download
+        download and, through :meth:`payload`, for its upload (both directions get the
+        same size), and ``model_bits()`` with no device for the multicast download
         (``downlink: multicast``, :meth:`round`). An override changes the bits the radio
         carries — so airtime, RBs and modem energy — never the parameters' values: a
-        quantiser that should also change what the server averages changes the state in
-        :meth:`client_round` or :meth:`local_update`. Aggregation FLOPs
-        (:meth:`aggregation_flops`) count parameters, not bits.
+        quantiser that should also change what the server averages overrides
+        :meth:`payload`. Aggregation FLOPs (:meth:`aggregation_flops`) count
+        parameters, not bits.
 
         Parameters
         ----------
@@ -187,17 +180,25 @@ class FedAvg(Algorithm):
         """
         return self.world.model.size_bits
 
+    def payload(self, r: int, device: Node, result: TrainResult | None) -> Payload:
+        """Client ``device``'s update ``result`` (None in timing mode) as it goes on air
+        (the payload hook, where an update codec plugs in): :meth:`client_round` uploads
+        ``bits`` and the server receives its ``result``. Asked once the local update is
+        done, before its upload; it yields nothing. FedAvg's: ``model_bits(device)``
+        bits, ``result`` as it is."""
+        return Payload(self.model_bits(device), result)
+
     def client_round(
         self, r: int, device: Node, download: bool = True
     ) -> Generator[simpy.Event, Any, TrainResult | None]:
-        """One device's part of round ``r``: download (unless multicast already did),
-        train (:meth:`local_update`), upload, each a SimPy event in simulated time.
+        """One device's part of round ``r``: its settings (:meth:`configure_client`),
+        download (unless multicast already did), train (:meth:`local_update`), upload
+        (:meth:`payload`), each a SimPy event in simulated time.
 
         The download is a ``download_kind`` transfer BS → device of
         ``model_bits(device)`` bits, the upload a ``model_up`` transfer device → BS of
-        ``model_bits(device)`` bits. A variant that overrides it (e.g. to send the upload
-        at another size) runs it the same way; FedAvg then keeps each result until
-        :meth:`server_update` instead of averaging as updates arrive.
+        ``payload(...).bits`` bits. What it returns reaches the round's
+        :meth:`aggregator` as it arrives, whether FedAvg's or a variant's override.
 
         Parameters
         ----------
@@ -215,6 +216,7 @@ class FedAvg(Algorithm):
             timing mode.
         """
         world = self.world
+        settings = self.configure_client(r, device)
         if download:
             yield world.radio.transfer(
                 world.bs,
@@ -223,19 +225,30 @@ class FedAvg(Algorithm):
                 self.download_kind,
                 num_models=self.download_models,
             )
-        result = yield from self.local_update(r, device, self.global_state)
-        yield world.radio.transfer(
-            device, world.bs, self.model_bits(device), "model_up", num_models=1
-        )
-        if self._stream is not None and result is not None:
-            # arrived: fold the new state into the running average; keep the statistics
-            index = self._stream_index.pop(device.index)
-            if world.keep_finite([result], [device.name]):
-                self._stream.add(index, result.state)
-            else:
-                self._stream.drop(index)
-            result = replace(result, state=None)
-        return result
+        result = yield from self.local_update(r, device, self.global_state, epochs=settings.epochs)
+        upload = self.payload(r, device, result)
+        yield world.radio.transfer(device, world.bs, upload.bits, "model_up", num_models=1)
+        return upload.result
+
+    def _arrive(
+        self, r: int, index: int, device: Node, download: bool
+    ) -> Generator[simpy.Event, Any, Any]:
+        """:meth:`client_round`, its update folded into the round's aggregator when it
+        arrives (its state then let go: statistics kept) or dropped when it is cut."""
+        aggregator = self._aggregator
+        try:
+            result = yield from self.client_round(r, device, download)
+        except (DeviceCut, simpy.Interrupt):
+            if aggregator is not None:
+                aggregator.drop(index)
+            raise
+        if aggregator is None:
+            return result
+        if result is not None and self.world.keep_finite([result], [device.name]):
+            aggregator.add(index, result.state)
+        else:
+            aggregator.drop(index)
+        return result if result is None else replace(result, state=None)
 
     def guarded(
         self, device: Node, steps: Generator[simpy.Event, Any, Any]
@@ -257,10 +270,7 @@ class FedAvg(Algorithm):
             activities.enter((device,), me)  # (a wait no transfer or step covers is cut too)
             result = yield from steps
         except (DeviceCut, simpy.Interrupt) as stop:
-            cut = stop if isinstance(stop, DeviceCut) else stop.cause
-            if self._stream is not None and device.index in self._stream_index:
-                self._stream.drop(self._stream_index.pop(device.index))
-            return cut
+            return stop if isinstance(stop, DeviceCut) else stop.cause
         activities.leave((device,), me)
         return result
 
@@ -330,12 +340,29 @@ class FedAvg(Algorithm):
         (``2 · num_params · num_models``), charged to the BS by :meth:`server_update`."""
         return 2.0 * self.world.model.num_params * num_models
 
+    def aggregator(self, r: int, clients: list[Node]) -> Aggregator | None:
+        """The aggregate hook: what folds round ``r``'s updates as they arrive (their
+        states then let go), its ``result()`` the new global model in
+        :meth:`server_update`. Asked once the clients are chosen, before any transfer.
+
+        FedAvg's: :class:`~netfl.learning.params.OrderedAverage` weighted by the clients'
+        samples (bit-identical to averaging them all at the end; in memory one state, not
+        one per client); None in timing mode. None: the results keep their states and
+        :meth:`server_update` gets them all — what a variant whose aggregation needs
+        every update returns (DFL, FD, the split family)."""
+        if not self.world.learn:
+            return None
+        from netfl.learning.params import OrderedAverage
+
+        return OrderedAverage([self.world.num_samples(d) for d in clients])
+
     def server_update(
         self, r: int, clients: list[Node], results: list[TrainResult | None]
     ) -> Generator[simpy.Event, Any, None]:
         """Aggregate the updates that arrived, weighted by local data size:
         ``w ← Σ_k n_k w_k / Σ_k n_k`` (McMahan et al., Algorithm 1), after charging
-        :meth:`aggregation_flops` to the BS's compute (simulated time [s] and energy [J]).
+        :meth:`aggregation_flops` to the BS's compute (simulated time [s] and energy [J]):
+        the round's :meth:`aggregator`'s result, or (none) the average of ``results``.
 
         Parameters
         ----------
@@ -349,9 +376,9 @@ class FedAvg(Algorithm):
         yield self.world.compute.run(
             self.world.bs, self.aggregation_flops(len(results)), "aggregate"
         )
-        if self._stream is not None:
-            state = self._stream.result()
-            self._stream = None
+        aggregator, self._aggregator = self._aggregator, None
+        if aggregator is not None:
+            state = aggregator.result()
             if state is not None:
                 self.global_state = state
         elif self.world.learn:
@@ -364,6 +391,7 @@ class FedAvg(Algorithm):
                 )
 
     # -- protocol ------------------------------------------------------------
+    @honours("deadline_s")
     def round(self, r: int) -> Generator[simpy.Event, Any, RoundSummary]:
         env = self.world.env
         clients = yield from self.wait_for_clients(r)
@@ -372,17 +400,7 @@ class FedAvg(Algorithm):
         deadline = (
             env.timeout(self.config.deadline_s) if self.config.deadline_s is not None else None
         )
-        self._stream = None
-        own = type(self)
-        if (
-            self.world.learn
-            and own.client_round is FedAvg.client_round
-            and own.server_update is FedAvg.server_update
-        ):  # plain FedAvg: aggregate as results arrive (memory: one state, not one per client)
-            from netfl.learning.params import OrderedAverage
-
-            self._stream = OrderedAverage([self.world.num_samples(d) for d in clients])
-            self._stream_index = {d.index: i for i, d in enumerate(clients)}
+        self._aggregator = self.aggregator(r, clients)
         multicast = self.config.downlink == "multicast"
         if multicast:
             sent = self.world.radio.broadcast(
@@ -394,8 +412,8 @@ class FedAvg(Algorithm):
             )
             yield sent if deadline is None else sent | deadline
         jobs = [
-            env.process(self.guarded(dev, self.client_round(r, dev, not multicast)))
-            for dev in clients
+            env.process(self.guarded(dev, self._arrive(r, i, dev, not multicast)))
+            for i, dev in enumerate(clients)
         ]
         everyone = simpy.AllOf(env, jobs)
         yield everyone if deadline is None else everyone | deadline
@@ -408,7 +426,7 @@ class FedAvg(Algorithm):
         outcomes = [job.value for job in jobs]
         arrived = [(d, o) for d, o in zip(clients, outcomes, strict=True) if not is_cut(o)]
         yield from self.server_update(r, [d for d, _ in arrived], [o for _, o in arrived])
-        self._stream = None
+        self._aggregator = None
         losses = [res.mean_loss for _, res in arrived if res is not None]
         return RoundSummary(
             num_clients=len(clients),

@@ -126,6 +126,10 @@ class SplitFL(FedAvg):
             input_grad=self.server_input_grad,
         )
 
+    def aggregator(self, r: int, clients: list[Node]) -> None:
+        """None: the parts are merged from every update at once."""
+        return None
+
     # -- state helpers ---------------------------------------------------------------
     def part_state(self, keys: dict[str, str], whole: dict | None = None) -> dict | None:
         whole = self.global_state if whole is None else whole
