@@ -22,7 +22,7 @@ from pathlib import Path
 import yaml
 from _result import report  # (benchmarks/ is on sys.path when run as a script)
 
-from netfl.scenario.files import parse_scenario
+from netfl.loading.scenarios import parse_scenario
 from netfl.sim.runner import run
 
 SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "cell_5g_ppp.yaml"

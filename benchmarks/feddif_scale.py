@@ -17,7 +17,7 @@ import time
 
 from _result import report  # (benchmarks/ is on sys.path when run as a script)
 
-from netfl.scenario.files import parse_scenario
+from netfl.loading.scenarios import parse_scenario
 from netfl.sim.runner import run
 
 TARGET_SCHEDULE_S = 0.050

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from _result import report
 
-from netfl.scenario.files import load_scenario
+from netfl.loading.scenarios import load_scenario
 from netfl.sim.runner import run
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,7 +57,7 @@ def scenarios(model: str, rounds: int, compute: str):
         "compute": compute,
     }
     from netfl.algorithms.flower_bridge import APP_TRAINING_KEYS
-    from netfl.scenario.files import parse_scenario, resolved
+    from netfl.loading.scenarios import parse_scenario, resolved
 
     plain = resolved(own)
     plain["algorithm"] = data

@@ -24,7 +24,7 @@ import yaml
 from _result import report  # (benchmarks/ is on sys.path when run as a script)
 
 from channel_models.channel_profiles import get_channel_profile
-from netfl.scenario.files import parse_scenario
+from netfl.loading.scenarios import parse_scenario
 from netfl.sim.runner import run
 
 

@@ -38,9 +38,9 @@ import simpy
 from _result import report  # (benchmarks/ is on sys.path when run as a script)
 
 import netfl.sim.world
+from netfl.loading.scenarios import parse_scenario
 from netfl.radio.handover import SEGMENT
 from netfl.radio.site_geometry import SiteGeometry
-from netfl.scenario.files import parse_scenario
 from netfl.sim.runner import run
 
 

@@ -22,7 +22,7 @@ from _result import report  # (benchmarks/ is on sys.path when run as a script)
 
 from netfl.core.rng import Streams
 from netfl.learning import evaluate, get_model_spec, load_dataset, partition
-from netfl.scenario.files import load_scenario
+from netfl.loading.scenarios import load_scenario
 from netfl.sim.runner import run
 
 SCENARIO = Path(__file__).resolve().parent.parent / "scenarios" / "quickstart.yaml"

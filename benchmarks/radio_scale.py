@@ -20,7 +20,7 @@ import simpy
 from _result import report  # (benchmarks/ is on sys.path when run as a script)
 
 import netfl.sim.world
-from netfl.scenario.files import parse_scenario
+from netfl.loading.scenarios import parse_scenario
 from netfl.sim.runner import run
 
 

@@ -14,7 +14,7 @@ class UserError(Exception):
 
 class RegistrationError(ValueError):
     """Something a plugin registers that cannot be (no algorithm, a bad name, a name
-    taken): :mod:`netfl.scenario.plugins` reports it as one line naming the plugin."""
+    taken): :mod:`netfl.loading.plugins` reports it as one line naming the plugin."""
 
 
 def one_line(text: str, limit: int = 600) -> str:

@@ -10,7 +10,7 @@ from scipy import stats
 
 from netfl.core.onoff import MarkovOnOff, TraceAvailability
 from netfl.errors import ScenarioError
-from netfl.scenario.files import load_scenario, parse_scenario
+from netfl.loading.scenarios import load_scenario, parse_scenario
 from netfl.sim.runner import run
 from netfl.sim.world import World
 from tests.conftest import tiny_scenario

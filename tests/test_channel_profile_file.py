@@ -8,7 +8,7 @@ import yaml
 
 from channel_models.channel_profiles import channel_profiles
 from netfl.errors import ScenarioError
-from netfl.scenario.files import load_scenario, parse_scenario, resolved
+from netfl.loading.scenarios import load_scenario, parse_scenario, resolved
 from netfl.sim.runner import run
 from tests.conftest import tiny_scenario
 

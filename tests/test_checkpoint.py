@@ -18,8 +18,8 @@ import torch
 import yaml
 
 from netfl.errors import UserError
+from netfl.loading.scenarios import parse_scenario
 from netfl.output.rundir import write_run
-from netfl.scenario.files import parse_scenario
 from netfl.sim.checkpoint import checkpoint_path, load_checkpoint, save_checkpoint
 from netfl.sim.runner import run
 from tests.conftest import default_sigint, tiny_scenario
@@ -221,7 +221,7 @@ def test_a_damaged_checkpoint_is_a_one_line_error_on_resume(tmp_path, capsys):
     (run_dir / ".checkpoint").mkdir()
     with pytest.raises(Killed):
         run(scenario, on_round=_kill_after(2), run_dir=run_dir)
-    from netfl.scenario.files import resolved
+    from netfl.loading.scenarios import resolved
 
     (run_dir / ".checkpoint" / "scenario.yaml").write_text(_yaml.safe_dump(resolved(scenario)))
     path = checkpoint_path(run_dir)
@@ -343,7 +343,7 @@ def test_a_resume_before_the_first_checkpoint_equals_the_uninterrupted_run(tmp_p
     the uninterrupted run's tables — also for options the resolved scenario once lost
     (a random layout's antenna height on an NR cell)."""
     from netfl.cli.app import main
-    from netfl.scenario.files import load_scenario, resolved
+    from netfl.loading.scenarios import load_scenario, resolved
 
     data = tiny_scenario(
         cell={"radius_m": 200, "link": {"mode": "ofdma", "channel_profile": "nr_fr1_uma"}},
@@ -384,8 +384,8 @@ def test_a_failure_while_replacing_the_interrupted_run_puts_it_back(tmp_path, mo
     the old tables and the checkpoint are back in place, nothing half-written remains;
     a swap killed between its two renames is undone by the next write."""
     import netfl.output.rundir as rundir
+    from netfl.loading.scenarios import load_scenario
     from netfl.output.rundir import write_run_dir
-    from netfl.scenario.files import load_scenario
 
     run_dir = _interrupted_run_dir(tmp_path)
     before = _contents(run_dir)

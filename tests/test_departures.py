@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from netfl.algorithms import FedAvg
-from netfl.scenario.files import algorithm_config, parse_scenario
+from netfl.loading.scenarios import algorithm_config, parse_scenario
 from netfl.sim.runner import run
 from netfl.sim.world import World
 from tests.conftest import assert_average_of_local_models, tiny_scenario

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from netfl.errors import ScenarioError, UserError
-from netfl.scenario.files import parse_scenario, resolved
+from netfl.loading.scenarios import parse_scenario, resolved
 from tests.conftest import tiny_scenario
 
 MAX_LINE = 700

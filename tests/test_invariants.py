@@ -10,8 +10,8 @@ import simpy
 from netfl.algorithms.fedavg import FedAvg
 from netfl.core.invariants import InvariantError, check_records, check_round
 from netfl.core.records import ComputeRecord, TransferRecord
+from netfl.loading.scenarios import parse_scenario
 from netfl.radio.sharing import Flow, ProcessorSharing
-from netfl.scenario.files import parse_scenario
 from netfl.sim.runner import run
 from tests.conftest import tiny_scenario
 

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from netfl.errors import ScenarioError
-from netfl.scenario.files import load_scenario, parse_scenario, resolved
+from netfl.loading.scenarios import load_scenario, parse_scenario, resolved
 from netfl.sim.world import World
 from tests.conftest import tiny_scenario
 

@@ -8,7 +8,7 @@ import torch
 from netfl.errors import NumericalFault
 from netfl.learning.executor import SerialExecutor
 from netfl.learning.params import all_finite
-from netfl.scenario.files import parse_scenario
+from netfl.loading.scenarios import parse_scenario
 from netfl.sim.runner import run
 from tests.conftest import tiny_scenario
 

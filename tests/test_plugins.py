@@ -17,7 +17,7 @@ import yaml
 
 from netfl.algorithms import ALGORITHMS
 from netfl.cli.app import main
-from netfl.scenario import plugins
+from netfl.loading import plugins
 from tests.conftest import tiny_scenario
 
 #: a plugin: FedAvg whose devices train twice as many epochs (a visible difference)
@@ -262,7 +262,7 @@ def test_no_plugin_named_imports_nothing_more(tmp_path):
 def test_fedprox_example_with_mu_zero_is_fedavg_bit_for_bit(tmp_path):
     """``examples/fedprox``: μ = 0 gives FedAvg's losses and accuracies to the last bit;
     μ > 0 changes them (the proximal term is applied)."""
-    from netfl.scenario.files import load_scenario
+    from netfl.loading.scenarios import load_scenario
     from netfl.sim.runner import run
 
     example = Path(__file__).resolve().parent.parent / "examples" / "fedprox" / "fedprox.yaml"
@@ -310,7 +310,7 @@ def test_a_plugin_imports_a_helper_beside_it(tmp_path):
         .replace("Field(2, ge=1, le=10)", "Field(FACTOR, ge=1, le=10)")
     )
     (tmp_path / "helped.py").write_text(text)
-    from netfl.scenario.files import load_scenario
+    from netfl.loading.scenarios import load_scenario
 
     path = _scenario_file(tmp_path, plugins=["helped.py"], algorithm={"name": "helped"})
     assert load_scenario(path).algorithm.name == "helped"
@@ -373,7 +373,7 @@ def test_a_plugin_registers_a_model_data_set_partition_and_profiles(tmp_path, ca
     )
     out = tmp_path / "run"
     assert main(["run", str(path), "--out", str(out), "--no-progress"]) == 0
-    from netfl.scenario.files import load_scenario
+    from netfl.loading.scenarios import load_scenario
     from netfl.sim.world import World
 
     world = World(load_scenario(path))
@@ -532,7 +532,7 @@ def _sweep_then_resume(tmp_path: Path, base: Path, name: str, modules: str) -> N
 def test_a_plugin_data_set_takes_a_root_as_public_or_pretraining_set(tmp_path):
     """A plugin data set is called with its ``root``: FedMD's ``public_root`` and
     EcoFed's ``pretrain.root`` are accepted for it (refused only for the shipped sets)."""
-    from netfl.scenario.files import load_scenario
+    from netfl.loading.scenarios import load_scenario
 
     (tmp_path / "lab.py").write_text(LAB)
     fedmd = {"name": "fedmd", "public_dataset": "blobs", "public_root": str(tmp_path)}

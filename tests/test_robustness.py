@@ -12,7 +12,7 @@ import yaml
 
 from netfl.cli.app import main
 from netfl.errors import UserError
-from netfl.scenario.files import load_scenario, parse_scenario, scenario_schema
+from netfl.loading.scenarios import load_scenario, parse_scenario, scenario_schema
 from tests.conftest import tiny_scenario
 
 MAX_LINE = 700

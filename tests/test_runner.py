@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from netfl import read_run, write_run
-from netfl.scenario.files import parse_scenario
+from netfl.loading.scenarios import parse_scenario
 from netfl.sim.runner import run
 from tests.conftest import tiny_scenario
 
@@ -145,8 +145,8 @@ def test_manifest_records_the_torch_thread_count(tmp_path):
 
     import torch
 
+    from netfl.loading.scenarios import parse_scenario
     from netfl.output.rundir import write_run
-    from netfl.scenario.files import parse_scenario
     from netfl.sim.runner import run
     from tests.conftest import tiny_scenario
 
@@ -163,7 +163,7 @@ def test_a_runs_thread_count_does_not_outlive_it():
     thread count is back (a notebook's next cell, a benchmark's next loop)."""
     import torch
 
-    from netfl.scenario.files import parse_scenario
+    from netfl.loading.scenarios import parse_scenario
     from netfl.sim.runner import run
     from tests.conftest import tiny_scenario
 

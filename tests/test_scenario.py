@@ -9,13 +9,8 @@ import numpy as np
 import pytest
 
 from netfl.errors import ScenarioError
-from netfl.scenario.files import (
-    apply_overrides,
-    load_scenario,
-    parse_scenario,
-    resolved,
-    scenario_schema,
-)
+from netfl.loading.scenarios import load_scenario, parse_scenario, resolved, scenario_schema
+from netfl.scenario.files import apply_overrides
 from tests.conftest import tiny_scenario
 
 
@@ -248,7 +243,7 @@ def test_a_group_may_be_a_fraction_of_the_devices():
     """``fraction: 0.3`` of 20 devices is a group of 6 (the nearest device, at least one);
     the resolved scenario records the count beside it and parses back to itself; a group
     with neither, or a count that is not the fraction, is one line naming the group."""
-    from netfl.scenario.files import resolved
+    from netfl.loading.scenarios import resolved
 
     def devices(count, groups):
         return parse_scenario(tiny_scenario(devices={"count": count, "groups": groups}))
@@ -561,7 +556,7 @@ def test_a_key_another_choice_makes_inapplicable_is_refused(sections, refused, a
     """A key that the section's (or the algorithm's) other choices would ignore is a
     one-line error naming it; under the choice that reads it, it is accepted; the
     resolved scenario (every default written) parses back."""
-    from netfl.scenario.files import resolved
+    from netfl.loading.scenarios import resolved
 
     with pytest.raises(ScenarioError, match=re.escape(refused)):
         parse_scenario(tiny_scenario(**sections))
@@ -575,7 +570,7 @@ def test_data_roots_and_weight_files_are_read_beside_the_scenario(tmp_path, monk
     working directory; the resolved scenario names them absolutely."""
     import yaml
 
-    from netfl.scenario.files import algorithm_config, load_scenario, resolved
+    from netfl.loading.scenarios import algorithm_config, load_scenario, resolved
 
     folder = tmp_path / "study"
     folder.mkdir()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from netfl.scenario.files import load_scenario, resolved
+from netfl.loading.scenarios import load_scenario, resolved
 from netfl.sim.runner import run
 
 ROOT = Path(__file__).resolve().parent.parent / "scenarios"
@@ -79,7 +79,7 @@ def test_scenario_runs(path):
 def test_resolved_scenario_reloads_identically(path, tmp_path):
     import yaml
 
-    from netfl.scenario.files import parse_scenario
+    from netfl.loading.scenarios import parse_scenario
 
     want = resolved(load_scenario(path))
     again = parse_scenario(yaml.safe_load(yaml.safe_dump(want)), "resolved")
@@ -93,7 +93,7 @@ def _same_run(scenario, source: str) -> None:
     import yaml
     from pandas.testing import assert_frame_equal
 
-    from netfl.scenario.files import parse_scenario
+    from netfl.loading.scenarios import parse_scenario
 
     again = parse_scenario(yaml.safe_load(yaml.safe_dump(resolved(scenario))), "resolved")
     derived = ("bandwidth_hz", "numerology", "num_rbs")

@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
+from netfl.loading.scenarios import parse_scenario
 from netfl.output.rundir import write_run_dir
-from netfl.scenario.files import parse_scenario
 from netfl.sim.runner import run
 from tests.conftest import tiny_scenario
 

@@ -262,8 +262,8 @@ def _sweep(folder: Path, grid: dict, base: dict) -> Path:
 def test_a_write_never_touches_a_siblings_temporary_folders(tmp_path):
     """Run ``lr=1``'s leftovers are cleaned by exact name: ``lr=1.5``'s folder being
     written (``.lr=1.5.XXXXXXXX.tmp``) and its replaced run set aside (``.old``) stay."""
+    from netfl.loading.scenarios import parse_scenario
     from netfl.output.rundir import write_run_dir
-    from netfl.scenario.files import parse_scenario
     from netfl.sim.runner import run
 
     result = run(parse_scenario(tiny_scenario(training={"rounds": 1, "batch_size": 16})))
@@ -426,7 +426,7 @@ def test_devices_that_never_return_stop_the_run_with_one_line(name, tmp_path, ca
 def test_async_devices_in_flight_are_no_reason_to_stop():
     """With devices in flight a slot waits for one to finish, however far the next
     return is (long on-periods: nobody is off)."""
-    from netfl.scenario.files import parse_scenario
+    from netfl.loading.scenarios import parse_scenario
     from netfl.sim.runner import run
 
     data = tiny_scenario(
@@ -443,7 +443,7 @@ def test_async_devices_in_flight_are_no_reason_to_stop():
 def test_a_time_budget_bounds_the_wait_instead():
     """With ``training.time_budget_s`` the run waits as long as the budget allows and
     ends by it (no error)."""
-    from netfl.scenario.files import parse_scenario
+    from netfl.loading.scenarios import parse_scenario
     from netfl.sim.runner import run
 
     data = tiny_scenario(
@@ -468,7 +468,7 @@ def test_fedbuffs_buffer_must_fit_the_devices_training_at_once(tmp_path, capsys)
     path.write_text(yaml.safe_dump(data))
     assert main(["validate", str(path)]) == 2
     assert "concurrency 2" in capsys.readouterr().err
-    from netfl.scenario.files import parse_scenario
+    from netfl.loading.scenarios import parse_scenario
     from netfl.sim.runner import run
 
     data["algorithm"] = {"name": "fedbuff"}  # (default K: 10, here the 4 devices)
@@ -551,7 +551,7 @@ def test_user_code_failing_in_a_ray_actor_is_named_there(tmp_path):
     from netfl.errors import UserCodeError
     from netfl.learning.parallel import _RayWorker
     from netfl.learning.tasks import TrainTask
-    from netfl.scenario.files import load_scenario
+    from netfl.loading.scenarios import load_scenario
     from netfl.sim.world import World
 
     (tmp_path / "badnet.py").write_text(BADNET.format(fail=FAILS["raise"]))

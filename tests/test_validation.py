@@ -17,8 +17,9 @@ from hypothesis import strategies as st
 
 from netfl.cli.app import main
 from netfl.errors import ScenarioError, UserError
+from netfl.loading.scenarios import load_scenario, parse_scenario
 from netfl.output.rundir import release_run_dir, reserve_run_dir
-from netfl.scenario.files import load_scenario, parse_scenario, read_yaml
+from netfl.scenario.files import read_yaml
 from tests.conftest import default_sigint, tiny_scenario
 
 MAX_LINE = 700  # characters of one error line, whatever the input (valid-key lists included)

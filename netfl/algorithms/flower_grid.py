@@ -82,7 +82,7 @@ from netfl.learning.tasks import FlowerClientTask
 
 if TYPE_CHECKING:
     from netfl.algorithms.context import RoundContext
-    from netfl.algorithms.flower_bridge import FlowerConfig
+    from netfl.algorithms.flower_config import FlowerConfig
     from netfl.core.nodes import Node
 
 __all__ = ["FlowerBridge", "NODE_ID_BASE", "RUN_ID", "message_bits", "aggregate_metrics"]

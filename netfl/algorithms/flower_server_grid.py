@@ -13,16 +13,26 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from flwr.app import Message, RecordDict
 from flwr.serverapp import Grid
 from flwr.supercore.run import Run
 
 if TYPE_CHECKING:
-    from netfl.algorithms.flower_grid import FlowerBridge
+    from netfl.algorithms.app_thread import AppThread
 
 __all__ = ["NODE_ID_BASE", "RUN_ID", "SPIN_POLLS", "WAIT_POLLS", "ServerGrid", "serving"]
+
+
+class Bridge(Protocol):
+    """What the grid asks of the round's side (:class:`~netfl.algorithms.flower_grid.FlowerBridge`,
+    which builds it): the thread it hands its requests to, and the devices' node ids."""
+
+    thread: AppThread
+
+    def node_ids(self) -> list[int]: ...
+
 
 #: node id of device i: NODE_ID_BASE + i (Flower's own ids are random 64-bit integers)
 NODE_ID_BASE = 1_000_000
@@ -60,7 +70,7 @@ _route_flower_sleeps()
 class ServerGrid(Grid):
     """Flower's ``Grid`` whose calls go to the simulation (see the module docstrings)."""
 
-    def __init__(self, bridge: FlowerBridge):
+    def __init__(self, bridge: Bridge):
         self._bridge = bridge
         self._run = Run.create_empty(RUN_ID)
         self._polls = 0  # (get_node_ids calls since the last message)

@@ -61,9 +61,9 @@ def _output_dir(path: Path, key: str, create: bool = False) -> Path:
 def cmd_run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
+    from netfl.loading.scenarios import load_scenario
     from netfl.output.run_directory import RunDirectory
     from netfl.output.rundir import INCOMPLETE
-    from netfl.scenario.files import load_scenario
     from netfl.sim.checkpoint import signals_deferred
     from netfl.sim.runner import run
 

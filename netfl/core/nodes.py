@@ -1,19 +1,88 @@
-"""Nodes of the simulated cell: the base station/server and the UEs."""
+"""Nodes of the simulated cell: the base station/server and the UEs, each with its
+compute profile (what it computes and draws; the catalogue of bundled profiles is
+:mod:`netfl.compute.profiles`) and its energy meter (:mod:`netfl.core.meter`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
 
 import numpy as np
 
 from channel_models import LinkProfile
-from netfl.compute.meter import EnergyMeter
-from netfl.compute.profiles import ComputeProfile
+from netfl.core.meter import EnergyMeter
 
-__all__ = ["Node", "NodeKind"]
+__all__ = ["ComputeProfile", "Node", "NodeKind"]
 
 NodeKind = Literal["bs", "pue", "cue"]
+
+
+@dataclass(frozen=True)
+class ComputeProfile:
+    """What a node computes per second and what it draws.
+
+    Parameters
+    ----------
+    name : str
+        Registry name.
+    effective_flops_per_s : float
+        Sustained training throughput [FLOP/s].
+    reference_flops_per_s : float
+        The published figure (measurement or datasheet peak) it derives from [FLOP/s].
+    busy_power_w, idle_power_w : float
+        Electrical power while computing / idle [W].
+    tx_power_w, rx_power_w : float
+        Electrical radio power while transmitting / receiving [W].
+    parallel_jobs : int
+        Compute steps that may run at once; further steps queue.
+    radio_wait_power_w : float
+        Modem power while a transfer is active but holds no RBs (queued, RRC
+        connected) [W].
+    rrc_tail_power_w, rrc_tail_s : float
+        Modem power [W] and length [s] of the RRC tail after the last transfer
+        ends (cut short when the next transfer starts).
+    tx_power_per_mbps_w, rx_power_per_mbps_w : float
+        Radio power that grows with the transfer's throughput on air [W per Mbit/s]
+        (Huang et al. 2012's α_u, α_d: P = α·R + β with β the ``tx``/``rx`` power);
+        0: a constant power.
+    rrc_promotion_power_w, rrc_promotion_s : float
+        Modem power [W] and length [s] of the promotion from RRC idle to connected
+        that a transfer of an idle UE waits for (0: none).
+    """
+
+    name: str
+    effective_flops_per_s: float
+    busy_power_w: float
+    idle_power_w: float
+    tx_power_w: float
+    rx_power_w: float
+    parallel_jobs: int = 1
+    radio_wait_power_w: float = 0.0
+    reference_flops_per_s: float = 0.0
+    rrc_tail_power_w: float = 0.0
+    rrc_tail_s: float = 0.0
+    tx_power_per_mbps_w: float = 0.0
+    rx_power_per_mbps_w: float = 0.0
+    rrc_promotion_power_w: float = 0.0
+    rrc_promotion_s: float = 0.0
+    description: str = ""
+    sources: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+
+    def with_overrides(self, **overrides: Any) -> ComputeProfile:
+        """A copy with some values replaced (scenario-level overrides)."""
+        clean = {k: v for k, v in overrides.items() if v is not None}
+        if not clean:
+            return self
+        sources = dict(self.sources)
+        for k in clean:
+            sources[k] = "scenario override"
+        return replace(self, sources=sources, **clean)
+
+    def __repr__(self) -> str:
+        return (
+            f"ComputeProfile({self.name!r}, {self.effective_flops_per_s:.3g} FLOP/s, "
+            f"busy={self.busy_power_w:g} W, idle={self.idle_power_w:g} W)"
+        )
 
 
 @dataclass(eq=False)

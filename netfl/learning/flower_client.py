@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import torch
@@ -37,7 +37,6 @@ from netfl.core.usercode import failure, is_signal
 from netfl.errors import UserCodeError
 
 if TYPE_CHECKING:
-    from netfl.learning.executor import LearningContext
     from netfl.learning.tasks import FlowerClientTask
 
 __all__ = ["FlowerClientResult", "run_flower_client", "active_node", "load_flower_app"]
@@ -56,11 +55,22 @@ class FlowerClientResult:
     trace: str = ""
 
 
+class WorkerData(Protocol):
+    """What a handler's device data is cut from: the worker's training and test tensors
+    (its :class:`~netfl.learning.executor.LearningContext`, which runs this module's
+    jobs)."""
+
+    train_x: torch.Tensor
+    train_y: torch.Tensor
+    test_x: torch.Tensor | None
+    test_y: torch.Tensor | None
+
+
 @dataclass(frozen=True)
 class ActiveNode:
     """The device whose handler is running: its training rows and its test rows."""
 
-    context: LearningContext
+    context: WorkerData
     indices: np.ndarray
     test_rows: tuple[int, int]
 
@@ -218,7 +228,7 @@ def seeded(seed: int) -> Iterator[None]:
         random.setstate(saved[2])
 
 
-def run_flower_client(context: LearningContext, task: FlowerClientTask) -> FlowerClientResult:
+def run_flower_client(context: WorkerData, task: FlowerClientTask) -> FlowerClientResult:
     """Call the ``ClientApp`` with the task's message and context (see the module
     docstring); an exception inside it comes back as ``error``, not raised, so the
     simulation can name the device and round."""

@@ -18,10 +18,10 @@ import numpy as np
 if TYPE_CHECKING:
     import torch
 
-    from netfl.learning.zkt import ZKTServerConfig
-
 __all__ = [
     "TrainConfig",
+    "DisagreementLoss",
+    "ZKTServerConfig",
     "TrainTask",
     "SplitTask",
     "DistillTask",
@@ -182,3 +182,25 @@ class Executor(Protocol):
     def submit(self, task: Task) -> Future[Any]: ...
 
     def close(self) -> None: ...
+
+
+#: FedZKT's disagreement losses (:func:`netfl.learning.zkt.disagreement`)
+DisagreementLoss = Literal["sl", "kl", "kl_ens", "l1"]
+
+
+@dataclass(frozen=True)
+class ZKTServerConfig:
+    """Hyper-parameters of Algorithm 3 (defaults: the paper's Sec. IV-A)."""
+
+    iterations: int = 200  # n_D (= n_G = n_S)
+    batch_size: int = 256
+    noise_dim: int = 100
+    generator_width: int = 64
+    generator_lr: float = 1e-3
+    model_lr: float = 0.01
+    model_momentum: float = 0.0
+    lr_decay: float = 0.3
+    loss: DisagreementLoss = "sl"
+    #: device models' BatchNorm during distillation from generated images: ``frozen``
+    #: (evaluation mode: real-data running statistics kept) or ``update``
+    device_bn: Literal["frozen", "update"] = "frozen"

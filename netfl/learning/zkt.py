@@ -32,12 +32,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from math import ceil
-from typing import Literal
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from netfl.learning.tasks import DisagreementLoss, ZKTServerConfig
 from netfl.learning.train import CPU, State, cpu_state
 
 __all__ = [
@@ -50,8 +50,6 @@ __all__ = [
     "server_update",
     "server_update_flops",
 ]
-
-DisagreementLoss = Literal["sl", "kl", "kl_ens", "l1"]
 
 
 class Generator(nn.Module):
@@ -158,24 +156,6 @@ def proximal_loss(
         return weight * total  # type: ignore[return-value]
 
     return extra
-
-
-@dataclass(frozen=True)
-class ZKTServerConfig:
-    """Hyper-parameters of Algorithm 3 (defaults: the paper's Sec. IV-A)."""
-
-    iterations: int = 200  # n_D (= n_G = n_S)
-    batch_size: int = 256
-    noise_dim: int = 100
-    generator_width: int = 64
-    generator_lr: float = 1e-3
-    model_lr: float = 0.01
-    model_momentum: float = 0.0
-    lr_decay: float = 0.3
-    loss: DisagreementLoss = "sl"
-    #: device models' BatchNorm during distillation from generated images: ``frozen``
-    #: (evaluation mode: real-data running statistics kept) or ``update``
-    device_bn: Literal["frozen", "update"] = "frozen"
 
 
 @dataclass

@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 from netfl.errors import UserError
+from netfl.loading.scenarios import parse_scenario, resolved
 from netfl.output.rundir import (
     is_complete,
     is_incomplete,
@@ -20,7 +21,6 @@ from netfl.output.rundir import (
     reserve_run_dir,
     write_run,
 )
-from netfl.scenario.files import parse_scenario, resolved
 from netfl.sim.checkpoint import CHECKPOINT_DIR
 from netfl.sim.result import RunResult
 
@@ -109,7 +109,7 @@ class RunDirectory:
         (validated against that scenario; without one the run starts again in place).
         Nothing of the interrupted run is removed: its finished rounds and manifest stay
         until the resumed run has written its own."""
-        from netfl.scenario.files import load_scenario
+        from netfl.loading.scenarios import load_scenario
         from netfl.sim.checkpoint import load_checkpoint, scenario_fingerprint
 
         found = cls(path)

@@ -30,7 +30,7 @@ import pandas as pd
 import yaml
 
 from netfl.errors import UserError
-from netfl.scenario.files import parse_scenario, resolved
+from netfl.loading.scenarios import parse_scenario, resolved
 from netfl.sim.checkpoint import CHECKPOINT_DIR
 from netfl.sim.result import RunResult
 from netfl.version import torch_version

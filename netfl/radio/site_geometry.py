@@ -23,7 +23,7 @@ from netfl.core.nodes import Node
 from netfl.radio.path_gains import ray_gains_db_along
 
 if TYPE_CHECKING:
-    from netfl.radio.multicell_radio import CellRadio
+    from netfl.radio.cell_radio import CellRadio
 
 __all__ = ["INTERFACE", "RAY_STATES", "SiteGeometry"]
 

@@ -13,31 +13,34 @@ import numpy as np
 
 if TYPE_CHECKING:
     from netfl.scenario.layout import LayoutSection
-    from netfl.scenario.schema import Scenario
+    from netfl.scenario.network_section import NetworkSection
+
+    #: ``(key path, layout, device indices, group index)``: ``Scenario.layout_slots``
+    Slot = tuple[str, LayoutSection, list[int], int | None]
 
 __all__ = ["fit_layouts"]
 
 
-def fit_layouts(scenario: Scenario, base_dir: Path | None) -> None:
-    """``ValueError`` naming the layout's key path when a layout does not fit; CSV
-    layouts are replaced by the positions they hold."""
-    d, radius = scenario.devices, scenario.cell.radius_m
-    for path, layout, devices, group in scenario.layout_slots():
+def fit_layouts(
+    slots: list[Slot], radius: float, network: NetworkSection | None, base_dir: Path | None
+) -> dict[int | None, LayoutSection]:
+    """``ValueError`` naming the layout's key path when a layout of ``slots`` does not
+    fit the cell of radius ``radius`` or the ``network``; returns the CSV layouts
+    replaced by the positions they hold, by group index (None: ``devices.layout``)."""
+    out: dict[int | None, LayoutSection] = {}
+    for path, layout, devices, group in slots:
         count = len(devices)
         if layout.kind == "csv":
             try:
                 layout = layout.resolve_file(base_dir)
             except ValueError as err:
                 raise ValueError(f"{path}.file: {err}") from None
-            if group is not None:
-                d.groups[group].layout = layout
-            else:
-                d.layout = layout
+            out[group] = layout
         n = layout.fixed_count()
         if n is not None and n != count:
             raise ValueError(f"{path}: {n} positions for {count} devices")
-        if scenario.network is not None:
-            _in_network(scenario, path, layout, count)
+        if network is not None:
+            _in_network(network, radius, path, layout, count)
             continue
         if layout.kind == "annulus" and (layout.inner_m or 0.0) >= radius:
             raise ValueError(
@@ -50,9 +53,12 @@ def fit_layouts(scenario: Scenario, base_dir: Path | None) -> None:
                 f"{path}: a device {far:g} m from the BS is outside the cell "
                 f"(cell.radius_m: {radius:g})"
             )
+    return out
 
 
-def _in_network(scenario: Scenario, path: str, layout: LayoutSection, count: int) -> None:
+def _in_network(
+    network: NetworkSection, radius: float, path: str, layout: LayoutSection, count: int
+) -> None:
     """With a ``network``: ``uniform_disc`` drops over the whole deployment; other
     random kinds are relative to one BS (refused); explicit positions lie in a cell."""
     if layout.kind == "uniform_disc":
@@ -62,9 +68,8 @@ def _in_network(scenario: Scenario, path: str, layout: LayoutSection, count: int
             f"{path}: kind {layout.kind} is drawn around one BS; with a network use "
             "uniform_disc (over the whole deployment) or explicit positions"
         )
-    assert scenario.network is not None
-    dep = scenario.network.deployment(scenario.cell.radius_m, 25.0)
-    pts = layout.positions(count, np.random.default_rng(0), scenario.cell.radius_m)
+    dep = network.deployment(radius, 25.0)
+    pts = layout.positions(count, np.random.default_rng(0), radius)
     outside = (~dep.contains(pts)).nonzero()[0]
     if outside.size:
         i = int(outside[0])

@@ -6,9 +6,11 @@ problem is reported as one line ``FILE: key.path: what is wrong (valid: …)``.
 The ``algorithm`` section holds ``name`` plus that algorithm's own options,
 validated by the algorithm's ``Config``.
 
-This module is the schema only: reading files, ``--set`` overrides, checking
-the algorithm's options against the registry and the resolved form live in
-:mod:`netfl.scenario.files`, which imports this module (never the reverse).
+This module is the schema only: ``--set`` overrides live in
+:mod:`netfl.scenario.files`; reading files with their plugins, checking the
+algorithm's options against the registry and the resolved form in
+:mod:`netfl.loading.scenarios` (a layer up), which import this module (never the
+reverse).
 """
 
 from __future__ import annotations
@@ -335,7 +337,7 @@ class Scenario(_Strict):
         default_factory=list,
         max_length=32,
         description="modules or .py files (relative to this file) that register algorithms "
-        "before the scenario is validated (netfl.scenario.plugins); the resolved scenario "
+        "before the scenario is validated (netfl.loading.plugins); the resolved scenario "
         "names the files by absolute path",
     )
     cell: CellSection = CellSection()
@@ -360,7 +362,13 @@ class Scenario(_Strict):
     @model_validator(mode="after")
     def _layouts_fit(self, info: ValidationInfo) -> Scenario:
         """The devices' layouts read and placed (:func:`~netfl.scenario.layout_fit.fit_layouts`)."""
-        fit_layouts(self, (info.context or {}).get("base_dir"))
+        base_dir = (info.context or {}).get("base_dir")
+        fitted = fit_layouts(self.layout_slots(), self.cell.radius_m, self.network, base_dir)
+        for group, layout in fitted.items():  # (a CSV layout: the positions it holds)
+            if group is None:
+                self.devices.layout = layout
+            else:
+                self.devices.groups[group].layout = layout
         return self
 
     @model_validator(mode="after")

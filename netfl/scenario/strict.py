@@ -121,7 +121,7 @@ def beside(path: Any, base_dir: Any = None) -> str:
 
 def resolve_plugin_spec(spec: str, base_dir: Any = None) -> str:
     """A ``.py`` plugin as an absolute path (relative to ``base_dir``, the scenario
-    file's folder); a module name as it is (:mod:`netfl.scenario.plugins`)."""
+    file's folder); a module name as it is (:mod:`netfl.loading.plugins`)."""
 
     if spec.endswith(".py"):
         return beside(spec, base_dir)

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from channel_models.numerology import SUBFRAME_S
-from netfl.compute.meter import METER_FIELDS, EnergyMeter
+from netfl.core.meter import METER_FIELDS, EnergyMeter
 from netfl.core.nodes import Node
 from netfl.core.records import ComputeRecord, TransferRecord
 from netfl.core.timeline import split_time, union_length_s

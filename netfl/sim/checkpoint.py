@@ -152,7 +152,7 @@ def scenario_fingerprint(scenario: Any) -> str:
     import hashlib
     import json
 
-    from netfl.scenario.files import resolved
+    from netfl.loading.scenarios import resolved
 
     text = json.dumps(resolved(scenario), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()

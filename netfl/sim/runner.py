@@ -24,8 +24,8 @@ from netfl.core.records import collect_tables
 from netfl.core.threads import wait_policy
 from netfl.core.usercode import attributed
 from netfl.errors import UserCodeError, UserError, WorkerLost
-from netfl.scenario.files import algorithm_config
-from netfl.scenario.plugins import origin
+from netfl.loading.plugins import origin
+from netfl.loading.scenarios import algorithm_config
 from netfl.scenario.schema import Scenario
 from netfl.sim.accounting import (
     MeterSnapshot,

@@ -92,7 +92,7 @@ def _run_one(
     ``outputs.checkpoint_every`` and a ``run_dir`` it checkpoints there and resumes an
     earlier invocation's checkpoint of the same scenario (:func:`_prepare_checkpoint`).
     """
-    from netfl.scenario.plugins import load_entry_point, load_plugins
+    from netfl.loading.plugins import load_entry_point, load_plugins
     from netfl.sim.runner import run
 
     # a Ray task's (or a spawned worker's) process imports the plugins again

@@ -42,7 +42,8 @@ from pydantic import (
 )
 
 from netfl.errors import ScenarioError
-from netfl.scenario.files import _problems, apply_values, parse_scenario, read_yaml
+from netfl.loading.scenarios import parse_scenario
+from netfl.scenario.files import _problems, apply_values, read_yaml
 from netfl.scenario.schema import Scenario
 from netfl.sweep.labels import param_label, quantity
 

@@ -11,7 +11,7 @@ import torch
 from netfl import World, parse_scenario, run
 from netfl.algorithms import ALGORITHMS
 from netfl.algorithms.asynchronous import staleness_weight
-from netfl.scenario.files import algorithm_config, resolved
+from netfl.loading.scenarios import algorithm_config, resolved
 from netfl.sim.runner import simulate_round
 from tests.conftest import tiny_scenario
 

@@ -14,7 +14,7 @@ import pytest
 from netfl.algorithms.context import RoundContext
 from netfl.learning import executor as ex
 from netfl.learning import tasks
-from netfl.scenario.files import parse_scenario
+from netfl.loading.scenarios import parse_scenario
 from netfl.sim.world import World
 from tests.conftest import tiny_scenario
 

@@ -11,7 +11,7 @@ import torch
 from netfl.algorithms import FedAvg
 from netfl.learning.tasks import TrainTask
 from netfl.learning.train import TrainResult
-from netfl.scenario.files import algorithm_config, parse_scenario
+from netfl.loading.scenarios import algorithm_config, parse_scenario
 from netfl.sim.world import World
 from tests.conftest import assert_average_of_local_models, tiny_scenario
 

@@ -9,7 +9,7 @@ import pytest
 from netfl.algorithms import FedDif
 from netfl.algorithms.feddif import DIFFUSION_STOP
 from netfl.errors import ScenarioError
-from netfl.scenario.files import algorithm_config, parse_scenario
+from netfl.loading.scenarios import algorithm_config, parse_scenario
 from netfl.sim.runner import run
 from netfl.sim.world import World
 from tests.conftest import tiny_scenario

@@ -9,7 +9,7 @@ import torch
 from netfl.algorithms import ALGORITHMS
 from netfl.errors import ScenarioError
 from netfl.learning.consensus import adapt_images
-from netfl.scenario.files import algorithm_config, parse_scenario
+from netfl.loading.scenarios import algorithm_config, parse_scenario
 from netfl.sim.runner import run
 from netfl.sim.world import World
 from tests.conftest import tiny_scenario

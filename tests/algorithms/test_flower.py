@@ -25,7 +25,7 @@ from netfl.core.rng import Streams
 from netfl.errors import AppError, ScenarioError, UserError
 from netfl.learning.flower_client import run_flower_client
 from netfl.learning.tasks import FlowerClientTask
-from netfl.scenario.files import algorithm_config, parse_scenario
+from netfl.loading.scenarios import algorithm_config, parse_scenario
 from netfl.sim.runner import run
 from netfl.sim.world import World
 from tests.conftest import tiny_scenario
@@ -325,7 +325,7 @@ def test_app_dir_is_relative_to_the_scenario_file(tmp_path):
     import shutil
 
     shutil.copy(APP_DIR / "netfl_test_flower.py", tmp_path / "netfl_test_flower.py")
-    from netfl.scenario.files import load_scenario, resolved
+    from netfl.loading.scenarios import load_scenario, resolved
 
     path = tmp_path / "s.yaml"
     import yaml

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from netfl.algorithms import ALGORITHMS
-from netfl.scenario.files import algorithm_config, parse_scenario
+from netfl.loading.scenarios import algorithm_config, parse_scenario
 from netfl.sim.runner import run
 from netfl.sim.world import World
 from tests.conftest import tiny_scenario

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from channel_models import get_link_profile
-from netfl.scenario.files import parse_scenario
+from netfl.loading.scenarios import parse_scenario
 from netfl.sim.runner import run
 from tests.conftest import tiny_scenario
 

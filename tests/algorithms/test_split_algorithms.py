@@ -11,7 +11,7 @@ import torch
 from netfl.algorithms import ALGORITHMS
 from netfl.errors import ScenarioError, UserError
 from netfl.learning.split_model import round_bytes
-from netfl.scenario.files import algorithm_config, parse_scenario
+from netfl.loading.scenarios import algorithm_config, parse_scenario
 from netfl.sim.runner import run
 from netfl.sim.world import World
 from tests.conftest import tiny_scenario

@@ -193,7 +193,7 @@ def test_ray_actors_get_a_rounds_global_state_once(ray_local):
         )
     )
     from netfl.algorithms import get_algorithm
-    from netfl.scenario.files import algorithm_config
+    from netfl.loading.scenarios import algorithm_config
 
     world = World(scenario)
     try:

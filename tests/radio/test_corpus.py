@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from netfl.scenario.files import parse_scenario
+from netfl.loading.scenarios import parse_scenario
 from netfl.sim.runner import run
 from tests.conftest import tiny_scenario
 

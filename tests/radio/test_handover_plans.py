@@ -12,8 +12,8 @@ import pytest
 
 from channel_models.mobility import a3_handovers
 from netfl import World
+from netfl.loading.scenarios import parse_scenario
 from netfl.radio.handover import FIRST_PLAN_SAMPLES, PLAN_SAMPLES, SEGMENT
-from netfl.scenario.files import parse_scenario
 from tests.conftest import tiny_scenario
 
 

@@ -13,7 +13,7 @@ import yaml
 
 from channel_models.units import dbm_to_w
 from netfl.errors import ScenarioError
-from netfl.scenario.files import parse_scenario
+from netfl.loading.scenarios import parse_scenario
 from netfl.sim.runner import run
 from netfl.sim.world import World
 from tests.conftest import tiny_scenario
@@ -512,7 +512,7 @@ def test_bad_handover_settings_are_one_line_errors(key, value):
 def test_a_network_key_on_a_single_cell_does_not_make_it_a_network(key, tmp_path):
     """One ``network.*`` key set on a one-cell scenario is refused with one line naming
     the section, instead of silently turning the cell into a 7-site, 21-cell network."""
-    from netfl.scenario.files import load_scenario
+    from netfl.loading.scenarios import load_scenario
 
     path = tmp_path / "cell.yaml"
     path.write_text(
@@ -1091,7 +1091,7 @@ def test_the_cells_table_gives_each_cells_mean_uplink_interference_over_the_run(
     # a load factor with the devices re-dropped every round: the INR holds within a
     # round and moves at each drop; the mean is the rounds' INRs weighted by their times
     from netfl.algorithms import ALGORITHMS
-    from netfl.scenario.files import algorithm_config
+    from netfl.loading.scenarios import algorithm_config
 
     loaded = _scenario(
         cell={

@@ -10,8 +10,8 @@ import simpy
 from channel_models.channel_profiles import get_channel_profile
 from netfl.core.records import Recorder
 from netfl.errors import ScenarioError
+from netfl.loading.scenarios import parse_scenario
 from netfl.radio.ofdma_radio import OfdmaRadio
-from netfl.scenario.files import parse_scenario
 from netfl.sim.runner import run
 from tests.conftest import make_node, tiny_scenario
 

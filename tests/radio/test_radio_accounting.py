@@ -11,7 +11,7 @@ import pytest
 
 from netfl.algorithms.algorithm import RoundSummary
 from netfl.core.activity import DeviceCut
-from netfl.scenario.files import parse_scenario
+from netfl.loading.scenarios import parse_scenario
 from netfl.sim.accounting import rb_subframes_on_air, round_row, snapshot
 from netfl.sim.world import World
 from tests.conftest import tiny_scenario

@@ -143,8 +143,8 @@ def _algorithm_markdown(node: dict[str, Any], defs: dict[str, Any]) -> list[str]
 
 def schema_markdown() -> str:
     """Every section of a scenario file as a Markdown table (key, type, default, bounds,
-    description), from the schema of :func:`netfl.scenario.files.scenario_schema`."""
-    from netfl.scenario.files import scenario_schema
+    description), from the schema of :func:`netfl.loading.scenarios.scenario_schema`."""
+    from netfl.loading.scenarios import scenario_schema
 
     schema = scenario_schema()
     defs = schema.get("$defs", {})

@@ -34,7 +34,8 @@ from netfl.algorithms import ALGORITHMS
 from netfl.algorithms.algorithm import register
 from netfl.core.usercode import add_user_code, failure, is_signal, loading
 from netfl.errors import RegistrationError
-from netfl.scenario.registries import forget, registries
+from netfl.scenario.registries import forget
+from netfl.scenario.registries import registries as _other_registries
 from netfl.scenario.strict import resolve_plugin_spec
 
 __all__ = [
@@ -78,6 +79,12 @@ class PluginCodeError(PluginError):
 
     def __reduce__(self):
         return (type(self), (self.key, str(self), self.trace))
+
+
+def registries() -> dict[str, dict[str, Any]]:
+    """Every registry a plugin may add to, by kind: the algorithms' and the others
+    (:func:`netfl.scenario.registries.registries`)."""
+    return {"algorithm": ALGORITHMS, **_other_registries()}
 
 
 def _add_package(module_name: str, label: str) -> None:
@@ -170,7 +177,10 @@ def _forget(before: dict[str, set[str]]) -> None:
     """Take what a failed plugin registered out of the registries (a fixed file loads
     again in the same process)."""
     for kind, name in _added(before):
-        forget(kind, name)
+        if kind == "algorithm":
+            ALGORITHMS.pop(name, None)
+        else:
+            forget(kind, name)
         _ORIGIN.pop((kind, name), None)
 
 
