@@ -32,7 +32,8 @@ from channel_models.lte import (
 from channel_models.nr import NrBlerEfficiency, nr_bler_efficiency
 from channel_models.numerology import SUBFRAME_S, max_resource_blocks, rb_bandwidth_hz
 from channel_models.overheads import overhead_share, validate_overheads
-from channel_models.pathloss import PATHLOSS_MODELS, PathLoss
+from channel_models.pathloss import PathLoss
+from channel_models.pathloss_laws import build_pathloss, pathloss_parameters
 from channel_models.registry import lookup
 from channel_models.resource_groups import group_sizes, rbg_size
 from channel_models.units import db_to_linear, dbm_to_w
@@ -41,7 +42,6 @@ from channel_models.value_ranges import (
     LTE_NUM_RBS,
     PROFILE_BOUNDS,
     UPLINK_GRANT_BOUNDS,
-    check_pathloss_values,
     check_range,
 )
 
@@ -62,40 +62,6 @@ __all__ = [
 EFFICIENCY_MODELS = ("shannon", "cqi", "lte_amc", "lte_bler", "nr_bler")
 #: models whose rate is a transport block size per slot (their overheads are in the TBS)
 TBS_MODELS = ("lte_amc", "lte_bler", "nr_bler")
-
-
-def pathloss_parameters(name: str) -> list[str]:
-    """The parameters path-loss law ``name`` takes (besides the carrier frequency)."""
-    import inspect
-
-    cls = lookup(PATHLOSS_MODELS, name, "path loss model")
-    names: list[str] = []
-    for klass in cls.__mro__:
-        if klass is object or "__init__" not in vars(klass):
-            continue
-        for p in inspect.signature(klass.__init__).parameters.values():
-            if p.name not in ("self", "carrier_hz") and p.kind is p.POSITIONAL_OR_KEYWORD:
-                names.append(p.name)
-    return list(dict.fromkeys(names))
-
-
-def build_pathloss(spec: dict[str, Any], carrier_hz: float) -> PathLoss:
-    """A :class:`PathLoss` from ``{model: NAME, ...parameters}``; ``ValueError`` names an
-    unknown law or parameter, or a parameter outside its physical range
-    (:data:`PATHLOSS_BOUNDS`)."""
-    params = dict(spec)
-    name = params.pop("model")
-    cls = lookup(PATHLOSS_MODELS, name, "path loss model")
-    unknown = sorted(set(params) - set(pathloss_parameters(name)))
-    if unknown:
-        raise ValueError(
-            f"unknown parameter {', '.join(unknown)} of path loss model {name!r} "
-            f"(valid: {', '.join(pathloss_parameters(name))})"
-        )
-    check_pathloss_values(params)
-    if name in ("free_space", "uma", "umi", "rma"):
-        params["carrier_hz"] = carrier_hz
-    return cls(**params)
 
 
 def build_fading(spec: dict[str, Any]) -> BlockFading:

@@ -47,6 +47,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from channel_models.tr38901 import tr38901_table
+
 __all__ = [
     "RayParams",
     "RAY_PARAMS",
@@ -100,24 +102,31 @@ class RayParams:
         return np.linalg.cholesky(c)
 
 
-#: TR 38.901 V16.1 Table 7.5-6 Part 1 (UMa, UMi-street canyon), by link state
-RAY_PARAMS: dict[tuple[str, str], RayParams] = {
-    ("uma", "los"): RayParams(12, 2.5, 3.0, 5.0, 0.28, 0.40, 9.0, 3.5,
-                              (0.0, -0.5, 0.0, 0.0, 0.0, 0.5)),
-    ("uma", "nlos"): RayParams(20, 2.3, 3.0, 2.0, 0.28, 0.49, 0.0, 0.0,
-                               (0.0, -0.6, 0.0, 0.0, 0.0, 0.5)),
-    ("uma", "o2i"): RayParams(12, 2.2, 4.0, 5.0, 0.42, 0.49, 0.0, 0.0,
-                              (0.0, 0.2, 0.0, 0.0, 0.0, -0.2)),
-    ("umi", "los"): RayParams(12, 3.0, 3.0, 3.0, 0.41, 0.35, 9.0, 5.0,
-                              (0.5, -0.5, 0.0, -0.2, 0.0, 0.5)),
-    ("umi", "nlos"): RayParams(19, 2.1, 3.0, 10.0, 0.28, 0.35, 0.0, 0.0,
-                               (0.0, 0.0, 0.0, 0.0, 0.0, 0.5)),
-    ("umi", "o2i"): RayParams(12, 2.2, 4.0, 5.0, 0.42, 0.35, 0.0, 0.0,
-                              (0.0, 0.2, 0.0, 0.0, 0.0, -0.2)),
-}  # fmt: skip
+def _ray_params() -> dict[tuple[str, str], RayParams]:
+    """Table 7.5-6 Part 1 (UMa, UMi street canyon) by scenario and link state, and the
+    median lgASD of O2I links, from ``data/tr38901.json``."""
+    out = {}
+    for scenario, row in tr38901_table()["scenarios"].items():
+        for state, p in row.get("large_scale", {}).items():
+            out[(scenario, state)] = RayParams(
+                p["clusters"],
+                p["r_tau"],
+                p["zeta_db"],
+                p["c_asd_deg"],
+                p["sigma_lg_asd"],
+                p["sigma_lg_zsd"],
+                p["k_mu_db"],
+                p["k_sigma_db"],
+                tuple(p["corr_sf_k_sf_asd_sf_zsd_k_asd_k_zsd_asd_zsd"]),
+            )
+    return out
+
+
+#: TR 38.901 Table 7.5-6 Part 1 (UMa, UMi-street canyon), by link state
+RAY_PARAMS: dict[tuple[str, str], RayParams] = _ray_params()
 
 #: median lgASD of O2I links (Table 7.5-6, UMa and UMi)
-O2I_LG_ASD = 1.25
+O2I_LG_ASD = tr38901_table()["scenarios"]["uma"]["o2i_lg_asd_median"]
 
 
 def departure_spreads_deg(

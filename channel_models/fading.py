@@ -6,11 +6,21 @@ Distribution objects in the Ciw style: ``sample(rng, size)``, analytic
 
 from __future__ import annotations
 
+import inspect
+import re
 from abc import ABC, abstractmethod
+from typing import ClassVar
 
 import numpy as np
 
-__all__ = ["BlockFading", "NoFading", "RayleighBlockFading", "RicianBlockFading", "FADING_MODELS"]
+__all__ = [
+    "FADING_MODELS",
+    "BlockFading",
+    "NoFading",
+    "RayleighBlockFading",
+    "RicianBlockFading",
+    "register_fading",
+]
 
 
 #: the shortest fading block (enforced wherever a fading law is built)
@@ -20,11 +30,23 @@ MIN_COHERENCE_TIME_S = 1e-4
 class BlockFading(ABC):
     """Power gains |h|² i.i.d. across blocks of ``coherence_time_s`` seconds.
 
+    >>> import numpy as np
+    >>> law = RayleighBlockFading(coherence_time_s=1e-3)
+    >>> law.mean, law.variance
+    (1.0, 1.0)
+    >>> float(np.round(law.ppf(np.array([0.5]))[0], 4))  # the median of Exp(1): ln 2
+    0.6931
+
     Parameters
     ----------
     coherence_time_s : float
         Block length [s]; gains are constant within a block.
     """
+
+    #: its name in the registry (``fading: {model: NAME}``)
+    name: ClassVar[str]
+    #: what it is, for people
+    description: ClassVar[str] = ""
 
     def __init__(self, coherence_time_s: float = 1e-3):
         if not coherence_time_s >= MIN_COHERENCE_TIME_S:  # (NaN too)
@@ -68,6 +90,9 @@ class BlockFading(ABC):
 class NoFading(BlockFading):
     """|h|² = 1 always."""
 
+    name = "none"
+    description = "no fading: |h|² = 1"
+
     def sample(self, rng: np.random.Generator, size: int | tuple[int, ...]) -> np.ndarray:
         return np.ones(size)
 
@@ -86,6 +111,9 @@ class NoFading(BlockFading):
 
 class RayleighBlockFading(BlockFading):
     """h ~ CN(0, 1) (FedDif eq. (7)), so |h|² ~ Exp(1): mean 1, variance 1."""
+
+    name = "rayleigh"
+    description = "Rayleigh block fading, |h|² ~ Exp(1) (FedDif eq. (7))"
 
     def sample(self, rng: np.random.Generator, size: int | tuple[int, ...]) -> np.ndarray:
         return rng.exponential(1.0, size)
@@ -111,6 +139,9 @@ class RicianBlockFading(BlockFading):
     |h|² is a scaled non-central χ² with 2 degrees of freedom: mean 1,
     variance (2K + 1) / (K + 1)².
     """
+
+    name = "rician"
+    description = "Rician block fading of factor K (unit mean power)"
 
     def __init__(self, k_factor: float, coherence_time_s: float = 1e-3):
         super().__init__(coherence_time_s)
@@ -157,8 +188,29 @@ class RicianBlockFading(BlockFading):
         return f"RicianBlockFading(K={self.k_factor:g}, coherence_time={self.coherence_time_s:g} s)"
 
 
+#: the fading laws by name (a channel profile's ``fading.model``, ``cell.link.fading``)
 FADING_MODELS: dict[str, type[BlockFading]] = {
-    "none": NoFading,
-    "rayleigh": RayleighBlockFading,
-    "rician": RicianBlockFading,
+    cls.name: cls for cls in (NoFading, RayleighBlockFading, RicianBlockFading)
 }
+
+_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+
+
+def register_fading(cls: type[BlockFading]) -> type[BlockFading]:
+    """Add a :class:`BlockFading` subclass under its ``name`` (a class decorator): its
+    constructor's keyword arguments are its parameters (``coherence_time_s`` among
+    them); ``ValueError`` for a malformed or taken name or an incomplete law."""
+    if not (isinstance(cls, type) and issubclass(cls, BlockFading)):
+        raise ValueError(f"a fading law must subclass channel_models.fading.BlockFading ({cls!r})")
+    name = vars(cls).get("name")
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ValueError(
+            f"a fading law needs a name of lower-case letters, digits and _ (got {name!r})"
+        )
+    if name in FADING_MODELS:
+        raise ValueError(f"fading law {name!r} registered twice")
+    if inspect.isabstract(cls):
+        missing = ", ".join(sorted(cls.__abstractmethods__))
+        raise ValueError(f"fading law {name!r} does not implement {missing}")
+    FADING_MODELS[name] = cls
+    return cls

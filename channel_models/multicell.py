@@ -48,7 +48,8 @@ from channel_models.departure_rays import (
     draw_link_rays,
     median_asd_deg,
 )
-from channel_models.pathloss import PATHLOSS_MODELS, PathLoss, outdoor_distance_m
+from channel_models.pathloss import PathLoss, outdoor_distance_m
+from channel_models.pathloss_laws import PATHLOSS_MODELS
 
 __all__ = [
     "HexLayout",

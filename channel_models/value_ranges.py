@@ -35,10 +35,12 @@ PATHLOSS_BOUNDS: dict[str, tuple[float, float]] = {
 }
 
 
-def check_pathloss_values(params: dict[str, Any]) -> None:
-    """``ValueError`` naming the first parameter outside :data:`PATHLOSS_BOUNDS` (or not
-    a finite real number)."""
-    for key, (lo, hi) in PATHLOSS_BOUNDS.items():
+def check_pathloss_values(
+    params: dict[str, Any], own: dict[str, tuple[float, float]] | None = None
+) -> None:
+    """``ValueError`` naming the first parameter outside :data:`PATHLOSS_BOUNDS` or a
+    law's ``own`` bounds (or not a finite real number)."""
+    for key, (lo, hi) in {**PATHLOSS_BOUNDS, **(own or {})}.items():
         if key not in params or params[key] is None:
             continue
         v = params[key]

@@ -2,7 +2,7 @@
 repository and on the site alike:
 
 - ``docs/scenario-reference.md``: every key of a scenario file
-  (:func:`netfl.scenario.reference.schema_markdown`, also ``netfl schema --markdown``);
+  (:func:`netfl.loading.reference.schema_markdown`, also ``netfl schema --markdown``);
 - ``docs/api.md``: the public API (``netfl/__init__.py``) and the extension protocol,
   each object's signature and docstring, read from the code.
 
@@ -54,7 +54,7 @@ networks](networks.md) the `network` section. Bounds are inclusive (≥, ≤) or
 
 
 def scenario_reference() -> str:
-    from netfl.scenario.reference import schema_markdown
+    from netfl.loading.reference import schema_markdown
 
     return f"{GENERATED}\n\n{SCENARIO_INTRO}\n{schema_markdown().rstrip()}\n"
 
@@ -379,6 +379,10 @@ def api_sections() -> list[tuple[str, str, list[Entry]]]:
                 _public("RoundSummary"),
                 _public("FedAvg"),
                 Entry("netfl.algorithms.fedavg:FedAvgConfig", "netfl.algorithms.FedAvgConfig"),
+                Entry("netfl.algorithms.algorithm:honours", "netfl.algorithms.honours"),
+                Entry("netfl.algorithms.hooks:ClientConfig", "netfl.algorithms.ClientConfig"),
+                Entry("netfl.algorithms.hooks:Payload", "netfl.algorithms.Payload"),
+                Entry("netfl.algorithms.hooks:Aggregator", "netfl.algorithms.Aggregator"),
             ],
         ),
         (
@@ -407,6 +411,24 @@ def api_sections() -> list[tuple[str, str, list[Entry]]]:
                 _public("register_partition"),
                 _public("register_compute_profile"),
                 _public("register_link_profile"),
+            ],
+        ),
+        (
+            "The radio's model kinds",
+            "RB schedulers, path-loss laws, fading laws and mobility models are registries "
+            "too: a plugin subclasses the base and registers it; `netfl list` shows each "
+            "registry ([plugins](plugins.md)).",
+            [
+                _public("Scheduler"),
+                _public("SchedulerConfig"),
+                _public("Demands"),
+                _public("register_scheduler"),
+                _public("PathLoss"),
+                _public("register_pathloss"),
+                _public("BlockFading"),
+                _public("register_fading"),
+                _public("MobilityModel"),
+                _public("register_mobility"),
             ],
         ),
         (

@@ -1,4 +1,3 @@
-# ruff: noqa: F401  (the TYPE_CHECKING imports name the lazy exports for type checkers)
 """netfl: a discrete-event simulator of federated learning over wireless networks.
 
 Public API::
@@ -32,6 +31,16 @@ _EXPORTS = {
     "register_partition": "netfl.scenario.registries",
     "register_compute_profile": "netfl.scenario.registries",
     "register_link_profile": "netfl.scenario.registries",
+    "register_scheduler": "netfl.scenario.registries",
+    "register_pathloss": "netfl.scenario.registries",
+    "register_mobility": "netfl.scenario.registries",
+    "register_fading": "netfl.scenario.registries",
+    "BlockFading": "channel_models.fading",
+    "MobilityModel": "netfl.radio.mobility_models",
+    "PathLoss": "channel_models.pathloss",
+    "Scheduler": "netfl.radio.schedulers",
+    "Demands": "netfl.radio.schedulers",
+    "SchedulerConfig": "netfl.radio.schedulers",
     "ScenarioError": "netfl.errors",
     "UserError": "netfl.errors",
     "WorkerLost": "netfl.errors",
@@ -42,26 +51,34 @@ _EXPORTS = {
     "RunResult": "netfl.sim.result",
     "run": "netfl.sim.runner",
     "Scenario": "netfl.scenario.schema",
-    "load_scenario": "netfl.scenario.files",
-    "parse_scenario": "netfl.scenario.files",
+    "load_scenario": "netfl.loading.scenarios",
+    "parse_scenario": "netfl.loading.scenarios",
     "World": "netfl.sim.world",
 }
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:  # what type checkers and editors see
+    from channel_models.fading import BlockFading
+    from channel_models.pathloss import PathLoss
     from netfl.algorithms import ALGORITHMS, Algorithm, FedAvg, RoundContext, RoundSummary, register
     from netfl.errors import ScenarioError, UserError, WorkerLost
+    from netfl.loading.scenarios import load_scenario, parse_scenario
     from netfl.output.figures import cost_to_target
     from netfl.output.run_directory import RunDirectory
     from netfl.output.rundir import read_run, write_run
-    from netfl.scenario.files import load_scenario, parse_scenario
+    from netfl.radio.mobility_models import MobilityModel
+    from netfl.radio.schedulers import Demands, Scheduler, SchedulerConfig
     from netfl.scenario.registries import (
         register_compute_profile,
         register_dataset,
+        register_fading,
         register_link_profile,
+        register_mobility,
         register_model,
         register_partition,
+        register_pathloss,
+        register_scheduler,
     )
     from netfl.scenario.schema import Scenario
     from netfl.sim.result import RunResult

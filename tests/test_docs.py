@@ -126,12 +126,16 @@ def test_the_api_page_documents_the_public_api_and_the_extension_protocol():
             "select_clients",
             "wait_for_clients",
             "model_bits",
+            "configure_client",
+            "payload",
             "client_round",
             "local_update",
             "aggregation_flops",
+            "aggregator",
             "server_update",
             "guarded",
         ],
+        "Algorithm": ["round_honours"],
         "RoundContext": [n for n in dir(RoundContext) if not n.startswith("_")]
         + list(RoundContext.__annotations__),
         "LinkStates": [n for n in vars(LinkStates) if not n.startswith("_")],
@@ -147,6 +151,10 @@ def test_the_api_page_documents_the_public_api_and_the_extension_protocol():
         "register_partition",
         "register_compute_profile",
         "register_link_profile",
+        "register_scheduler",
+        "register_pathloss",
+        "register_fading",
+        "register_mobility",
     ):
         assert f"### `netfl.{name}`" in api
         assert "```python\n" + name + "(" in api, f"{name}: its signature"
@@ -176,8 +184,8 @@ def test_netfl_schema_markdown_prints_the_reference(capsys):
     table of its own."""
     from netfl.algorithms import ALGORITHMS
     from netfl.cli.app import main
-    from netfl.scenario.files import scenario_schema
-    from netfl.scenario.reference import schema_markdown
+    from netfl.loading.reference import schema_markdown
+    from netfl.loading.scenarios import scenario_schema
 
     assert main(["schema", "--markdown"]) == 0
     out = capsys.readouterr().out
@@ -207,3 +215,21 @@ def test_the_networks_page_gives_every_handover_setting_with_its_default():
         )
         assert row, f"network.handover.{key} has no row on docs/networks.md"
         assert f"`{field.default}`" in row, f"network.handover.{key}: default {field.default}"
+
+
+def test_the_public_apis_docstring_examples_run():
+    """Every ``>>>`` example in the docstrings of what ``netfl`` exports runs as written
+    (doctest, in each object's defining module); the radio's model kinds have some."""
+    import doctest
+    import inspect
+
+    import netfl
+
+    modules = {inspect.getmodule(getattr(netfl, name)) for name in netfl._EXPORTS}
+    modules.discard(None)
+    attempted = 0
+    for module in sorted(modules, key=lambda m: m.__name__):
+        result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
+        assert result.failed == 0, module.__name__
+        attempted += result.attempted
+    assert attempted >= 15

@@ -31,7 +31,8 @@ EXIT_CLOSED_PIPE = 141
 
 def _cmd_validate(args: argparse.Namespace) -> int:
     from netfl.core.rng import Streams
-    from netfl.scenario.files import load_scenario, parse_overrides
+    from netfl.loading.scenarios import load_scenario
+    from netfl.scenario.files import parse_overrides
     from netfl.sim.data import build_data
     from netfl.sweep.spec import expand, is_sweep_file, load_sweep
 
@@ -54,7 +55,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 def _cmd_describe(args: argparse.Namespace) -> int:
     from netfl.cli.describe import describe_lines
-    from netfl.scenario.files import load_scenario
+    from netfl.loading.scenarios import load_scenario
 
     scenario = load_scenario(args.scenario, args.set)
     for line in describe_lines(scenario, args.scenario):
@@ -65,18 +66,22 @@ def _cmd_describe(args: argparse.Namespace) -> int:
 def _cmd_list(args: argparse.Namespace) -> int:
     from channel_models import link_profiles
     from channel_models.channel_profiles import channel_profiles
+    from channel_models.fading import FADING_MODELS
+    from channel_models.pathloss_laws import PATHLOSS_MODELS, pathloss_parameters
     from netfl.algorithms import ALGORITHMS
     from netfl.compute import compute_profiles
     from netfl.learning.catalog import MODEL_CATALOG
     from netfl.learning.datasets import DATASET_INFO
     from netfl.learning.partition import PARTITIONERS
-    from netfl.scenario.plugins import (
+    from netfl.loading.plugins import (
         PluginCodeError,
         PluginError,
         load_all_entry_points,
         load_plugins,
         origin,
     )
+    from netfl.radio.mobility_models import MOBILITY_MODELS
+    from netfl.radio.schedulers import SCHEDULERS
 
     try:
         load_plugins(list(args.plugin or []))
@@ -117,6 +122,21 @@ def _cmd_list(args: argparse.Namespace) -> int:
             f" idle {p.idle_power_w:g} W  {p.description}"
             for n, p in compute_profiles().items()
         },
+        "schedulers": {
+            n: c.description
+            + (f"  (options: {', '.join(c.Config.model_fields)})" if c.Config.model_fields else "")
+            for n, c in SCHEDULERS.items()
+        },
+        "pathloss-laws": {
+            n: f"{c.description or n}  (parameters: {', '.join(pathloss_parameters(n))})"
+            for n, c in PATHLOSS_MODELS.items()
+        },
+        "mobility-models": {
+            n: c.description
+            + (f"  (options: {', '.join(c.Config.model_fields)})" if c.Config else "")
+            for n, c in MOBILITY_MODELS.items()
+        },
+        "fading-models": {n: c.description for n, c in FADING_MODELS.items()},
     }
     kinds = {
         "algorithms": "algorithm",
@@ -125,6 +145,10 @@ def _cmd_list(args: argparse.Namespace) -> int:
         "partitions": "partition",
         "link-profiles": "link profile",
         "compute-profiles": "compute profile",
+        "schedulers": "scheduler",
+        "pathloss-laws": "path-loss law",
+        "mobility-models": "mobility model",
+        "fading-models": "fading model",
     }
     for what in [args.what] if args.what else list(tables):
         print(f"{what}:")
@@ -138,11 +162,11 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 def _cmd_schema(args: argparse.Namespace) -> int:
     if args.markdown:  # (the scenario reference page, as the docs' site shows it)
-        from netfl.scenario.reference import schema_markdown
+        from netfl.loading.reference import schema_markdown
 
         print(schema_markdown())
         return 0
-    from netfl.scenario.files import scenario_schema
+    from netfl.loading.scenarios import scenario_schema
 
     print(json.dumps(scenario_schema(), indent=2))
     return 0
@@ -206,7 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     with_set(de)
     de.set_defaults(func=_cmd_describe)
-    ls = sub.add_parser("list", help="list algorithms, data sets, models, profiles")
+    ls = sub.add_parser("list", help="list algorithms, data sets, models, profiles, schedulers")
     ls.add_argument(
         "what",
         nargs="?",
@@ -218,6 +242,10 @@ def build_parser() -> argparse.ArgumentParser:
             "link-profiles",
             "channel-profiles",
             "compute-profiles",
+            "schedulers",
+            "pathloss-laws",
+            "mobility-models",
+            "fading-models",
         ],
     )
     ls.add_argument(

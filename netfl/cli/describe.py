@@ -16,30 +16,22 @@ import numpy as np
 
 __all__ = ["describe_lines"]
 
-#: what each path-loss law is, for people
-LAWS = {
-    "log_distance": "log-distance β0 + 10κ·log10(d/d0)",
-    "free_space": "free space (Friis)",
-    "uma": "3GPP TR 38.901 UMa (LOS/NLOS per link)",
-    "umi": "3GPP TR 38.901 UMi street canyon (LOS/NLOS per link)",
-    "rma": "3GPP TR 38.901 RMa (LOS/NLOS per link)",
-}
-
 
 def _law(spec: dict[str, Any]) -> str:
     """The law and every parameter it runs with: the scenario's, else the law's default."""
     import inspect
 
-    from channel_models.pathloss import PATHLOSS_MODELS
+    from channel_models.pathloss_laws import PATHLOSS_MODELS
 
+    law = PATHLOSS_MODELS[spec["model"]]
     values: dict[str, Any] = {}
-    for klass in reversed(PATHLOSS_MODELS[spec["model"]].__mro__):
+    for klass in reversed(law.__mro__):
         if "__init__" in vars(klass) and klass is not object:
             for name, param in inspect.signature(klass.__init__).parameters.items():
                 if name not in ("self", "carrier_hz") and param.default is not param.empty:
                     values[name] = param.default
     values.update({k: v for k, v in spec.items() if k != "model"})
-    if spec["model"] in ("uma", "umi", "rma"):
+    if law.standard_shadowing:
         values.pop("shadowing_std_db", None)
         shadowing = (
             "shadowing of TR 38.901 Table 7.4.1-1"
@@ -50,9 +42,7 @@ def _law(spec: dict[str, Any]) -> str:
         sigma = float(values.pop("shadowing_std_db", 0.0) or 0.0)
         shadowing = f"log-normal shadowing σ {sigma:g} dB" if sigma > 0 else "no shadowing"
     params = ", ".join(f"{k} {v}" for k, v in values.items() if v is not None)
-    return f"{LAWS.get(spec['model'], spec['model'])}, {shadowing}" + (
-        f"; {params}" if params else ""
-    )
+    return f"{law.description or law.name}, {shadowing}" + (f"; {params}" if params else "")
 
 
 def _percentiles(values: np.ndarray) -> str:

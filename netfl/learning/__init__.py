@@ -1,4 +1,3 @@
-# ruff: noqa: F401  (the TYPE_CHECKING imports name the lazy exports for type checkers)
 """Learning: data sets, partitioners, models, local training, parameter arithmetic.
 
 Pure torch: nothing here imports SimPy or the radio. The names below are imported on

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import zlib
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -65,7 +65,9 @@ class OfdmaRadio(LinkRadio):
     profile : ChannelProfile
         Carrier, path loss, fading, noise, powers, duplexing, power control.
     scheduler : str
-        ``"round_robin"``, ``"fcfs"`` or ``"proportional_fair"``.
+        A name of :data:`~netfl.radio.schedulers.SCHEDULERS` (each carrier has its own).
+    scheduler_options : mapping, optional
+        Its options (the scheduler's ``Config``).
     rng_for_transfer : callable
         ``k → numpy Generator`` for the k-th transfer's fading.
     rng_for_link : callable
@@ -89,7 +91,7 @@ class OfdmaRadio(LinkRadio):
         rng_for_transfer: Callable[[int], np.random.Generator],
         rng_for_link: Callable[[int], np.random.Generator] | None = None,
         max_rbs_per_transfer: float = float("inf"),
-        pf_window_blocks: float = 100.0,
+        scheduler_options: Mapping[str, Any] | None = None,
         bs: Node | None = None,
         bs_power: BsPowerModel | None = None,
         aggregate_above_flows: int = 0,
@@ -117,7 +119,7 @@ class OfdmaRadio(LinkRadio):
                 profile.build_fading(),
                 profile.efficiency_for(d),
                 scheduler,
-                pf_window_blocks,
+                scheduler_options,
                 time_fraction=profile.time_fraction(d),
                 rb_groups=profile.rb_groups(d),
                 aggregate_above_flows=aggregate_above_flows,

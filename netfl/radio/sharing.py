@@ -29,8 +29,9 @@ every change of that instant (a round's downloads start together).
 - :meth:`_shares` and :meth:`_flow_share_totals` — read-outs for the timer
   short-cut and the occupancy record (public: :meth:`held`).
 
-Subclasses: :class:`ProcessorSharing` (rates in bit/s) and
-:class:`netfl.radio.ofdma.OfdmaCarrier` (RBs, faded rates on a block grid).
+Subclasses: :class:`ProcessorSharing` (rates in bit/s, max-min fair) and
+:class:`netfl.radio.ofdma.OfdmaCarrier` (RBs, faded rates; it has a block grid, a
+scheduler and a power-control policy, and implements the hooks with them).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ import numpy as np
 import simpy
 
 from netfl.core.invariants import check_capacity, check_delivery
-from netfl.radio.schedulers import equal_share, first_come_first_served, max_min_fair
+from netfl.radio.schedulers.shares import equal_share, max_min_fair
 
 __all__ = ["Flow", "SharedMedium", "ProcessorSharing", "max_min_fair"]
 
@@ -303,17 +304,6 @@ class SharedMedium(ABC):
         for f in finished:
             f.done.succeed()
 
-    # -- schedulers shared by subclasses (netfl.radio.schedulers) -----------
-    def _equal_share(self, caps: np.ndarray) -> tuple[np.ndarray, float]:
-        """Round robin: max-min fair shares of sessions and flows (flows' shares, sessions' total)."""
-        return equal_share(self.capacity, self._demand_counts, caps)
-
-    def _first_come_first_served(
-        self, caps: np.ndarray, arrivals: np.ndarray
-    ) -> tuple[np.ndarray, float]:
-        """FCFS: in arrival order each takes up to its demand/cap (flows' shares, sessions' total)."""
-        return first_come_first_served(self.capacity, self.sessions, caps, arrivals)
-
 
 class ProcessorSharing(SharedMedium):
     """A capacity [bit/s] shared max-min fairly, each flow capped by its own link rate."""
@@ -336,7 +326,8 @@ class ProcessorSharing(SharedMedium):
         return flow
 
     def _allocate(self) -> float:
-        shares, session_total = self._equal_share(np.array([f.cap for f in self.flows]))
+        caps = np.array([f.cap for f in self.flows])
+        shares, session_total = equal_share(self.capacity, self._demand_counts, caps)
         for f, share in zip(self.flows, shares, strict=True):
             f.share = float(share)
         return session_total

@@ -18,27 +18,30 @@ from pydantic import (
 from channel_models import link_profiles
 from channel_models.channel_profiles import (
     ChannelProfile,
+    build_fading,
     build_pathloss,
     channel_profiles,
     parse_channel_profiles,
 )
-from channel_models.pathloss import PATHLOSS_MODELS
+from channel_models.fading import FADING_MODELS
+from channel_models.pathloss_laws import PATHLOSS_MODELS
 from netfl.radio.schedulers import SCHEDULERS
-from netfl.scenario.link_resolution import refuse_unchosen, resolved_profile
+from netfl.scenario.link_resolution import (
+    check_scheduler_options,
+    refuse_unchosen,
+    resolved_profile,
+)
 from netfl.scenario.reading import cached_per_file
 from netfl.scenario.strict import _check_name, _Strict, beside
 
 __all__ = ["CellSection", "LinkSection", "LINK_MODE_KEYS", "MAX_CUES", "MAX_SESSION_RATE_PER_S"]
-
-#: the choices of ``cell.link.scheduler``: the scheduler registry's names
-SCHEDULER_NAMES = tuple(SCHEDULERS)
-
 
 #: keys of ``cell.link`` that belong to each link mode
 _FIXED_RATE_KEYS = {"shared", "capacity_profile", "uplink_capacity_mbps", "downlink_capacity_mbps"}
 _OFDMA_KEYS = {
     "channel_profile",
     "scheduler",
+    "scheduler_options",
     "max_rbs_per_transfer",
     "pf_window_blocks",
     "aggregate_above_flows",
@@ -131,7 +134,17 @@ class LinkSection(_Strict):
         "channel_profiles.yaml: profiles: {NAME: {...}}), relative to the scenario file; "
         "its names join the built-in ones",
     )
-    scheduler: Literal[SCHEDULER_NAMES] = "round_robin"  # (the registry's names)
+    scheduler: str = Field(
+        "round_robin",
+        description="how each carrier shares its RBs: a scheduler of the registry "
+        "(`netfl list`; a plugin's: netfl.register_scheduler)",
+        # (the registry's names when the schema is written, plugins' included)
+        json_schema_extra=lambda schema: schema.update(enum=list(SCHEDULERS)),
+    )
+    scheduler_options: dict[str, Any] | None = Field(
+        None,
+        description="the scheduler's options (its Config; e.g. proportional_fair: window_blocks)",
+    )
     max_rbs_per_transfer: float | None = Field(
         None, ge=1.0, description="cap on the RBs one transfer holds (at least one RB)", le=1e4
     )
@@ -153,7 +166,12 @@ class LinkSection(_Strict):
     )
     num_rbs: PositiveInt | None = Field(None, le=3300)
     numerology: int | None = Field(None, ge=0, le=2)
-    fading: Literal["none", "rayleigh"] | None = None
+    fading: str | None = Field(
+        None,
+        description="override of the profile's fading law: one of the registry "
+        "(`netfl list fading-models`) taking no parameter but the block length",
+        json_schema_extra=lambda schema: schema.update(enum=list(FADING_MODELS)),
+    )
     coherence_time_s: float | None = Field(
         None,
         ge=1e-4,
@@ -244,6 +262,34 @@ class LinkSection(_Strict):
     _v = field_validator("capacity_profile")(
         lambda v: _check_name("link profile", v, link_profiles())
     )
+    _s = field_validator("scheduler")(lambda v: _check_name("scheduler", v, SCHEDULERS))
+
+    @field_validator("fading")
+    @classmethod
+    def _fading_alone(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        _check_name("fading model", v, FADING_MODELS)
+        try:
+            build_fading({"model": v, "coherence_time_s": 1e-3})
+        except TypeError:
+            raise ValueError(
+                f"fading {v!r} takes parameters: name it in a channel profile "
+                "(cell.link.channel_profile_file)"
+            ) from None
+        return v
+
+    def scheduler_config(self) -> dict[str, Any]:
+        """The scheduler's options: ``scheduler_options``, and the section's keys that
+        set one of them (``pf_window_blocks`` → proportional fair's ``window_blocks``)."""
+        options = dict(self.scheduler_options or {})
+        for key, field in SCHEDULERS[self.scheduler].link_keys.items():
+            value = getattr(self, key, None)
+            if value is not None:
+                if field in options:
+                    raise ValueError(f"{key} and scheduler_options.{field} say the same: give one")
+                options[field] = value
+        return options
 
     def profiles(self) -> dict[str, ChannelProfile]:
         """The built-in profiles and those of ``channel_profile_file`` (which win)."""
@@ -272,6 +318,7 @@ class LinkSection(_Strict):
         if self.mode == "ofdma":
             # (grid, TDD pattern, power control consistent)
             refuse_unchosen(self, self.channel_profile_resolved())
+            check_scheduler_options(self.scheduler, self.scheduler_config())
         elif not self.shared:
             refuse_unchosen(self, None)
         return self

@@ -2,24 +2,25 @@
 ``LinkSection``): the named profile with the section's overrides applied — grid,
 fading, efficiency model and link abstraction, overheads, power control, path loss and
 shadowing — and the section's keys that the chosen profile or scheduler makes
-inapplicable, refused."""
+inapplicable, refused.
+
+Each function takes the ``LinkSection`` as ``link`` (typed ``Any``: the section calls
+these, so naming its class here would close a circle of imports)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from channel_models.channel_profiles import TBS_MODELS, ChannelProfile
 from channel_models.numerology import num_resource_blocks
+from channel_models.pathloss_laws import PATHLOSS_MODELS
 from channel_models.registry import lookup
 from netfl.radio.schedulers import SCHEDULERS
-
-if TYPE_CHECKING:
-    from netfl.scenario.cell import LinkSection
 
 __all__ = ["refuse_unchosen", "resolved_profile"]
 
 
-def resolved_profile(link: LinkSection) -> ChannelProfile:
+def resolved_profile(link: Any) -> ChannelProfile:
     """The named channel profile with ``link``'s overrides applied.
 
     A ``bandwidth_hz`` or ``numerology`` override without ``num_rbs`` takes N_RB
@@ -78,7 +79,7 @@ def resolved_profile(link: LinkSection) -> ChannelProfile:
     )
 
 
-def refuse_unchosen(link: LinkSection, profile: ChannelProfile | None) -> None:
+def refuse_unchosen(link: Any, profile: ChannelProfile | None) -> None:
     """Keys that apply only under another choice of the section ``link`` are refused, not
     silently ignored."""
     if profile is None:  # (fixed rate, dedicated)
@@ -97,10 +98,14 @@ def refuse_unchosen(link: LinkSection, profile: ChannelProfile | None) -> None:
                 profile.duplex != "tdd",
                 f"duplex: tdd (channel profile {profile.name!r} is {profile.duplex})",
             ),
-            (
-                {"pf_window_blocks"},
-                not scheduler.per_block,
-                "scheduler: " + " or ".join(n for n, x in SCHEDULERS.items() if x.per_block),
+            *(
+                (
+                    {key},
+                    key not in scheduler.link_keys,
+                    "scheduler: "
+                    + " or ".join(n for n, x in SCHEDULERS.items() if key in x.link_keys),
+                )
+                for key in sorted({k for x in SCHEDULERS.values() for k in x.link_keys})
             ),
             (
                 {"downlink_allocation"},
@@ -146,7 +151,7 @@ def refuse_unchosen(link: LinkSection, profile: ChannelProfile | None) -> None:
             raise ValueError(f"{', '.join(stray)} applies only with {needs}")
 
 
-def _efficiency(link: LinkSection, base: ChannelProfile) -> dict[str, Any]:
+def _efficiency(link: Any, base: ChannelProfile) -> dict[str, Any]:
     """The profile's efficiency model with ``max_bps_per_hz``, ``snr_gap_db``,
     ``cqi_table``, ``link_abstraction`` and ``bler_target`` applied.
 
@@ -211,12 +216,12 @@ def _efficiency(link: LinkSection, base: ChannelProfile) -> dict[str, Any]:
     return efficiency
 
 
-def _shadowed(link: LinkSection, law: dict[str, Any], which: str) -> dict[str, Any]:
+def _shadowed(link: Any, law: dict[str, Any], which: str) -> dict[str, Any]:
     """``law`` with the ``shadowing`` switch applied (unchanged when it is unset)."""
     if link.shadowing is None:
         return law
     law = dict(law)
-    if law["model"] in ("uma", "umi", "rma"):
+    if PATHLOSS_MODELS[law["model"]].standard_shadowing:
         law["shadowing"] = link.shadowing
     elif not link.shadowing:
         law["shadowing_std_db"] = 0.0
@@ -228,3 +233,20 @@ def _shadowed(link: LinkSection, law: dict[str, Any], which: str) -> dict[str, A
             "(set it in cell.link.pathloss)"
         )
     return law
+
+
+def check_scheduler_options(name: str, options: dict[str, Any]) -> None:
+    """``options`` are valid for scheduler ``name`` (its pydantic ``Config``); a
+    ``ValueError`` names the option at fault."""
+    from pydantic import ValidationError
+
+    try:
+        SCHEDULERS[name].Config(**options)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        msg = "unknown option" if first["type"] == "extra_forbidden" else first["msg"]
+        valid = ", ".join(SCHEDULERS[name].Config.model_fields) or "none"
+        raise ValueError(
+            f"scheduler_options.{where}: {msg} (scheduler {name!r}; its options: {valid})"
+        ) from None

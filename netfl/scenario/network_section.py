@@ -55,13 +55,21 @@ server at site 0) is today's single cell, event for event (tested).
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
-from pydantic import Field, NonNegativeFloat, PositiveFloat, model_validator
+from pydantic import (
+    Field,
+    NonNegativeFloat,
+    PositiveFloat,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
+from netfl.radio.mobility_models import MOBILITY_MODELS
 from netfl.scenario.layout import Coordinate
-from netfl.scenario.strict import _Strict, refuse
+from netfl.scenario.strict import _check_name, _Strict, refuse
 
 __all__ = [
     "NetworkSection",
@@ -130,27 +138,18 @@ class HandoverSection(_Strict):
 _SPEED = {"minimum": 0.0, "maximum": 500.0}
 
 
-#: the keys each mobility model reads
-_MOBILITY_KEYS = {
-    "static": set(),
-    "constant_velocity": {"speed_kmh", "heading_deg", "record_every_s"},
-    "random_waypoint": {"v_min_kmh", "v_max_kmh", "pause_s", "record_every_s"},
-    "gauss_markov": {
-        "speed_kmh",
-        "heading_deg",
-        "alpha",
-        "step_s",
-        "speed_std_kmh",
-        "heading_std_deg",
-        "record_every_s",
-    },
-}
-
-
 class MobilitySection(_Strict):
     """How a device moves (``channel_models.mobility``); speeds in km/h, at most 500."""
 
-    model: Literal["static", "constant_velocity", "random_waypoint", "gauss_markov"] = "static"
+    model: str = Field(
+        "static",
+        description="a mobility model of the registry (`netfl list mobility-models`; a "
+        "plugin's: netfl.register_mobility)",
+        json_schema_extra=lambda schema: schema.update(enum=list(MOBILITY_MODELS)),
+    )
+    options: dict[str, Any] | None = Field(
+        None, description="a plugin's model: its options (the model's Config)"
+    )
     speed_kmh: float = Field(
         3.0, json_schema_extra=_SPEED, description="constant_velocity speed; gauss_markov mean"
     )
@@ -203,13 +202,30 @@ class MobilitySection(_Strict):
                 )
         if self.model == "random_waypoint" and not 0.0 < self.v_min_kmh <= self.v_max_kmh:
             raise ValueError("random_waypoint needs 0 < v_min_kmh ≤ v_max_kmh")
-        keys = set(type(self).model_fields) - {"model"} - _MOBILITY_KEYS[self.model]
+        kind = MOBILITY_MODELS[self.model]
+        reads = set(kind.keys) | ({"options", "record_every_s"} if kind.Config else set())
+        keys = set(type(self).model_fields) - {"model"} - reads
         refuse(self.given(keys), f"to model {self.model!r}")
+        if kind.Config is not None:
+            try:
+                kind.Config(**(self.options or {}))
+            except ValidationError as err:
+                first = err.errors()[0]
+                where = ".".join(str(p) for p in first["loc"])
+                msg = "unknown option" if first["type"] == "extra_forbidden" else first["msg"]
+                raise ValueError(f"options.{where}: {msg} (model {self.model!r})") from None
         return self
+
+    _m = field_validator("model")(lambda v: _check_name("mobility model", v, MOBILITY_MODELS))
 
     @property
     def moves(self) -> bool:
-        return self.model != "static"
+        return MOBILITY_MODELS[self.model].moves
+
+    def settings(self) -> Any:
+        """What the model reads: this section (a built-in), or its validated options."""
+        kind = MOBILITY_MODELS[self.model]
+        return kind.Config(**(self.options or {})) if kind.Config is not None else self
 
 
 class NetworkSection(_Strict):

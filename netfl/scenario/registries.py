@@ -16,7 +16,15 @@ the plugin loader turns into one line naming ``plugins[i]``.
   its parameters come from ``data.partition.options``;
 - :func:`register_compute_profile`, :func:`register_link_profile` — a
   :class:`~netfl.compute.profiles.ComputeProfile` or
-  :class:`~channel_models.LinkProfile`.
+  :class:`~channel_models.LinkProfile`;
+- :func:`register_scheduler` — a :class:`~netfl.radio.schedulers.Scheduler` subclass
+  (``cell.link.scheduler``; its options ``cell.link.scheduler_options``);
+- :func:`register_pathloss` — a :class:`~channel_models.pathloss.PathLoss` subclass
+  (``pathloss: {model: NAME, ...}`` of ``cell.link`` or a channel profile);
+- :func:`register_fading` — a :class:`~channel_models.fading.BlockFading` subclass (a
+  channel profile's ``fading: {model: NAME, ...}``; ``cell.link.fading``);
+- :func:`register_mobility` — a :class:`~netfl.radio.mobility_models.MobilityModel`
+  subclass (``devices.mobility.model``; its options ``devices.mobility.options``).
 
 Registering imports no torch: the model's builder is paired with its loss when first
 built (:func:`netfl.learning.models.get_model_spec`).
@@ -38,6 +46,10 @@ __all__ = [
     "register_partition",
     "register_compute_profile",
     "register_link_profile",
+    "register_scheduler",
+    "register_pathloss",
+    "register_mobility",
+    "register_fading",
     "registries",
 ]
 
@@ -47,22 +59,29 @@ LOSSES = ("cross_entropy", "multi_margin")
 
 
 def registries() -> dict[str, dict[str, Any]]:
-    """Every registry a plugin may add to, by kind (the plugin loader snapshots them
-    to know what a plugin added, and takes it back out if the plugin fails)."""
+    """Every registry a plugin may add to but the algorithms', by kind (the plugin
+    loader, :mod:`netfl.loading.plugins`, snapshots them and the algorithm registry to
+    know what a plugin added, and takes it back out if the plugin fails)."""
+    from channel_models.fading import FADING_MODELS
     from channel_models.link_profiles import link_profiles
-    from netfl.algorithms import ALGORITHMS
+    from channel_models.pathloss_laws import PATHLOSS_MODELS
     from netfl.compute.profiles import compute_profiles
     from netfl.learning.catalog import MODEL_CATALOG
     from netfl.learning.datasets import DATASETS
     from netfl.learning.partition import PARTITIONERS
+    from netfl.radio.mobility_models import MOBILITY_MODELS
+    from netfl.radio.schedulers import SCHEDULERS
 
     return {
-        "algorithm": ALGORITHMS,
         "model": MODEL_CATALOG,
         "data set": DATASETS,
         "partition": PARTITIONERS,
         "compute profile": compute_profiles(),
         "link profile": link_profiles(),
+        "scheduler": SCHEDULERS,
+        "path-loss law": PATHLOSS_MODELS,
+        "mobility model": MOBILITY_MODELS,
+        "fading model": FADING_MODELS,
     }
 
 
@@ -177,6 +196,55 @@ def register_link_profile(profile: Any) -> None:
     name = _claim("link profile", profile.name)
     _positive("link profile", name, profile, ("uplink_bps", "downlink_bps"))
     link_profiles()[name] = profile
+
+
+def register_scheduler(scheduler: Any) -> Any:
+    """An RB scheduler: a :class:`~netfl.radio.schedulers.Scheduler` subclass with a
+    ``name``, implementing ``allocate(demands) -> (shares, sessions_total)`` (usable as
+    a class decorator; returns the class)."""
+    from netfl.radio.schedulers import register_scheduler as add
+
+    _claim("scheduler", getattr(scheduler, "name", None))
+    return add(scheduler)
+
+
+def register_pathloss(law: Any) -> Any:
+    """A path-loss law: a :class:`~channel_models.pathloss.PathLoss` subclass with a
+    ``name`` whose constructor's keyword arguments are its parameters (heights,
+    ``shadowing_std_db`` and ``carrier_hz`` if ``uses_carrier_hz``), implementing
+    ``mean_loss_db(distance_2d_m)`` [dB] (usable as a class decorator)."""
+    from channel_models.pathloss_laws import register_pathloss as add
+
+    _claim("path-loss law", vars(law).get("name") if isinstance(law, type) else None)
+    try:
+        return add(law)
+    except ValueError as err:
+        raise RegistrationError(str(err)) from None
+
+
+def register_fading(law: Any) -> Any:
+    """A block-fading law: a :class:`~channel_models.fading.BlockFading` subclass with a
+    ``name``, implementing ``sample``, ``mean``, ``variance``, ``ppf`` and
+    ``peak_gain`` (usable as a class decorator)."""
+    from channel_models.fading import register_fading as add
+
+    _claim("fading model", vars(law).get("name") if isinstance(law, type) else None)
+    try:
+        return add(law)
+    except ValueError as err:
+        raise RegistrationError(str(err)) from None
+
+
+def register_mobility(model: Any) -> Any:
+    """A mobility model: a :class:`~netfl.radio.mobility_models.MobilityModel` subclass
+    with a ``name``, an optional pydantic ``Config`` (``devices.mobility.options``) and a
+    classmethod ``trajectory(start_m, heading_rad, settings, rng, region)`` returning an
+    object with ``positions(t_s) -> (n, 2)`` [m] and ``speed_mps(t_s)`` (usable as a
+    class decorator)."""
+    from netfl.radio.mobility_models import register_mobility as add
+
+    _claim("mobility model", vars(model).get("name") if isinstance(model, type) else None)
+    return add(model)
 
 
 def _user(fn: Callable[..., Any], what: str, check: Any = None) -> UserCallable:

@@ -169,7 +169,7 @@ def _ofdma(scenario: Scenario, streams: Streams, channel: ChannelProfile) -> dic
         "rng_for_transfer": lambda k: streams.generator("fading", k),
         "rng_for_link": lambda k: streams.generator("shadowing", k),
         "max_rbs_per_transfer": link.max_rbs_per_transfer or float("inf"),
-        "pf_window_blocks": link.pf_window_blocks or 100.0,
+        "scheduler_options": link.scheduler_config(),
         "aggregate_above_flows": (
             AGGREGATE_ABOVE_FLOWS
             if link.aggregate_above_flows is None

@@ -43,6 +43,7 @@ class DeviceMobility:
         placement: Placement,
     ):
         from channel_models import mobility as mob
+        from netfl.radio.mobility_models import MOBILITY_MODELS
 
         self.env, self.radio = env, radio
         self.network = scenario.network is not None
@@ -60,29 +61,9 @@ class DeviceMobility:
                 if m.heading_deg is not None
                 else float(rng.uniform(0, 2 * math.pi))
             )
-            v = m.speed_kmh / 3.6
-            if m.model == "constant_velocity":
-                traj = mob.ConstantVelocity(start, (v * math.cos(heading), v * math.sin(heading)))
-            elif m.model == "random_waypoint":
-                traj = mob.RandomWaypoint(
-                    start,
-                    placement.region_sampler(),
-                    m.v_min_kmh / 3.6,
-                    m.v_max_kmh / 3.6,
-                    m.pause_s,
-                    rng,
-                )
-            else:
-                traj = mob.GaussMarkov(
-                    start,
-                    v,
-                    math.degrees(heading),
-                    m.alpha,
-                    rng,
-                    m.step_s,
-                    m.speed_std_kmh / 3.6,
-                    m.heading_std_deg,
-                )
+            traj = MOBILITY_MODELS[m.model].trajectory(
+                start, heading, m.settings(), rng, placement.region_sampler()
+            )
             dep = placement.deployment
             if dep is not None and len(dep.wrap_vectors()):  # never leaves a wrap-around net
                 traj = mob.Folded(traj, dep.fold)

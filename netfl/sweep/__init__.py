@@ -1,4 +1,3 @@
-# ruff: noqa: F401  (the TYPE_CHECKING imports name the lazy exports for type checkers)
 """Sweeps: the sweep file (:mod:`~netfl.sweep.spec`: base scenario, variants, grid, zip,
 seeds, expanded into named runs), running them on a local process pool or on Ray
 (:mod:`~netfl.sweep.run`, which writes the index ``sweep.csv``) and the sweep report

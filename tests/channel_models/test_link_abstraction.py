@@ -14,8 +14,8 @@ from channel_models.link_budget import (
     cqi_efficiency,
     shannon_efficiency,
 )
-from channel_models.pathloss import RMa
 from channel_models.power_control import per_rb_snr, pusch_power_dbm
+from channel_models.tr38901 import RMa
 from tests.channel_models.plain_formulas import rma_los_db, rma_nlos_db
 
 FC = 3.5e9

@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from channel_models.pathloss import FreeSpace, LogDistance, UMa, UMi, distance_3d_m
+from channel_models.pathloss import FreeSpace, LogDistance, distance_3d_m
+from channel_models.tr38901 import UMa, UMi
 from tests.channel_models import plain_formulas as plain
 
 DISTANCES_M = [10.0, 18.0, 35.0, 80.0, 150.0, 250.0, 600.0, 1200.0, 3000.0]

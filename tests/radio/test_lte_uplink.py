@@ -271,7 +271,7 @@ def test_a_layout_height_and_a_csv_z_column(tmp_path):
 
 def test_uma_los_probability_rises_for_high_ues():
     """TR 38.901 Table 7.4.2-1: C'(h_UT) = ((h_UT − 13)/10)^1.5 above 13 m."""
-    from channel_models.pathloss import UMa
+    from channel_models.tr38901 import UMa
 
     low, high = UMa(3.5e9, height_rx_m=13.0), UMa(3.5e9).at_heights(25.0, 23.0)
     d = np.array([10.0, 100.0, 300.0])

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from channel_models.fading import NoFading, RayleighBlockFading
 from channel_models.link_budget import shannon_efficiency
-from netfl.radio.ofdma import HORIZON_BLOCKS, OfdmaCarrier
+from netfl.radio.block_grid import HORIZON_BLOCKS
+from netfl.radio.ofdma import OfdmaCarrier
 
 RB_HZ = 180e3
 BLOCK_S = 1e-3
@@ -302,8 +303,8 @@ def test_proportional_fair_average_of_a_new_flow_starts_at_its_arrival():
         yield env.timeout(0.0505)  # 50 blocks in, mid-block
         carrier.send(5e6, 10.0, np.random.default_rng(1))
         yield env.timeout(0.0)  # after this instant's allocation
-        seen["avg"] = carrier._avg[:2].copy()
-        seen["block"] = carrier._pf_block
+        seen["avg"] = carrier.grid.scalar("pf_avg")[:2].copy()
+        seen["block"] = carrier.scheduler._block
 
     env.process(run())
     env.run(until=0.051)
@@ -316,7 +317,7 @@ def test_three_level_completion_search_finds_the_direct_search_instants(monkeypa
     """Large grids use a coarse pass every 64th block, a middle one every 8th and a fine
     search in the brackets that can hold the minimum: forced onto a small run, it gives
     exactly the direct search's instants."""
-    from netfl.radio import block_grid
+    from netfl.radio import completion_search
 
     flows = [
         (0.0005 * i, float(size), snr, i, cap)
@@ -326,21 +327,21 @@ def test_three_level_completion_search_finds_the_direct_search_instants(monkeypa
     ]
     sessions = [(0.0, 0.3, 2.0), (0.01, 0.05, 4.0)]
     direct, _, _ = run_carrier(12, flows, sessions)
-    monkeypatch.setattr(block_grid, "_DIRECT_SEARCH_LIMIT", 0)
+    monkeypatch.setattr(completion_search, "_DIRECT_SEARCH_LIMIT", 0)
     two_level, _, _ = run_carrier(12, flows, sessions)
     assert two_level == direct
     assert max(direct.values()) > 3 * HORIZON_BLOCKS * BLOCK_S  # beyond several horizons
 
 
-def _check_contenders(grid, rows, target, j, w, kept):
+def _check_contenders(cum, bits, bmax, rows, target, j, w, kept):
     """Against a search of every row: each row's kept bound covers the bits of every
     column up to its completion, and the rows that end first are among ``kept``."""
-    col = j + (grid._cum[rows, j + 1 : w + 1] >= target[rows, None]).argmax(axis=1)
+    col = j + (cum[rows, j + 1 : w + 1] >= target[rows, None]).argmax(axis=1)
     col = np.minimum(col, w - 1)
     for r, c in zip(rows, col, strict=True):
-        assert grid._bits[r, j : c + 1].max() <= grid._bmax[r]
-    per = grid._bits[rows, col]
-    frac = np.where(per > 0, (target[rows] - grid._cum[rows, col]) / np.where(per > 0, per, 1), 0)
+        assert bits[r, j : c + 1].max() <= bmax[r]
+    per = bits[rows, col]
+    frac = np.where(per > 0, (target[rows] - cum[rows, col]) / np.where(per > 0, per, 1), 0)
     finish = col + np.clip(frac, 0.0, 1.0)
     assert set(rows[finish == finish.min()].tolist()) <= set(kept.tolist())
 
@@ -352,7 +353,7 @@ def test_completion_search_keeps_every_flow_that_may_end_first(monkeypatch, tabl
     at every search the flows that end first (by a search of every flow) are among those
     kept, most flows are not read, and the instants are the direct search's."""
     from channel_models.link_budget import cqi_efficiency
-    from netfl.radio import block_grid
+    from netfl.radio import completion_search
 
     efficiency = cqi_efficiency if table == "cqi" else None
     rng = np.random.default_rng(7)
@@ -368,17 +369,17 @@ def test_completion_search_keeps_every_flow_that_may_end_first(monkeypatch, tabl
     ]
     sessions = [(0.0, 0.3, 2.0), (0.05, 0.4, 4.0)]
     direct, _, _ = run_carrier(25, flows, sessions, efficiency=efficiency)
-    searched = block_grid.BlockGrid._contenders
+    searched = completion_search.contenders
     kept_part = []
 
-    def checked(self, rows, need, target, x, j, w):
-        kept = searched(self, rows, need, target, x, j, w)
-        _check_contenders(self, rows, target, j, w, kept)
+    def checked(cum, bits, bmax, rows, need, target, x, j, w):
+        kept = searched(cum, bits, bmax, rows, need, target, x, j, w)
+        _check_contenders(cum, bits, bmax, rows, target, j, w, kept)
         kept_part.append((len(kept), len(rows)))
         return kept
 
-    monkeypatch.setattr(block_grid.BlockGrid, "_contenders", checked)
-    monkeypatch.setattr(block_grid, "_DIRECT_SEARCH_LIMIT", 0)
+    monkeypatch.setattr(completion_search, "contenders", checked)
+    monkeypatch.setattr(completion_search, "_DIRECT_SEARCH_LIMIT", 0)
     bounded, _, _ = run_carrier(25, flows, sessions, efficiency=efficiency)
     assert bounded == direct
     kept, searched_rows = np.array(kept_part).sum(axis=0)
@@ -393,7 +394,7 @@ def test_completion_search_bound_holds_through_power_control_and_rescaling(monke
     up to its completion, the flows that end first are kept, and the instants are the
     direct search's."""
     from channel_models.link_budget import cqi_efficiency
-    from netfl.radio import block_grid
+    from netfl.radio import completion_search
 
     efficiency = cqi_efficiency if table == "cqi" else shannon_efficiency
 
@@ -430,17 +431,17 @@ def test_completion_search_bound_holds_through_power_control_and_rescaling(monke
         return ends
 
     direct = run()
-    searched = block_grid.BlockGrid._contenders
+    searched = completion_search.contenders
     calls = []
 
-    def checked(self, rows, need, target, x, j, w):
-        kept = searched(self, rows, need, target, x, j, w)
-        _check_contenders(self, rows, target, j, w, kept)
+    def checked(cum, bits, bmax, rows, need, target, x, j, w):
+        kept = searched(cum, bits, bmax, rows, need, target, x, j, w)
+        _check_contenders(cum, bits, bmax, rows, target, j, w, kept)
         calls.append(len(rows))
         return kept
 
-    monkeypatch.setattr(block_grid.BlockGrid, "_contenders", checked)
-    monkeypatch.setattr(block_grid, "_DIRECT_SEARCH_LIMIT", 0)
+    monkeypatch.setattr(completion_search, "contenders", checked)
+    monkeypatch.setattr(completion_search, "_DIRECT_SEARCH_LIMIT", 0)
     assert run() == direct
     assert len(calls) > 100 and max(calls) >= 10
 
