@@ -6,12 +6,12 @@ Distribution objects in the Ciw style: ``sample(rng, size)``, analytic
 
 from __future__ import annotations
 
-import inspect
-import re
 from abc import ABC, abstractmethod
 from typing import ClassVar
 
 import numpy as np
+
+from channel_models.registry import register_class
 
 __all__ = [
     "FADING_MODELS",
@@ -193,24 +193,9 @@ FADING_MODELS: dict[str, type[BlockFading]] = {
     cls.name: cls for cls in (NoFading, RayleighBlockFading, RicianBlockFading)
 }
 
-_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
-
 
 def register_fading(cls: type[BlockFading]) -> type[BlockFading]:
     """Add a :class:`BlockFading` subclass under its ``name`` (a class decorator): its
     constructor's keyword arguments are its parameters (``coherence_time_s`` among
     them); ``ValueError`` for a malformed or taken name or an incomplete law."""
-    if not (isinstance(cls, type) and issubclass(cls, BlockFading)):
-        raise ValueError(f"a fading law must subclass channel_models.fading.BlockFading ({cls!r})")
-    name = vars(cls).get("name")
-    if not isinstance(name, str) or not _NAME.match(name):
-        raise ValueError(
-            f"a fading law needs a name of lower-case letters, digits and _ (got {name!r})"
-        )
-    if name in FADING_MODELS:
-        raise ValueError(f"fading law {name!r} registered twice")
-    if inspect.isabstract(cls):
-        missing = ", ".join(sorted(cls.__abstractmethods__))
-        raise ValueError(f"fading law {name!r} does not implement {missing}")
-    FADING_MODELS[name] = cls
-    return cls
+    return register_class(FADING_MODELS, cls, BlockFading, "fading law")

@@ -209,7 +209,7 @@ class GaussMarkov:
 @dataclass(frozen=True)
 class Folded:
     """A trajectory on a torus: ``path``'s positions passed through ``fold`` (a
-    wrap-around deployment's :meth:`~channel_models.multicell.HexLayout.fold`), so a
+    wrap-around deployment's :meth:`~channel_models.site_layouts.HexLayout.fold`), so a
     device that drives out of one edge comes back in at the opposite one, at any speed
     and for any duration; its speed is the path's."""
 

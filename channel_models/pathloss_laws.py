@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import inspect
 import math
-import re
 from typing import Any
 
 from channel_models.pathloss import FreeSpace, LogDistance, PathLoss
-from channel_models.registry import lookup
+from channel_models.registry import lookup, register_class
 from channel_models.tr38901 import RMa, UMa, UMi
 from channel_models.value_ranges import check_pathloss_values
 
@@ -29,34 +28,21 @@ PATHLOSS_MODELS: dict[str, type[PathLoss]] = {
     cls.name: cls for cls in (LogDistance, FreeSpace, UMa, UMi, RMa)
 }
 
-_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
-
 
 def register_pathloss(cls: type[PathLoss]) -> type[PathLoss]:
     """Add a :class:`PathLoss` subclass under its ``name`` (a class decorator);
     ``ValueError`` for a malformed or taken name, an incomplete law, or bounds that are
-    no ``(low, high)`` pairs."""
-    if not (isinstance(cls, type) and issubclass(cls, PathLoss)):
-        raise ValueError(
-            f"a path-loss law must subclass channel_models.pathloss.PathLoss ({cls!r})"
-        )
-    name = vars(cls).get("name")
-    if not isinstance(name, str) or not _NAME.match(name):
-        raise ValueError(
-            f"a path-loss law needs a name of lower-case letters, digits and _ (got {name!r})"
-        )
-    if name in PATHLOSS_MODELS:
-        raise ValueError(f"path-loss law {name!r} registered twice")
-    if inspect.isabstract(cls):
-        raise ValueError(
-            f"path-loss law {name!r} does not implement {', '.join(sorted(cls.__abstractmethods__))}"
-        )
-    for key, bounds in cls.parameter_bounds.items():
-        ok = isinstance(bounds, tuple) and len(bounds) == 2 and bounds[0] <= bounds[1]
-        if not ok or not all(isinstance(b, (int, float)) and math.isfinite(b) for b in bounds):
+    no ``{parameter: (low, high)}``."""
+    bounds = getattr(cls, "parameter_bounds", {}) if isinstance(cls, type) else {}
+    name = vars(cls).get("name", cls) if isinstance(cls, type) else cls
+    if not isinstance(bounds, dict):
+        raise ValueError(f"path-loss law {name!r}: parameter_bounds must be a dict")
+    for key, pair in bounds.items():
+        ok = isinstance(pair, tuple) and len(pair) == 2
+        ok = ok and all(isinstance(b, (int, float)) and math.isfinite(b) for b in pair)
+        if not ok or pair[0] > pair[1]:
             raise ValueError(f"path-loss law {name!r}: parameter_bounds[{key!r}] is no (low, high)")
-    PATHLOSS_MODELS[name] = cls
-    return cls
+    return register_class(PATHLOSS_MODELS, cls, PathLoss, "path-loss law")
 
 
 def pathloss_parameters(name: str) -> list[str]:
@@ -67,7 +53,10 @@ def pathloss_parameters(name: str) -> list[str]:
         if klass is object or "__init__" not in vars(klass):
             continue
         for p in inspect.signature(klass.__init__).parameters.values():
-            if p.name not in ("self", "carrier_hz") and p.kind is p.POSITIONAL_OR_KEYWORD:
+            if p.name not in ("self", "carrier_hz") and p.kind in (
+                p.POSITIONAL_OR_KEYWORD,
+                p.KEYWORD_ONLY,
+            ):
                 names.append(p.name)
     return list(dict.fromkeys(names))
 

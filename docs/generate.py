@@ -415,7 +415,8 @@ def api_sections() -> list[tuple[str, str, list[Entry]]]:
         ),
         (
             "The radio's model kinds",
-            "RB schedulers, path-loss laws, fading laws and mobility models are registries "
+            "RB schedulers, path-loss laws, fading laws, mobility and availability models "
+            "are registries "
             "too: a plugin subclasses the base and registers it; `netfl list` shows each "
             "registry ([plugins](plugins.md)).",
             [
@@ -429,6 +430,8 @@ def api_sections() -> list[tuple[str, str, list[Entry]]]:
                 _public("register_fading"),
                 _public("MobilityModel"),
                 _public("register_mobility"),
+                _public("AvailabilityModel"),
+                _public("register_availability"),
             ],
         ),
         (

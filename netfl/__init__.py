@@ -35,6 +35,8 @@ _EXPORTS = {
     "register_pathloss": "netfl.scenario.registries",
     "register_mobility": "netfl.scenario.registries",
     "register_fading": "netfl.scenario.registries",
+    "register_availability": "netfl.scenario.registries",
+    "AvailabilityModel": "netfl.core.availability",
     "BlockFading": "channel_models.fading",
     "MobilityModel": "netfl.radio.mobility_models",
     "PathLoss": "channel_models.pathloss",
@@ -62,6 +64,7 @@ if TYPE_CHECKING:  # what type checkers and editors see
     from channel_models.fading import BlockFading
     from channel_models.pathloss import PathLoss
     from netfl.algorithms import ALGORITHMS, Algorithm, FedAvg, RoundContext, RoundSummary, register
+    from netfl.core.availability import AvailabilityModel
     from netfl.errors import ScenarioError, UserError, WorkerLost
     from netfl.loading.scenarios import load_scenario, parse_scenario
     from netfl.output.figures import cost_to_target
@@ -70,6 +73,7 @@ if TYPE_CHECKING:  # what type checkers and editors see
     from netfl.radio.mobility_models import MobilityModel
     from netfl.radio.schedulers import Demands, Scheduler, SchedulerConfig
     from netfl.scenario.registries import (
+        register_availability,
         register_compute_profile,
         register_dataset,
         register_fading,

@@ -155,6 +155,7 @@ def test_the_api_page_documents_the_public_api_and_the_extension_protocol():
         "register_pathloss",
         "register_fading",
         "register_mobility",
+        "register_availability",
     ):
         assert f"### `netfl.{name}`" in api
         assert "```python\n" + name + "(" in api, f"{name}: its signature"

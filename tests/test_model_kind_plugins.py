@@ -1,5 +1,5 @@
 """Plugins add to the registries of the radio's model kinds (issue 50): a scheduler, a
-path-loss law, a fading law and a mobility model registered by a plugin file are named by a scenario
+path-loss law, a fading law, a mobility model and an availability model registered by a plugin file are named by a scenario
 like built-ins (``cell.link.scheduler``, ``cell.link.pathloss.model``,
 ``devices.mobility.model``), their options validated by their own Config, listed by
 ``netfl list``."""
@@ -111,6 +111,36 @@ class Half(netfl.BlockFading):
 
     def ppf(self, u):
         return np.full(np.shape(u), 0.5)
+
+
+class Always:
+    def __init__(self, on):
+        self.on = on
+
+    def is_on(self, t):
+        return self.on
+
+    def next_off(self, t):
+        return None
+
+    def next_on(self, t):
+        return None
+
+
+class EveryKthConfig(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid")
+    k: int = pydantic.Field(2, ge=1)
+
+
+@netfl.register_availability
+class EveryKth(netfl.AvailabilityModel):
+    name = "every_kth"
+    description = "device i takes part iff i % k == 0"
+    Config = EveryKthConfig
+
+    @classmethod
+    def process(cls, settings, device_index, device_name, rng):
+        return Always(device_index % settings.k == 0)
 """
 
 
@@ -317,3 +347,119 @@ def test_a_plugin_fading_law_scales_every_links_snr(tmp_path):
         snrs[law] = t["mean_snr_db"].to_numpy()
     assert len(snrs["half"]) == 8
     assert snrs["half"] - snrs["none"] == pytest.approx(np.full(8, 10 * np.log10(0.5)))
+
+
+def test_a_plugin_availability_model_decides_who_takes_part(tmp_path, capsys):
+    """``devices.availability: {model: every_kth, options: {k: 3}}``: of 7 devices only
+    ue0, ue3 and ue6 are ever selected and ever send; a bad option is one line."""
+    (tmp_path / "lab.py").write_text(LAB)
+    data = yaml.safe_load(open(_scenario(tmp_path, "fcfs")).read())
+    data["devices"] = {"count": 7, "availability": {"model": "every_kth", "options": {"k": 3}}}
+    data["training"]["rounds"] = 2
+    path = tmp_path / "kth.yaml"
+    path.write_text(yaml.safe_dump(data))
+    out = tmp_path / "run_kth"
+    assert main(["run", str(path), "--out", str(out)]) == 0
+    rounds = pd.read_csv(out / "rounds.csv")
+    assert rounds["num_clients"].tolist() == [3, 3]
+    transfers = pd.read_parquet(out / "transfers.parquet")
+    devices = set(transfers["src"]) | set(transfers["dst"])
+    assert devices - {"bs"} == {"ue0", "ue3", "ue6"}
+    data["devices"]["availability"]["options"] = {"k": 0}
+    path.write_text(yaml.safe_dump(data))
+    capsys.readouterr()
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "devices.availability: options.k:" in err, err
+
+
+GREEDY = """
+import numpy as np
+import netfl
+
+
+@netfl.register_scheduler
+class Greedy(netfl.Scheduler):
+    name = "greedy"
+
+    def allocate(self, demands):
+        return np.full(demands.num_flows, demands.capacity), 0.0
+"""
+
+
+def test_a_plugin_schedulers_wrong_answer_is_one_line_naming_it(tmp_path, capsys):
+    """Every flow given the whole carrier: the run stops at the first allocation with
+    one line naming the plugin and what was wrong (exit 1: user code)."""
+    (tmp_path / "lab.py").write_text(GREEDY)
+    capsys.readouterr()
+    out = tmp_path / "run_greedy"
+    assert main(["run", _scenario(tmp_path, "greedy"), "--out", str(out)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "lab.py" in err[0], err
+    assert "scheduler 'greedy': allocate:" in err[0] and "RBs handed out of" in err[0], err
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (GREEDY.replace('name = "greedy"', 'name = "greedy"\n    Config = None'), "Config must"),
+        (GREEDY.replace('name = "greedy"', 'name = "Greedy!"'), "lower-case letters"),
+        (GREEDY.replace("    def allocate", "    def allocated"), "does not implement allocate"),
+    ],
+    ids=["no_config", "bad_name", "incomplete"],
+)
+def test_a_bad_scheduler_registration_is_one_line(tmp_path, capsys, text, expected):
+    (tmp_path / "lab.py").write_text(text)
+    capsys.readouterr()
+    assert main(["validate", _scenario(tmp_path, "fcfs")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "plugins[0]" in err and expected in err, err
+
+
+def test_options_errors_name_the_key_even_without_a_location():
+    """A Config whose own validator fails (no field location) and one that ignores extra
+    keys: the first names the options, the second still refuses a typo."""
+    import pydantic
+
+    from netfl.scenario.strict import check_options
+
+    class Lenient(pydantic.BaseModel):
+        a: int = 1
+
+        @pydantic.model_validator(mode="after")
+        def _positive(self):
+            if self.a < 0:
+                raise ValueError("a must be ≥ 0")
+            return self
+
+    with pytest.raises(
+        ValueError, match=r"^options: Value error, a must be ≥ 0 \(m; its options: a\)$"
+    ):
+        check_options(Lenient, {"a": -1}, "options", "m")
+    with pytest.raises(ValueError, match=r"^options\.b: unknown option \(m; its options: a\)$"):
+        check_options(Lenient, {"b": 2}, "options", "m")
+    check_options(Lenient, {"a": 3}, "options", "m")
+
+
+def test_keyword_only_parameters_of_a_law_are_its_parameters():
+    from channel_models.pathloss import PathLoss
+    from channel_models.pathloss_laws import PATHLOSS_MODELS, build_pathloss, register_pathloss
+
+    class Flat(PathLoss):
+        name = "flat_test_law"
+
+        def __init__(self, *, level_db=90.0, **kw):
+            super().__init__(**kw)
+            self.level_db = level_db
+
+        def mean_loss_db(self, distance_2d_m):
+            import numpy as np
+
+            return np.full(np.shape(distance_2d_m), self.level_db)
+
+    register_pathloss(Flat)
+    try:
+        law = build_pathloss({"model": "flat_test_law", "level_db": 70.0}, 2e9)
+        assert float(law.mean_loss_db(5.0)) == 70.0
+    finally:
+        PATHLOSS_MODELS.pop("flat_test_law")

@@ -22,7 +22,8 @@ from netfl.algorithms.ecofed import EcoFed, EcoFedConfig
 from netfl.algorithms.fedasync import FedAsync, FedAsyncConfig
 from netfl.algorithms.fedavg import FedAvg, FedAvgConfig
 from netfl.algorithms.fedbuff import FedBuff, FedBuffConfig
-from netfl.algorithms.feddif import FedDif, FedDifConfig
+from netfl.algorithms.feddif import FedDif
+from netfl.algorithms.feddif_config import FedDifConfig
 from netfl.algorithms.fedmd import FedMD, FedMDConfig
 from netfl.algorithms.fedswap import FedSwap
 from netfl.algorithms.fedzkt import FedZKT, FedZKTConfig

@@ -3,8 +3,11 @@
 S. Ahn et al., "Communication-Efficient Diffusion Strategy for Performance
 Improvement of Federated Learning with Non-IID Data", arXiv 2207.07493
 (Algorithms 1 and 2). The data-state math and the winner selection are the
-pure functions of :mod:`netfl.algorithms.feddif_state`; this module runs them
-as a SimPy process on the simulated cell.
+pure functions of :mod:`netfl.algorithms.feddif_state`; the auction on the cell
+(control messages, winner selection on the radio's link states, the diffusion table's
+rows) is :mod:`netfl.algorithms.feddif_auction`, the options
+:mod:`netfl.algorithms.feddif_config`; this module runs them as a SimPy process on the
+simulated cell: the round, its hooks, its table and its state.
 
 One communication round (Algorithm 2):
 
@@ -60,111 +63,42 @@ from __future__ import annotations
 
 import time
 from collections.abc import Generator
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import simpy
-from pydantic import Field, model_validator
 
 from netfl.algorithms.algorithm import RoundSummary, register
-from netfl.algorithms.context import LinkStates, RoundContext
-from netfl.algorithms.fedavg import FedAvg, FedAvgConfig
+from netfl.algorithms.context import RoundContext
+from netfl.algorithms.fedavg import FedAvg
+from netfl.algorithms.feddif_auction import (
+    control_message,
+    decision_rows,
+    exchange_bids,
+    matching_flops,
+    winner_selection,
+)
+from netfl.algorithms.feddif_config import FedDifConfig
 from netfl.algorithms.feddif_state import (
     Chain,
     candidate_dol,
     chain_weights,
     diffusion_efficiency,
     dsi,
-    edge_weights,
-    fit_bandwidth,
     iid_distance,
-    select_winners,
     valuation_matrix,
 )
 from netfl.core.nodes import Node
-from netfl.scenario.strict import given, refuse
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from netfl.learning.train import TrainResult
 
-__all__ = ["FedDif", "FedDifConfig", "DIFFUSION_STOP"]
+__all__ = ["FedDif", "DIFFUSION_STOP"]
 
 #: codes of the ``diffusion_stop`` column
 DIFFUSION_STOP = {"none_planned": 0, "iid": 1, "no_pair": 2, "max_rounds": 3, "efficiency": 4}
-
-
-class FedDifConfig(FedAvgConfig):
-    epsilon: float = Field(
-        0.04,
-        ge=0.0,
-        description="ε: diffusion stops when every model's IID distance is ≤ ε",
-        le=1e6,
-    )
-    stop: Literal["per_model", "mean_efficiency"] = Field(
-        "per_model",
-        description="per_model: Algorithm 2, line 10 (every model within ε; a model within ε "
-        "gets no edges); mean_efficiency: the authors' code, diffusion ends when the mean "
-        "diffusion efficiency (14) of the scheduled pairs is ≤ efficiency_epsilon",
-    )
-    efficiency_epsilon: float | None = Field(
-        None,
-        ge=0.0,
-        description="stop: mean_efficiency — threshold on (14) in netfl's units, IID-distance "
-        "drop per Hz of a pair's (16f) bandwidth (required with that rule: the authors' 5e-3 "
-        "is on their code's scale; read the diffusion table's mean_efficiency to set it)",
-        le=1e3,
-    )
-
-    @model_validator(mode="after")
-    def _efficiency_threshold(self) -> FedDifConfig:
-        if self.stop == "mean_efficiency" and self.efficiency_epsilon is None:
-            raise ValueError(
-                "stop: mean_efficiency needs efficiency_epsilon (IID-distance drop per Hz; "
-                "the diffusion table's mean_efficiency column shows the scale)"
-            )
-        if self.stop == "per_model":
-            refuse(given(self, {"efficiency_epsilon"}), "to stop 'per_model' (ε: epsilon)")
-        return self
-
-    min_efficiency_bps_per_hz: float = Field(
-        1.0,
-        ge=0.0,
-        description="γ_min (16e): least expected D2D spectral efficiency [bit/s/Hz]",
-        le=30.0,
-    )
-    max_outage: float = Field(
-        0.05, gt=0.0, lt=1.0, description="largest outage probability at γ_min (A.1)"
-    )
-    iid_distance: Literal["l2", "kld", "jsd", "emd"] = Field(
-        "l2", description="IID distance W (13): l2 (C.1, the paper), kld, jsd or emd"
-    )
-    diffusion_epochs: int = Field(
-        1, ge=1, description="local epochs of a model's receiver", le=1000
-    )
-    max_diffusion_rounds: int | None = Field(
-        None,
-        ge=0,
-        description="cap on diffusion rounds per round (none: until ε or no pair)",
-        le=10_000,
-    )
-    redrop_each_diffusion_round: bool = Field(
-        False, description="re-drop every UE after each diffusion round (authors' code)"
-    )
-    control_value_bits: int = Field(
-        32,
-        ge=0,
-        description="size of one number in DoL, bid and schedule messages (0: free)",
-        le=64,
-    )
-    bandwidth_window_s: float = Field(
-        1.0,
-        gt=0.0,
-        description="(16f): a pair needs B = S/(γ̃·T) Hz to send its model within T seconds; "
-        "a diffusion round's pairs must fit in the uplink bandwidth CUEs leave",
-        le=1e4,
-    )
 
 
 @register
@@ -300,7 +234,15 @@ class FedDif(FedAvg):
                 self._log(r, k, chains, distances, {}, "max_rounds")
                 stop = "max_rounds"
                 break
-            extra["control_bits"] += yield from self._exchange_bids(pues, chains)
+            extra["control_bits"] += yield from exchange_bids(
+                world,
+                pues,
+                chains,
+                self.dsis.shape[1],
+                self.config.control_value_bits,
+                self.sends_dols(),
+                self.bid_values_per_model(),
+            )
             wall0 = time.perf_counter()
             decision = self.schedule(pues, chains)
             decision["schedule_wall_s"] = time.perf_counter() - wall0
@@ -319,8 +261,13 @@ class FedDif(FedAvg):
                 stop = "efficiency"
                 break
             self._log(r, k, chains, distances, decision, "")
-            extra["control_bits"] += yield from self._control(
-                world.bs, pues, 2 * len(decision["pairs"]), "schedule"
+            extra["control_bits"] += yield from control_message(
+                world,
+                world.bs,
+                pues,
+                2 * len(decision["pairs"]),
+                self.config.control_value_bits,
+                "schedule",
             )
             k += 1
             moves = [
@@ -394,85 +341,24 @@ class FedDif(FedAvg):
             chain.state = result.state
             chain.loss = result.mean_loss
 
-    def _control(
-        self, src: Node, dsts: list[Node], num_values: int, kind: str
-    ) -> Generator[simpy.Event, Any, float]:
-        """A control message of ``num_values`` numbers; returns the bits put on air."""
-        bits = float(num_values * self.config.control_value_bits)
-        if bits <= 0 or not dsts:
-            return 0.0
-        if src is self.world.bs:
-            yield self.world.radio.broadcast(src, dsts, bits, kind, num_models=0)
-        else:
-            yield simpy.AllOf(
-                self.world.env, [self.world.radio.transfer(src, d, bits, kind) for d in dsts]
-            )
-        return bits * len(dsts) if src is not self.world.bs else bits
-
-    def _exchange_bids(
-        self, pues: list[Node], chains: list[Chain]
-    ) -> Generator[simpy.Event, Any, float]:
-        """DoLs to the PUEs through the BS, then every PUE's bids to the BS (17)-(19)."""
-        world, env = self.world, self.world.env
-        bits = 0.0
-        if self.sends_dols():
-            classes = self.dsis.shape[1]
-            held: dict[int, int] = {}
-            for c in chains:
-                held[c.holder] = held.get(c.holder, 0) + 1
-            ups = [
-                env.process(self._control(pues[h], [world.bs], n * classes, "dol"))
-                for h, n in held.items()
-            ]
-            yield simpy.AllOf(env, ups)
-            bits += sum(u.value for u in ups)
-            bits += yield from self._control(world.bs, pues, len(chains) * classes, "dol")
-        n_bid = self.bid_values_per_model() * len(chains)
-        bids = [env.process(self._control(p, [world.bs], n_bid, "bid")) for p in pues]
-        yield simpy.AllOf(env, bids)
-        return bits + sum(b.value for b in bids)
-
     def schedule(self, pues: list[Node], chains: list[Chain]) -> dict[str, Any]:
-        """Winner selection (Algorithm 1): edge weights (20)-(21), matching, (16f).
+        """Winner selection (Algorithm 1): edge weights (20)-(21), matching, (16f)
+        (:func:`~netfl.algorithms.feddif_auction.winner_selection`).
 
         Returns the chosen ``pairs`` (model, PUE position) and the matrices behind them.
         """
         cfg = self.config
-        radio = self.world.radio
-        assert isinstance(radio, LinkStates)  # (check_scenario asks for OFDMA links)
-        bits = self.model_bits()
-        holders = [pues[c.holder] for c in chains]
-        snr, gamma = radio.link_states(holders, pues)
-        values = self.valuations(chains, pues)
-        in_chain = np.zeros(values.shape, dtype=bool)
-        for m, c in enumerate(chains):
-            in_chain[m, c.visited] = True
-        weights = edge_weights(
-            values, gamma, snr, in_chain, bits, cfg.min_efficiency_bps_per_hz, cfg.max_outage
-        )
+        saturated = None
         if cfg.stop == "per_model" and self.within_epsilon_gets_no_edges:
-            # Algorithm 2: a model already within ε needs no more diffusion
-            done = self._distances(chains) <= cfg.epsilon
-            weights = np.where(done[:, None], 0.0, weights)
-        with np.errstate(divide="ignore"):
-            bandwidth = np.where(gamma > 0, bits / (gamma * cfg.bandwidth_window_s), np.inf)
-        wall0 = time.perf_counter()
-        matched = select_winners(weights)
-        matching_wall = time.perf_counter() - wall0
-        pool, available = radio.d2d_budget(holders)
-        pairs = fit_bandwidth(matched, weights, bandwidth, available, pool)
-        return {
-            "pairs": pairs,
-            "matching_wall_s": matching_wall,
-            "values": values,
-            "weights": weights,
-            "gamma": gamma,
-            "bandwidth": bandwidth,
-        }
+            saturated = self._distances(chains) <= cfg.epsilon
+        values = self.valuations(chains, pues)
+        return winner_selection(
+            self.world.radio, pues, chains, values, saturated, self.model_bits(), cfg
+        )
 
     def matching_flops(self, num_models: int, num_pues: int) -> float:
         """Kuhn–Munkres is O(n³) on the n = max(M, N) square matrix (Sec. V, (22))."""
-        return float(max(num_models, num_pues) ** 3)
+        return matching_flops(num_models, num_pues)
 
     def _distances(self, chains: list[Chain]) -> np.ndarray:
         return np.atleast_1d(
@@ -488,35 +374,7 @@ class FedDif(FedAvg):
         decision: dict[str, Any],
         stop: str,
     ) -> None:
-        chosen = dict(decision.get("pairs", []))
-        for m, c in enumerate(chains):
-            i = chosen.get(m, -1)
-            row = {
-                "round": r,
-                "diffusion_round": k,
-                "model": m,
-                "holder": c.holder,
-                "chain_length": len(c.visited),
-                "chain_size": c.size,
-                "iid_distance": float(distances[m]),
-                "receiver": i,
-                "valuation": float("nan"),
-                "weight": float("nan"),
-                "efficiency_bps_per_hz": float("nan"),
-                "bandwidth_hz": float("nan"),
-                "matching_wall_s": decision.get("matching_wall_s", float("nan")),
-                "schedule_wall_s": decision.get("schedule_wall_s", float("nan")),
-                "mean_efficiency": decision.get("mean_efficiency", float("nan")),
-                "stop": stop,
-            }
-            if i >= 0:
-                row.update(
-                    valuation=float(decision["values"][m, i]),
-                    weight=float(decision["weights"][m, i]),
-                    efficiency_bps_per_hz=float(decision["gamma"][m, i]),
-                    bandwidth_hz=float(decision["bandwidth"][m, i]),
-                )
-            self._rows.append(row)
+        self._rows.extend(decision_rows(r, k, chains, distances, decision, stop))
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """``diffusion``: one row per (round, diffusion round, model); see the module doc."""

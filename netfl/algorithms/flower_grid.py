@@ -7,7 +7,7 @@ strategy calls ``grid.send_and_receive(...)`` and waits. It runs in a thread of 
 process of the round and blocks until the answer comes back, so exactly one side runs
 at any moment and the run is as deterministic as a single thread.
 
-**A message's life** (one SimPy process per message, :meth:`FlowerBridge._exchange`):
+**A message's life** (one SimPy process per message, :mod:`netfl.algorithms.flower_exchanges`):
 the message is sent to its device as a downlink transfer of its serialised size
 (Flower's protobuf, ``message_to_proto(...).ByteSize()``), the device's ``ClientApp``
 answers it as a compute step of the FLOPs the handler performed (its torch work runs
@@ -41,7 +41,6 @@ under way stop there (recorded ``late`` with what they did).
 
 from __future__ import annotations
 
-import itertools
 import logging
 import math
 import random
@@ -50,23 +49,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import simpy
-from flwr.app import Context, Error, Message, RecordDict
-from flwr.common.constant import SUPERLINK_NODE_ID, ErrorCode
-from flwr.common.serde import (
-    context_from_proto,
-    context_to_proto,
-    message_from_proto,
-    message_to_proto,
-)
+from flwr.app import Context, Message, RecordDict
+from flwr.common.constant import SUPERLINK_NODE_ID
 from flwr.supercore.task_identity import TaskIdentity
 
 from netfl.algorithms.algorithm import RoundSummary
 from netfl.algorithms.app_thread import AppThread
+from netfl.algorithms.flower_exchanges import Exchanges
 from netfl.algorithms.flower_messages import (
     aggregate_metrics,
     category,
     message_bits,
-    num_arrays,
 )
 from netfl.algorithms.flower_server_grid import (
     NODE_ID_BASE,
@@ -75,15 +68,12 @@ from netfl.algorithms.flower_server_grid import (
     ServerGrid,
     serving,
 )
-from netfl.core.activity import DeviceCut
 from netfl.errors import AppError, UserError
 from netfl.learning.flower_client import load_flower_app
-from netfl.learning.tasks import FlowerClientTask
 
 if TYPE_CHECKING:
     from netfl.algorithms.context import RoundContext
     from netfl.algorithms.flower_config import FlowerConfig
-    from netfl.core.nodes import Node
 
 __all__ = ["FlowerBridge", "NODE_ID_BASE", "RUN_ID", "message_bits", "aggregate_metrics"]
 
@@ -100,23 +90,7 @@ class FlowerBridge:
         self.server_app = self._load(config.server_app, "server_app")
         self._load(config.client_app, "client_app")  # (fails now, not in round 0)
         run_config = dict(config.run_config)
-        n = len(world.all_devices)
-        self.nodes: dict[int, Node] = {NODE_ID_BASE + d.index: d for d in world.all_devices}
-        self.contexts = {
-            nid: Context(
-                RUN_ID,
-                nid,
-                {"partition-id": d.index, "num-partitions": n},
-                RecordDict(),
-                dict(run_config),
-            )
-            for nid, d in self.nodes.items()
-        }
-        n_test = len(world.dataset.test_y_np)
-        edges = np.linspace(0, n_test, n + 1).round().astype(int)
-        self.test_rows = {
-            d.index: (int(edges[d.index]), int(edges[d.index + 1])) for d in self.nodes.values()
-        }
+        self.exchanges = Exchanges(world, config, source, run_config, lambda: self.r)
         self.server_context = Context(RUN_ID, SUPERLINK_NODE_ID, {}, RecordDict(), run_config)
         self.grid = ServerGrid(self)
         self._quiet_flower_logs()
@@ -124,17 +98,14 @@ class FlowerBridge:
         self.finished = False
         self._pending: tuple | None = None
         self._answer: Any = None
-        self._ids = itertools.count(1)
-        self._events: dict[str, simpy.Event] = {}
-        self._replies: dict[str, Message] = {}
-        self._abandoned: set[str] = set()
-        self._prepared: dict[str, Any] = {}  # message id → the handler job submitted at push
-        self._locks: dict[int, simpy.Resource] = {}
-        self._queued: dict[int, int] = {}  # node id → messages pushed and not yet answered
-        self._handled = itertools.count()
         self.r = 0
         self._train_exchanges = 0
         self.metrics: dict[str, dict[str, float]] = {}
+
+    @property
+    def contexts(self) -> dict[int, Context]:
+        """Each node's ``Context`` by node id, kept across rounds (:class:`Exchanges`)."""
+        return self.exchanges.contexts
 
     def _quiet_flower_logs(self) -> None:
         """Flower's strategies log every round at INFO on their own console handler:
@@ -226,7 +197,7 @@ class FlowerBridge:
         it gave up waiting for) stop here, each transfer and handler recorded with what
         it did and the energy it took until now (outcome ``late``), not lost."""
         activities = self.world.activities
-        busy = [d for d in self.nodes.values() if activities.busy(d)]
+        busy = [d for d in self.exchanges.nodes.values() if activities.busy(d)]
         for device in busy:
             activities.cut(device, "late")
         if busy:  # (the cut processes record themselves at this instant)
@@ -268,28 +239,18 @@ class FlowerBridge:
         env = self.world.env
         op = request[0]
         if op == "push":
-            ids = self._push(request[1])
+            ids = self.exchanges.push(request[1], set(self.node_ids()))
             counts["messages"] += len(ids)
             return ids
         if op == "send":
             _, messages, timeout = request
-            ids = self._push(messages)
+            ids = self.exchanges.push(messages, set(self.node_ids()))
             counts["messages"] += len(ids)
-            waiting = [self._events[i] for i in ids if not self._events[i].triggered]
-            if waiting:
-                done = simpy.AllOf(env, waiting)
-                yield done if timeout is None else simpy.AnyOf(env, [done, env.timeout(timeout)])
-            late = [i for i in ids if i not in self._replies]
-            counts["late"] += len(late)
-            self._abandoned.update(late)
-            return [self._replies.pop(i) for i in ids if i in self._replies]
+            replies, late = yield from self.exchanges.collect(ids, timeout)
+            counts["late"] += late
+            return replies
         if op == "pull":
-            ids = [i for i in request[1] if i in self._events]
-            if not any(i in self._replies for i in ids):
-                waiting = [self._events[i] for i in ids if not self._events[i].triggered]
-                if waiting:
-                    yield simpy.AnyOf(env, waiting)
-            return [self._replies.pop(i) for i in ids if i in self._replies]
+            return (yield from self.exchanges.pull(request[1]))
         if op == "wait_nodes":  # the app waits for nodes: time passes until one turns on
             t = self.world.wait_for_return_s()
             if t is not None:
@@ -304,147 +265,6 @@ class FlowerBridge:
             return None
         raise AssertionError(op)
 
-    def _push(self, messages: list[Message]) -> list[str]:
-        env = self.world.env
-        on = set(self.node_ids())
-        ids = []
-        for msg in messages:
-            if not isinstance(msg, Message) or msg.metadata.reply_to_message_id:
-                raise AppError(
-                    f"{self.source}: the ServerApp pushed {type(msg).__name__} that is no new "
-                    "Flower Message"
-                )
-            mid = f"{next(self._ids):016x}"
-            meta = msg.metadata
-            meta.__dict__["_message_id"] = mid
-            meta.__dict__["_run_id"] = RUN_ID
-            meta.__dict__["_src_node_id"] = SUPERLINK_NODE_ID
-            event = env.event()
-            self._events[mid] = event
-            ids.append(mid)
-            nid = meta.dst_node_id
-            if nid not in on:
-                reason = (
-                    "the device is off or out of coverage" if nid in self.nodes else "no such node"
-                )
-                self._replies[mid] = Message(
-                    Error(code=ErrorCode.NODE_UNAVAILABLE, reason=reason), reply_to=msg
-                )
-                event.succeed()
-                continue
-            self.world.activities.restore([self.nodes[nid]])  # (on now: back if it had left)
-            if not self._queued.get(nid):  # the device is idle: its job may start now
-                self._prepared[mid] = self._submit(msg, nid)
-            self._queued[nid] = self._queued.get(nid, 0) + 1
-            env.process(self._exchange(msg, nid, mid, event))
-        return ids
-
-    def _submit(self, msg: Message, nid: int) -> Any:
-        device = self.nodes[nid]
-        world = self.world
-        assert world.executor is not None
-        return world.executor.submit(
-            FlowerClientTask(
-                client_app=self.config.client_app,
-                app_dir=str(self.config.app_dir),
-                # copies, as a node receives them over the wire (whatever the executor): a
-                # handler cannot change the server's message (shared by every node's) nor
-                # the node's context before its step is done (:meth:`_handle` keeps it then)
-                message=message_from_proto(message_to_proto(msg)),
-                context=context_from_proto(context_to_proto(self.contexts[nid])),
-                indices=world.partitions[device.index],
-                test_rows=self.test_rows[device.index],
-                seed=world.streams.torch_seed("torch", self.r, device.index, next(self._handled)),
-                count_flops=self.config.compute == "counted",
-            )
-        )
-
-    def _exchange(
-        self, msg: Message, nid: int, mid: str, event: simpy.Event
-    ) -> Generator[simpy.Event, Any, None]:
-        """One message's life: down, handled (the device's compute step), the reply up.
-        A device that leaves meanwhile (its transfer or step cut there) answers with
-        Flower's ``NODE_UNAVAILABLE`` error, as Flower does for a node that is lost; a
-        handler cut before its compute step ends leaves the node's context as it was
-        (one cut during the reply's upload had run: the node keeps its changes)."""
-        device = self.nodes[nid]
-        handled = [False]  # (its compute step is over: the device takes the next message)
-        try:
-            reply = yield from self._handle(msg, nid, mid, device, handled)
-        except DeviceCut as cut:
-            if not handled[0]:
-                self._queued[nid] -= 1
-            self._prepared.pop(mid, None)
-            reply = Message(
-                Error(
-                    code=ErrorCode.NODE_UNAVAILABLE,
-                    reason=f"the device {cut.reason} at {cut.at_s:.6g} s",
-                ),
-                reply_to=msg,
-            )
-        if mid in self._abandoned:
-            self._abandoned.discard(mid)
-        else:
-            self._replies[mid] = reply
-        event.succeed()
-
-    def _handle(
-        self, msg: Message, nid: int, mid: str, device: Node, handled: list[bool]
-    ) -> Generator[simpy.Event, Any, Message]:
-        world = self.world
-        kind = category(msg)
-        yield world.radio.transfer(
-            world.bs, device, message_bits(msg), f"{kind}_down", num_models=num_arrays(msg)
-        )
-        lock = self._locks.setdefault(nid, simpy.Resource(world.env, capacity=1))
-        with lock.request() as turn:
-            yield turn
-            job = self._prepared.pop(mid, None) or self._submit(msg, nid)
-            result = job.result()
-            if result.error is not None:
-                raise AppError(
-                    f"{self.source}: algorithm.client_app {self.config.client_app} raised on "
-                    f"{device.name} in round {self.r} ({result.error})",
-                    result.trace,
-                )
-            reply = result.reply
-            if not isinstance(reply, Message):
-                raise AppError(
-                    f"{self.source}: algorithm.client_app {self.config.client_app} returned "
-                    f"{type(reply).__name__} on {device.name} in round {self.r}, not a Message"
-                )
-            yield world.compute.run(device, self._flops(result, kind, device), kind)
-            self.contexts[nid] = result.context
-        self._queued[nid] -= 1
-        handled[0] = True
-        reply.metadata.__dict__["_message_id"] = f"{next(self._ids):016x}"
-        yield world.radio.transfer(
-            device, world.bs, message_bits(reply), f"{kind}_up", num_models=num_arrays(reply)
-        )
-        return reply
-
-    def _flops(self, result: Any, kind: str, device: Node) -> float:
-        """The handler call's cost: its counted FLOPs, or (``compute: model``) the
-        scenario model's FLOPs per sample × the reply's ``weight_key`` (× the run
-        config's ``epochs_key`` when training)."""
-        if self.config.compute == "counted":
-            return result.flops
-        flops = self.world.model.flops
-        reply = result.reply
-        records = reply.content.metric_records if reply.has_content() else {}
-        first = next(iter(records.values()), {})
-        key = self.config.weight_key
-        if key not in first:
-            raise AppError(
-                f"{self.source}: algorithm.compute: model needs the reply's {key!r} metric "
-                f"(the ClientApp's {kind} reply on {device.name} in round {self.r} has none)"
-            )
-        n = float(first[key])
-        if kind == "train":
-            epochs = self.config.run_config.get(self.config.epochs_key, 1)
-            return flops.train_per_sample * n * float(epochs)
-        return flops.inference_per_sample * n
-
     def close(self) -> None:
         self.thread.stop()
         from flwr.common.logger import FLOWER_LOGGER, console_handler
@@ -454,20 +274,7 @@ class FlowerBridge:
 
     def state_dict(self) -> dict[str, Any]:
         """What netfl holds of the run: each node's Context state (serialised)."""
-        from flwr.common.serde import recorddict_to_proto
-
-        return {
-            "node_state": {
-                nid: recorddict_to_proto(ctx.state).SerializeToString()
-                for nid, ctx in self.contexts.items()
-            }
-        }
+        return self.exchanges.state_dict()
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        from flwr.common.serde import recorddict_from_proto
-        from flwr.proto.recorddict_pb2 import RecordDict as ProtoRecordDict
-
-        for nid, blob in state["node_state"].items():
-            proto = ProtoRecordDict()
-            proto.ParseFromString(blob)
-            self.contexts[nid].state = recorddict_from_proto(proto)
+        self.exchanges.load_state_dict(state)

@@ -70,6 +70,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
     from channel_models.pathloss_laws import PATHLOSS_MODELS, pathloss_parameters
     from netfl.algorithms import ALGORITHMS
     from netfl.compute import compute_profiles
+    from netfl.core.availability import AVAILABILITY_MODELS
     from netfl.learning.catalog import MODEL_CATALOG
     from netfl.learning.datasets import DATASET_INFO
     from netfl.learning.partition import PARTITIONERS
@@ -137,6 +138,11 @@ def _cmd_list(args: argparse.Namespace) -> int:
             for n, c in MOBILITY_MODELS.items()
         },
         "fading-models": {n: c.description for n, c in FADING_MODELS.items()},
+        "availability-models": {
+            n: c.description
+            + (f"  (options: {', '.join(c.Config.model_fields)})" if c.Config else "")
+            for n, c in AVAILABILITY_MODELS.items()
+        },
     }
     kinds = {
         "algorithms": "algorithm",
@@ -149,6 +155,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
         "pathloss-laws": "path-loss law",
         "mobility-models": "mobility model",
         "fading-models": "fading model",
+        "availability-models": "availability model",
     }
     for what in [args.what] if args.what else list(tables):
         print(f"{what}:")
@@ -246,6 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
             "pathloss-laws",
             "mobility-models",
             "fading-models",
+            "availability-models",
         ],
     )
     ls.add_argument(

@@ -63,6 +63,14 @@ class MarkovOnOff:
         self._extend(t)
         return self._switches[bisect.bisect_right(self._switches, t)]
 
+    def next_off(self, t: float) -> float | None:
+        """When the device, on at ``t`` [s], turns off (None: off at ``t``)."""
+        return self.next_switch(t) if self.is_on(t) else None
+
+    def next_on(self, t: float) -> float | None:
+        """When the device, off at ``t`` [s], turns on (None: on at ``t``)."""
+        return None if self.is_on(t) else self.next_switch(t)
+
     def switches(self, t_end: float) -> tuple[bool, np.ndarray]:
         """The state at time 0 and every switching instant up to ``t_end``."""
         self._extend(t_end)

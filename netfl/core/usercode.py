@@ -28,6 +28,7 @@ reported failed by the sweep, which finds no complete manifest).
 from __future__ import annotations
 
 import functools
+import inspect
 import signal
 import traceback
 from collections.abc import Callable, Iterator
@@ -45,6 +46,7 @@ __all__ = [
     "calling",
     "attributed",
     "failure",
+    "user_code_error",
     "loading",
     "current_label",
     "UserCallable",
@@ -153,6 +155,19 @@ def calling(label: str, what: str) -> Iterator[None]:
         if is_signal(err):
             raise
         raise failure(err, what, label) from err
+
+
+def user_code_error(obj: Any, message: str) -> Exception:
+    """What to raise when ``obj`` (a class, a function) answered netfl wrongly: a
+    :class:`~netfl.errors.UserCodeError` ``LABEL: message`` when it is user code, else
+    an ``AssertionError`` (a netfl bug)."""
+    try:
+        label = _label_of(inspect.getfile(obj))
+    except (TypeError, OSError):
+        label = None
+    if label is None:
+        return AssertionError(message)
+    return UserCodeError(f"{label}: {message}")
 
 
 @contextmanager

@@ -148,7 +148,7 @@ def _check_availability(scenario: Scenario) -> list[tuple[str, str]]:
                 f"algorithm {name!r} does not apply device availability yet (valid with: {able})",
             )
         ]
-    from netfl.scenario.availability_section import read_availability_trace
+    from netfl.core.availability import read_availability_trace
 
     for i, a in enumerate(sections):
         if a.model == "trace" and f"ue{i}" not in read_availability_trace(a.file):

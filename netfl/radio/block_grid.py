@@ -40,7 +40,7 @@ from netfl.radio.columns import ColumnRule
 from netfl.radio.completion_search import earliest_completion
 from netfl.radio.sharing import completion_tolerance_bits
 
-__all__ = ["BlockGrid", "GRID_INTERFACE", "HORIZON_BLOCKS", "LinkPath"]
+__all__ = ["BlockGrid", "GRID_INTERFACE", "HORIZON_BLOCKS", "LinkPath", "ROW_NAMES"]
 
 #: Fading blocks drawn ahead of the clock for every active flow. Completions
 #: beyond the horizon are found after a wake-up at its end (one event per
@@ -64,6 +64,8 @@ _SCALARS = (
     "air",  # airtime [s]
     "bmax",  # most bits per RB of any column ahead (at least: bounds the search)
 )
+#: the grid's own per-flow rows (a scheduler's rows take other names)
+ROW_NAMES = _SCALARS
 #: per-flow block arrays
 _GRIDS = ("gains", "bits", "cum", "cumg")
 
@@ -150,6 +152,9 @@ class BlockGrid:
         self.n_path = 0  # rows along a path
         self.n_multicast = 0  # multicast rows
         self._initial = dict(flow_state or {})
+        clash = sorted(set(self._initial) & set(_SCALARS))
+        if clash:
+            raise ValueError(f"scheduler rows {', '.join(clash)} are the grid's own: rename them")
         self._names = _SCALARS + tuple(self._initial)
         self._index = {name: k for k, name in enumerate(self._names)}
         self._alloc_rows(8, HORIZON_BLOCKS)

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import simpy
 
-from channel_models.multicell import nearest_image_offsets
+from channel_models.site_layouts import nearest_image_offsets
 from channel_models.units import dbm_to_w, linear_to_db
 from netfl.core.nodes import Node
 

@@ -20,7 +20,6 @@ built-ins read the section's own keys (:attr:`MobilityModel.keys`).
 from __future__ import annotations
 
 import math
-import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, ClassVar, Protocol
@@ -29,6 +28,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from channel_models import mobility as mob
+from channel_models.registry import register_class
 from netfl.errors import RegistrationError
 
 __all__ = ["MOBILITY_MODELS", "MobilityModel", "Trajectory", "register_mobility"]
@@ -91,30 +91,15 @@ class MobilityModel(ABC):
 #: the mobility models by name
 MOBILITY_MODELS: dict[str, type[MobilityModel]] = {}
 
-_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
-
 
 def register_mobility(cls: type[MobilityModel]) -> type[MobilityModel]:
     """Add a :class:`MobilityModel` under its ``name`` (a class decorator);
     :class:`~netfl.errors.RegistrationError` for a malformed or taken name, an
     incomplete model, or a ``Config`` that is no pydantic model."""
-    if not (isinstance(cls, type) and issubclass(cls, MobilityModel)):
-        raise RegistrationError(f"a mobility model must subclass MobilityModel (got {cls!r})")
-    name = vars(cls).get("name")
-    if not isinstance(name, str) or not _NAME.match(name):
-        raise RegistrationError(
-            f"a mobility model needs a name of lower-case letters, digits and _ (got {name!r})"
-        )
-    if name in MOBILITY_MODELS:
-        raise RegistrationError(f"mobility model {name!r} registered twice")
-    if getattr(cls, "__abstractmethods__", None):
-        raise RegistrationError(f"mobility model {name!r} does not implement trajectory")
-    if cls.Config is not None and not (
-        isinstance(cls.Config, type) and issubclass(cls.Config, BaseModel)
-    ):
-        raise RegistrationError(f"mobility model {name!r}: Config must be a pydantic model")
-    MOBILITY_MODELS[name] = cls
-    return cls
+    try:
+        return register_class(MOBILITY_MODELS, cls, MobilityModel, "mobility model", BaseModel)
+    except ValueError as err:
+        raise RegistrationError(str(err)) from None
 
 
 @register_mobility

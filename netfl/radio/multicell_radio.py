@@ -83,7 +83,7 @@ class MultiCellRadio(Radio):
     Parameters
     ----------
     deployment
-        :class:`channel_models.multicell.HexLayout` or ``SiteList``.
+        :class:`channel_models.site_layouts.HexLayout` or ``SiteList``.
     cell_nodes : list of Node
         One BS node per cell (cell c is sector ``c % sectors`` of site ``c // sectors``).
     server : Node

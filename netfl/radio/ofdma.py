@@ -34,8 +34,9 @@ import numpy as np
 import simpy
 
 from channel_models.fading import BlockFading
+from netfl.core.usercode import user_code_error
 from netfl.errors import LinkBudgetError
-from netfl.radio.block_grid import BlockGrid, LinkPath
+from netfl.radio.block_grid import ROW_NAMES, BlockGrid, LinkPath
 from netfl.radio.columns import ColumnRule
 from netfl.radio.rb_power import RbPowerControl
 from netfl.radio.schedulers import SCHEDULERS, Demands, Scheduler, build_scheduler
@@ -155,6 +156,13 @@ class OfdmaCarrier(SharedMedium):
         self.rb_groups = None
         if rb_groups is not None and scheduler.whole_rb_groups:
             self.rb_groups = np.asarray(rb_groups, dtype=float)
+        clash = sorted(set(scheduler.flow_state) & set(ROW_NAMES))
+        if clash:
+            raise user_code_error(
+                type(scheduler),
+                f"scheduler {scheduler.name!r}: flow_state rows {', '.join(clash)} are the "
+                "grid's own: name them otherwise",
+            )
         #: power over the RBs a flow holds (:mod:`netfl.radio.rb_power`)
         self.power = RbPowerControl(efficiency, self.num_rbs)
         #: the flows' faded bits block by block (:mod:`netfl.radio.block_grid`)
@@ -166,6 +174,8 @@ class OfdmaCarrier(SharedMedium):
             scheduler.flow_state,
         )
         scheduler.attach(self.grid)
+        #: netfl's own scheduler (a plugin's answers are checked at every allocation)
+        self._scheduler_trusted = type(scheduler).__module__.startswith("netfl.radio.schedulers")
         self._peak_gain = fading.peak_gain(1e-9)
         self._n_pc = 0  # flows under power control
         self._n_background = 0
@@ -283,8 +293,11 @@ class OfdmaCarrier(SharedMedium):
         RBs, kept up to date by its transfer): re-allocated at this instant."""
         if cap_rbs == flow.cap:
             return
-        self._advance()
         i = self._row(flow)
+        if i is None:  # (finished or withdrawn: nothing to re-allocate)
+            flow.cap = float(cap_rbs)
+            return
+        self._advance()
         self._n_capped += int(math.isfinite(cap_rbs)) - int(math.isfinite(flow.cap))
         flow.cap = self.grid.cap[i] = float(cap_rbs)
         self._changed_now()
@@ -344,8 +357,10 @@ class OfdmaCarrier(SharedMedium):
         """Take an active flow off the carrier now (its UE handed over): its accounting up
         to now is written to it as on delivery, the others are re-allocated at this
         instant; returns its bits not yet delivered. Its ``done`` never fires."""
-        self._advance()
         i = self._row(flow)
+        if i is None:  # (finished this instant, or withdrawn before: none left to take)
+            return 0.0 if flow.done.triggered else max(flow.remaining_bits, 0.0)
+        self._advance()
         flow.remaining_bits = max(float(self.grid.rem[i]), 0.0)
         self._bank(i)
         self._defer_reschedule()
@@ -404,6 +419,8 @@ class OfdmaCarrier(SharedMedium):
                 now,
             )
         )
+        if not self._scheduler_trusted:
+            self._check_shares(shares, session_total, grid.cap[:n])
         grid.share[:n] = shares
         if self._n_pc:
             self.power.apply(grid, now)
@@ -417,10 +434,40 @@ class OfdmaCarrier(SharedMedium):
                 grid.rerate_paths(np.array(rows), now)
         return session_total
 
+    def _check_shares(self, shares: Any, sessions: float, caps: np.ndarray) -> None:
+        """A scheduler not netfl's own answered a share per flow, finite, ≥ 0, within
+        each flow's cap and with the sessions' within the carrier; else one line naming
+        it (:func:`~netfl.core.usercode.user_code_error`)."""
+        n = caps.size
+        shares = np.asarray(shares, dtype=float)
+        tol = 1e-9 * self.capacity
+        if shares.shape != (n,):
+            problem = f"{n} shares expected, got shape {shares.shape}"
+        elif not (np.isfinite(shares).all() and math.isfinite(sessions)):
+            problem = "a share is not finite"
+        elif (shares < 0).any() or sessions < 0:
+            problem = "a negative share"
+        elif (shares > caps + tol).any():
+            problem = "a flow's share above its cap (demands.caps)"
+        elif shares.sum() + sessions > self.capacity + tol:
+            problem = f"{shares.sum() + sessions:g} RBs handed out of {self.capacity:g}"
+        else:
+            return
+        raise user_code_error(
+            type(self.scheduler), f"scheduler {self.scheduler.name!r}: allocate: {problem}"
+        )
+
     def _next_change_s(self) -> float:
         """The scheduler's own next decision (proportional fair: the next block boundary
-        while flows compete)."""
-        return self.scheduler.next_decision_s(self.env.now)
+        while flows compete); a plugin's that is not after now is refused."""
+        t = self.scheduler.next_decision_s(self.env.now)
+        if not self._scheduler_trusted and not t > self.env.now:
+            raise user_code_error(
+                type(self.scheduler),
+                f"scheduler {self.scheduler.name!r}: next_decision_s gave {t!r}, not after "
+                f"now ({self.env.now!r})",
+            )
+        return t
 
     def _min_finish_time(self) -> float:
         return self.grid.min_finish_time(self.env.now)

@@ -3,7 +3,8 @@
 :class:`Radio` owns the mechanism common to every link mode (direction,
 record, radio energy by state, BS energy, tables); a link mode supplies
 :meth:`Radio._deliver` (unicast) and :meth:`Radio._deliver_multicast`, the
-processes that end when the bits have arrived.
+processes that end when the bits have arrived (the ``fixed_rate`` mode:
+:mod:`netfl.radio.fixed_rate_radio`).
 """
 
 from __future__ import annotations
@@ -21,13 +22,12 @@ from netfl.core.activity import Activities, DeviceCut, TransferCut, quiet_cut
 from netfl.core.nodes import Node
 from netfl.core.records import Recorder, TransferRecord
 from netfl.radio.radio_energy import BsPowerModel, BsRadioMeter, UeRadioStates
-from netfl.radio.sharing import ProcessorSharing
 
 #: a multicast's progress so far: its bits delivered and its accounting fields
 #: (``airtime_s``; on OFDMA links ``rb_subframes`` too)
 Progress = Callable[[], tuple[float, dict[str, float]]]
 
-__all__ = ["COVERAGE_COLUMNS", "LinkRadio", "Radio", "FixedRateRadio", "direction_of"]
+__all__ = ["COVERAGE_COLUMNS", "LinkRadio", "Radio", "direction_of"]
 
 
 #: the columns of a radio's coverage frame (:meth:`Radio.coverage`)
@@ -401,99 +401,3 @@ class LinkRadio(Radio):
         ``progress`` a callable giving the bits delivered and airtime so far, for a
         receiver that leaves meanwhile. Interrupted (every receiver left), it takes its
         bits off the medium and raises :class:`~netfl.core.activity.TransferCut`."""
-
-
-def _own_rate_bps(src: Node, dst: Node, direction: str) -> float:
-    """A device's own fixed rate for a transfer [bit/s].
-
-    Uplink: the sender's uplink rate; downlink: the receiver's downlink rate;
-    D2D: the smaller of the sender's uplink and the receiver's downlink.
-    """
-    if direction == "uplink":
-        return src.link.uplink_bps
-    if direction == "downlink":
-        return dst.link.downlink_bps
-    return min(src.link.uplink_bps, dst.link.downlink_bps)
-
-
-class FixedRateRadio(LinkRadio):
-    """``fixed_rate`` link mode: per-device rates from link profiles.
-
-    With ``shared=False`` every device has a dedicated link at its profile's
-    rate (EcoFed's tc-emulated testbed): a transfer of S bits takes exactly
-    ``S / rate``. With ``shared=True`` the BS capacity of each direction is
-    shared by processor sharing (max-min fair, each transfer capped by its
-    device's own rate) among concurrent transfers, event-driven. D2D transfers
-    do not pass through the BS and are never shared. A multicast runs at the
-    smallest downlink rate of its receivers.
-    """
-
-    mode = "fixed_rate"
-
-    def __init__(
-        self,
-        env: simpy.Environment,
-        recorder: Recorder,
-        shared: bool = False,
-        uplink_capacity_bps: float | None = None,
-        downlink_capacity_bps: float | None = None,
-        bs: Node | None = None,
-        bs_power: BsPowerModel | None = None,
-    ):
-        super().__init__(env, recorder, bs, bs_power)
-        self.shared = shared
-        self._media: dict[str, ProcessorSharing] = {}
-        if shared:
-            if uplink_capacity_bps is None or downlink_capacity_bps is None:
-                raise ValueError("shared fixed_rate links need uplink and downlink capacities")
-            self._media = {
-                "uplink": ProcessorSharing(env, uplink_capacity_bps),
-                "downlink": ProcessorSharing(env, downlink_capacity_bps),
-            }
-
-    def _send(
-        self, size_bits: float, rate_bps: float, direction: str
-    ) -> tuple[simpy.Event, Progress, Callable[[], float]]:
-        """Start sending: the event of the last bit, its :data:`Progress` so far, and a
-        withdrawal (takes the bits off the medium; returns those delivered)."""
-        medium = self._media.get(direction)
-        start = self.env.now
-        if medium is None:
-
-            def sent() -> tuple[float, dict[str, float]]:
-                airtime = self.env.now - start
-                return min(rate_bps * airtime, size_bits), {"airtime_s": airtime}
-
-            return self.env.timeout(size_bits / rate_bps), sent, lambda: sent()[0]
-        flow = medium.add(size_bits, cap_bps=rate_bps)
-
-        def shared() -> tuple[float, dict[str, float]]:
-            bits, airtime = medium.progress(flow)
-            return bits, {"airtime_s": airtime}
-
-        return flow.done, shared, lambda: flow.size_bits - medium.withdraw(flow)
-
-    def _deliver(
-        self, src: Node, dst: Node, size_bits: float, direction: str
-    ) -> Generator[simpy.Event, Any, dict[str, float] | None]:
-        done, _, withdraw = self._send(size_bits, _own_rate_bps(src, dst, direction), direction)
-        try:
-            yield done
-        except simpy.Interrupt as stop:
-            raise TransferCut(stop.cause, withdraw()) from None
-        return None
-
-    def _deliver_multicast(
-        self, src: Node, receivers: list[Node], size_bits: float, progress: list[Progress]
-    ) -> Generator[simpy.Event, Any, dict[str, float] | None]:
-        rate = min((r.link.downlink_bps for r in receivers), default=math.inf)
-        done, sent, withdraw = self._send(size_bits, rate, "downlink")
-        progress.append(sent)
-        try:
-            yield done
-        except simpy.Interrupt as stop:  # (every receiver left)
-            raise TransferCut(stop.cause, withdraw()) from None
-        return None
-
-    def __repr__(self) -> str:
-        return f"FixedRateRadio(shared={self.shared})"

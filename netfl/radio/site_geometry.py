@@ -17,8 +17,8 @@ import numpy as np
 
 from channel_models.bs_antenna import sector_gain_db, site_gains_db
 from channel_models.departure_rays import LinkRays, draw_link_rays, median_asd_deg
-from channel_models.multicell import nearest_image_offsets
 from channel_models.pathloss import los_distance_m
+from channel_models.site_layouts import nearest_image_offsets
 from netfl.core.nodes import Node
 from netfl.radio.path_gains import ray_gains_db_along
 
@@ -52,7 +52,7 @@ class SiteGeometry:
     Parameters
     ----------
     deployment
-        :class:`channel_models.multicell.HexLayout` or ``SiteList``.
+        :class:`channel_models.site_layouts.HexLayout` or ``SiteList``.
     law
         The cellular path-loss law (the cells'); ``law_at(law, h_tx, h_rx)`` the law at
         other antenna heights (kept by the cells).

@@ -1,8 +1,9 @@
 """Scenario files: the strict pydantic schema (:mod:`~netfl.scenario.schema`, with its
 building blocks :mod:`~netfl.scenario.strict`, the cell section
 :mod:`~netfl.scenario.cell` with its profile resolution
-:mod:`~netfl.scenario.link_resolution`, the data section :mod:`~netfl.scenario.data_section` and the
-network, mobility and availability sections), YAML reading (:mod:`~netfl.scenario.reading`),
+:mod:`~netfl.scenario.link_resolution`, the data section :mod:`~netfl.scenario.data_section`, the
+devices section :mod:`~netfl.scenario.devices_section` and the network, mobility and
+availability sections), YAML reading (:mod:`~netfl.scenario.reading`),
 ``--set`` overrides and one-line key-path errors (:mod:`~netfl.scenario.files`) and the
 registries plugins add to (:mod:`~netfl.scenario.registries`).
 

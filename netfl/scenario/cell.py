@@ -36,6 +36,20 @@ from netfl.scenario.strict import _check_name, _Strict, beside
 
 __all__ = ["CellSection", "LinkSection", "LINK_MODE_KEYS", "MAX_CUES", "MAX_SESSION_RATE_PER_S"]
 
+
+def _fading_alone() -> list[str]:
+    """The fading laws ``cell.link.fading`` may name: those built from a block length
+    alone (the others take parameters a channel profile gives)."""
+    names = []
+    for name in FADING_MODELS:
+        try:
+            build_fading({"model": name, "coherence_time_s": 1e-3})
+        except (TypeError, ValueError):
+            continue
+        names.append(name)
+    return names
+
+
 #: keys of ``cell.link`` that belong to each link mode
 _FIXED_RATE_KEYS = {"shared", "capacity_profile", "uplink_capacity_mbps", "downlink_capacity_mbps"}
 _OFDMA_KEYS = {
@@ -170,7 +184,7 @@ class LinkSection(_Strict):
         None,
         description="override of the profile's fading law: one of the registry "
         "(`netfl list fading-models`) taking no parameter but the block length",
-        json_schema_extra=lambda schema: schema.update(enum=list(FADING_MODELS)),
+        json_schema_extra=lambda schema: schema.update(enum=_fading_alone()),
     )
     coherence_time_s: float | None = Field(
         None,
@@ -270,13 +284,11 @@ class LinkSection(_Strict):
         if v is None:
             return v
         _check_name("fading model", v, FADING_MODELS)
-        try:
-            build_fading({"model": v, "coherence_time_s": 1e-3})
-        except TypeError:
+        if v not in _fading_alone():
             raise ValueError(
                 f"fading {v!r} takes parameters: name it in a channel profile "
                 "(cell.link.channel_profile_file)"
-            ) from None
+            )
         return v
 
     def scheduler_config(self) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from channel_models.numerology import num_resource_blocks
 from channel_models.pathloss_laws import PATHLOSS_MODELS
 from channel_models.registry import lookup
 from netfl.radio.schedulers import SCHEDULERS
+from netfl.scenario.strict import check_options
 
 __all__ = ["refuse_unchosen", "resolved_profile"]
 
@@ -238,15 +239,4 @@ def _shadowed(link: Any, law: dict[str, Any], which: str) -> dict[str, Any]:
 def check_scheduler_options(name: str, options: dict[str, Any]) -> None:
     """``options`` are valid for scheduler ``name`` (its pydantic ``Config``); a
     ``ValueError`` names the option at fault."""
-    from pydantic import ValidationError
-
-    try:
-        SCHEDULERS[name].Config(**options)
-    except ValidationError as err:
-        first = err.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        msg = "unknown option" if first["type"] == "extra_forbidden" else first["msg"]
-        valid = ", ".join(SCHEDULERS[name].Config.model_fields) or "none"
-        raise ValueError(
-            f"scheduler_options.{where}: {msg} (scheduler {name!r}; its options: {valid})"
-        ) from None
+    check_options(SCHEDULERS[name].Config, options, "scheduler_options", f"scheduler {name!r}")

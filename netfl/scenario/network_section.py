@@ -62,14 +62,13 @@ from pydantic import (
     Field,
     NonNegativeFloat,
     PositiveFloat,
-    ValidationError,
     field_validator,
     model_validator,
 )
 
 from netfl.radio.mobility_models import MOBILITY_MODELS
 from netfl.scenario.layout import Coordinate
-from netfl.scenario.strict import _check_name, _Strict, refuse
+from netfl.scenario.strict import _check_name, _Strict, check_options, refuse
 
 __all__ = [
     "NetworkSection",
@@ -207,13 +206,7 @@ class MobilitySection(_Strict):
         keys = set(type(self).model_fields) - {"model"} - reads
         refuse(self.given(keys), f"to model {self.model!r}")
         if kind.Config is not None:
-            try:
-                kind.Config(**(self.options or {}))
-            except ValidationError as err:
-                first = err.errors()[0]
-                where = ".".join(str(p) for p in first["loc"])
-                msg = "unknown option" if first["type"] == "extra_forbidden" else first["msg"]
-                raise ValueError(f"options.{where}: {msg} (model {self.model!r})") from None
+            check_options(kind.Config, self.options, "options", f"model {self.model!r}")
         return self
 
     _m = field_validator("model")(lambda v: _check_name("mobility model", v, MOBILITY_MODELS))
@@ -321,8 +314,8 @@ class NetworkSection(_Strict):
         return (self.num_sites > 1) if self.wrap_around is None else self.wrap_around
 
     def deployment(self, cell_radius_m: float, bs_height_m: float):
-        """The geometry (:class:`channel_models.multicell.HexLayout` or ``SiteList``)."""
-        from channel_models.multicell import HexLayout, SiteList
+        """The geometry (:class:`channel_models.site_layouts.HexLayout` or ``SiteList``)."""
+        from channel_models.site_layouts import HexLayout, SiteList
 
         if self.site_positions_m is not None:
             return SiteList(tuple(self.site_positions_m), cell_radius_m, self.sectors, bs_height_m)

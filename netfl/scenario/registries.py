@@ -23,6 +23,8 @@ the plugin loader turns into one line naming ``plugins[i]``.
   (``pathloss: {model: NAME, ...}`` of ``cell.link`` or a channel profile);
 - :func:`register_fading` — a :class:`~channel_models.fading.BlockFading` subclass (a
   channel profile's ``fading: {model: NAME, ...}``; ``cell.link.fading``);
+- :func:`register_availability` — a :class:`~netfl.core.availability.AvailabilityModel`
+  subclass (``devices.availability.model``; its options ``devices.availability.options``);
 - :func:`register_mobility` — a :class:`~netfl.radio.mobility_models.MobilityModel`
   subclass (``devices.mobility.model``; its options ``devices.mobility.options``).
 
@@ -50,6 +52,7 @@ __all__ = [
     "register_pathloss",
     "register_mobility",
     "register_fading",
+    "register_availability",
     "registries",
 ]
 
@@ -66,6 +69,7 @@ def registries() -> dict[str, dict[str, Any]]:
     from channel_models.link_profiles import link_profiles
     from channel_models.pathloss_laws import PATHLOSS_MODELS
     from netfl.compute.profiles import compute_profiles
+    from netfl.core.availability import AVAILABILITY_MODELS
     from netfl.learning.catalog import MODEL_CATALOG
     from netfl.learning.datasets import DATASETS
     from netfl.learning.partition import PARTITIONERS
@@ -82,6 +86,7 @@ def registries() -> dict[str, dict[str, Any]]:
         "path-loss law": PATHLOSS_MODELS,
         "mobility model": MOBILITY_MODELS,
         "fading model": FADING_MODELS,
+        "availability model": AVAILABILITY_MODELS,
     }
 
 
@@ -204,7 +209,7 @@ def register_scheduler(scheduler: Any) -> Any:
     a class decorator; returns the class)."""
     from netfl.radio.schedulers import register_scheduler as add
 
-    _claim("scheduler", getattr(scheduler, "name", None))
+    _claim("scheduler", vars(scheduler).get("name") if isinstance(scheduler, type) else None)
     return add(scheduler)
 
 
@@ -233,6 +238,19 @@ def register_fading(law: Any) -> Any:
         return add(law)
     except ValueError as err:
         raise RegistrationError(str(err)) from None
+
+
+def register_availability(model: Any) -> Any:
+    """An availability model: an :class:`~netfl.core.availability.AvailabilityModel`
+    subclass with a ``name``, an optional pydantic ``Config``
+    (``devices.availability.options``) and a classmethod ``process(settings,
+    device_index, device_name, rng)`` returning an object with ``is_on(t)``,
+    ``next_off(t)`` and ``next_on(t)`` — or ``round_probability(settings)`` for a
+    per-round model (usable as a class decorator)."""
+    from netfl.core.availability import register_availability as add
+
+    _claim("availability model", vars(model).get("name") if isinstance(model, type) else None)
+    return add(model)
 
 
 def register_mobility(model: Any) -> Any:

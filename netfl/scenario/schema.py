@@ -4,7 +4,11 @@ A scenario has the sections ``name, seed, cell, devices, server, data, model,
 training, algorithm, learning, outputs``. Unknown keys are errors. Every
 problem is reported as one line ``FILE: key.path: what is wrong (valid: …)``.
 The ``algorithm`` section holds ``name`` plus that algorithm's own options,
-validated by the algorithm's ``Config``.
+validated by the algorithm's ``Config``. Sections with a module of their own:
+``cell`` (:mod:`~netfl.scenario.cell`), ``network``
+(:mod:`~netfl.scenario.network_section`), ``devices``
+(:mod:`~netfl.scenario.devices_section`) and ``data``
+(:mod:`~netfl.scenario.data_section`).
 
 This module is the schema only: ``--set`` overrides live in
 :mod:`netfl.scenario.files`; reading files with their plugins, checking the
@@ -31,16 +35,15 @@ from pydantic import (
     model_validator,
 )
 
-from channel_models import link_profiles
 from netfl.compute.profiles import compute_profiles
 from netfl.learning.catalog import MODEL_CATALOG as MODELS
 from netfl.radio.uplink_mac import MAX_GRANT_CYCLES
-from netfl.scenario.availability_section import AvailabilitySection
 from netfl.scenario.cell import LINK_MODE_KEYS, CellSection
 from netfl.scenario.data_section import DataSection
+from netfl.scenario.devices_section import ComputeOverrides, DevicesSection
 from netfl.scenario.layout import LayoutSection
 from netfl.scenario.layout_fit import fit_layouts
-from netfl.scenario.network_section import MobilitySection, NetworkSection
+from netfl.scenario.network_section import NetworkSection
 from netfl.scenario.strict import (
     STRICT_CONFIG,
     _check_name,
@@ -51,144 +54,6 @@ from netfl.scenario.strict import (
 )
 
 __all__ = ["Scenario", "LINK_MODE_KEYS", "STRICT_CONFIG", "no_bool_for_numbers"]
-
-#: bounds that keep a valid-looking scenario from exhausting memory
-MAX_DEVICES = 100_000
-
-
-class ComputeOverrides(_Strict):
-    """Per-scenario replacements of compute-profile values."""
-
-    effective_flops_per_s: PositiveFloat | None = Field(None, le=1e18)
-    busy_power_w: NonNegativeFloat | None = Field(None, le=1e4)
-    idle_power_w: NonNegativeFloat | None = Field(None, le=1e4)
-    tx_power_w: NonNegativeFloat | None = Field(None, le=1e4)
-    rx_power_w: NonNegativeFloat | None = Field(None, le=1e4)
-    parallel_jobs: PositiveInt | None = Field(None, le=4096)
-    radio_wait_power_w: NonNegativeFloat | None = Field(None, le=1e4)
-    rrc_tail_power_w: NonNegativeFloat | None = Field(None, le=1e4)
-    rrc_tail_s: NonNegativeFloat | None = Field(None, le=3600.0)
-    tx_power_per_mbps_w: NonNegativeFloat | None = Field(None, le=1e3)
-    rx_power_per_mbps_w: NonNegativeFloat | None = Field(None, le=1e3)
-    rrc_promotion_power_w: NonNegativeFloat | None = Field(None, le=1e4)
-    rrc_promotion_s: NonNegativeFloat | None = Field(None, le=60.0)
-
-
-class DeviceGroup(_Strict):
-    """A group of devices with their own profiles (heterogeneous fleets)."""
-
-    count: PositiveInt | None = Field(
-        None, le=MAX_DEVICES, description="this group's devices (or give fraction)"
-    )
-    fraction: float | None = Field(
-        None,
-        gt=0.0,
-        le=1.0,
-        description="this group's share of devices.count, rounded to the nearest device "
-        "(at least one); the resolved scenario records both",
-    )
-    compute_profile: str | None = None
-    link_profile: str | None = None
-    model: str | None = Field(
-        None,
-        description="this group's on-device model (heterogeneous-model algorithms: fedzkt, fedmd)",
-    )
-    layout: LayoutSection | None = Field(
-        None, description="where this group's devices stand (default: devices.layout)"
-    )
-    availability: AvailabilitySection | None = Field(
-        None, description="when this group's devices can take part (default: devices.availability)"
-    )
-    mobility: MobilitySection | None = Field(
-        None, description="how this group's devices move (default: devices.mobility)"
-    )
-
-    _vm = field_validator("model")(lambda v: _check_name("model", v, MODELS))
-    _vc = field_validator("compute_profile")(
-        lambda v: _check_name("compute profile", v, compute_profiles())
-    )
-    _vl = field_validator("link_profile")(lambda v: _check_name("link profile", v, link_profiles()))
-
-
-class DevicesSection(_Strict):
-    count: PositiveInt = Field(10, le=MAX_DEVICES, description="participating devices (PUEs)")
-    compute_profile: str = "raspberry_pi_4"
-    link_profile: str = "4g_lte"
-    compute_overrides: ComputeOverrides = ComputeOverrides()
-    groups: list[DeviceGroup] = Field(
-        default_factory=list,
-        description="the first devices take these groups' profiles in order; the rest the defaults",
-    )
-    models: list[str] = Field(
-        default_factory=list,
-        description="on-device models assigned in turn (device i gets models[i mod len]; a "
-        "group's model wins); empty: every device runs model.name",
-    )
-    layout: LayoutSection = Field(
-        LayoutSection(),
-        description="where the devices no group places stand (default: uniform over the cell)",
-    )
-    mobility: MobilitySection = Field(
-        MobilitySection(), description="how the devices no group moves move (default: static)"
-    )
-    availability: AvailabilitySection = Field(
-        AvailabilitySection(),
-        description="when the devices no group sets can take part (default: always)",
-    )
-
-    def _per_device(self, values: list, key: str) -> list:
-        """``values`` (one per device) with each group's own ``key`` over its devices."""
-        out, i = list(values), 0
-        for g in self.groups:
-            if getattr(g, key) is not None:
-                out[i : i + g.count] = [getattr(g, key)] * g.count
-            i += g.count
-        return out
-
-    def availability_of(self) -> list[AvailabilitySection]:
-        """Each device's availability: its group's, else ``availability``."""
-        return self._per_device([self.availability] * self.count, "availability")
-
-    def mobility_of(self) -> list[MobilitySection]:
-        """Each device's mobility: its group's, else ``mobility``."""
-        return self._per_device([self.mobility] * self.count, "mobility")
-
-    @field_validator("models")
-    @classmethod
-    def _vms(cls, v: list[str]) -> list[str]:
-        for name in v:
-            _check_name("model", name, MODELS)
-        return v
-
-    def model_names(self, default: str) -> list[str]:
-        """The model of each device: its group's, else ``models`` in turn, else ``default``."""
-        names = [
-            self.models[i % len(self.models)] if self.models else default for i in range(self.count)
-        ]
-        return self._per_device(names, "model")
-
-    _vc = field_validator("compute_profile")(
-        lambda v: _check_name("compute profile", v, compute_profiles())
-    )
-    _vl = field_validator("link_profile")(lambda v: _check_name("link profile", v, link_profiles()))
-
-    @model_validator(mode="after")
-    def _groups_fit(self) -> DevicesSection:
-        for k, g in enumerate(self.groups):
-            if g.fraction is not None:  # (a share of count: resolved to a count here)
-                n = max(1, math.floor(g.fraction * self.count + 0.5))
-                if g.count is not None and g.count != n:
-                    raise ValueError(
-                        f"groups.{k}: count {g.count} is not fraction {g.fraction:g} of "
-                        f"count {self.count} ({n}); give one of them"
-                    )
-                g.count = n
-            elif g.count is None:
-                raise ValueError(f"groups.{k}: give count or fraction")
-        total = sum(g.count for g in self.groups)
-        if total > self.count:
-            raise ValueError(f"groups hold {total} devices but count is {self.count}")
-        return self
 
 
 class ServerSection(_Strict):

@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import (
     BaseModel,
     ConfigDict,
+    ValidationError,
     field_validator,
 )
 
@@ -107,6 +108,26 @@ def _check_name(kind: str, name: str | None, valid: dict) -> str | None:
         return check_name(name, valid, kind)
     except UnknownNameError as err:  # pydantic reports ValueError with the key path
         raise ValueError(str(err)) from None
+
+
+def check_options(config: type[BaseModel], options: Any, prefix: str, owner: str) -> None:
+    """``options`` (a mapping, or None: none given) are valid for the pydantic model
+    ``config`` — a registered model's ``Config`` — else a ``ValueError`` naming the first
+    bad one: ``PREFIX.KEY: what is wrong (OWNER; its options: ...)``. A key the model
+    has no field for is refused whatever its ``extra`` setting (a typo never passes)."""
+    valid = ", ".join(config.model_fields) or "none"
+    unknown = sorted(set(options or {}) - set(config.model_fields))
+    if unknown:
+        raise ValueError(f"{prefix}.{unknown[0]}: unknown option ({owner}; its options: {valid})")
+    try:
+        config(**(options or {}))
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        msg = "unknown option" if first["type"] == "extra_forbidden" else first["msg"]
+        raise ValueError(
+            f"{prefix}{'.' + where if where else ''}: {msg} ({owner}; its options: {valid})"
+        ) from None
 
 
 def beside(path: Any, base_dir: Any = None) -> str:

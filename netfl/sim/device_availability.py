@@ -5,57 +5,62 @@ at each round's start (:mod:`netfl.core.onoff`)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from netfl.core.onoff import MarkovOnOff, TraceAvailability, bernoulli_round
+from netfl.core.onoff import bernoulli_round
+from netfl.core.usercode import user_code_error
 
 if TYPE_CHECKING:
     import simpy
 
     from netfl.core.activity import Activities
+    from netfl.core.availability import OnOff
     from netfl.core.nodes import Node
     from netfl.core.rng import Streams
-    from netfl.scenario.schema import Scenario
+    from netfl.scenario.availability_section import AvailabilitySection
 
 __all__ = ["DeviceAvailability"]
 
 
 class DeviceAvailability:
-    """The availability of every device: ``always`` unless its section says otherwise.
+    """The availability of every device (``sections``: each device's
+    ``devices.availability``): ``always`` unless its section says otherwise.
     A Markov process draws from the device's own ``availability`` stream (so turning
     it on for one group shifts no other draw); Bernoulli rounds draw one uniform per
     device from the round's ``availability_round`` stream."""
 
     def __init__(
         self,
-        scenario: Scenario,
+        sections: list[AvailabilitySection],
         env: simpy.Environment,
         streams: Streams,
         devices: list[Node],
         activities: Activities,
     ):
-        from netfl.scenario.availability_section import read_availability_trace, read_fedscale_file
+        from netfl.core.availability import AVAILABILITY_MODELS
 
         self.env, self.streams, self.activities = env, streams, activities
-        sections = scenario.devices.availability_of()
         self.varies = any(a.varies for a in sections)
         self.p = np.ones(len(sections))
-        self.timed: dict[str, Any] = {}  # device name → MarkovOnOff / TraceAvailability
+        self.timed: dict[str, OnOff] = {}  # device name → its availability in time
         for node, a in zip(devices, sections, strict=True):
-            if a.model == "bernoulli":
-                self.p[node.index] = float(a.p)
-            elif a.model == "markov":
-                rng = streams.generator("availability", node.index)
-                self.timed[node.name] = MarkovOnOff(float(a.mean_on_s), float(a.mean_off_s), rng)
-            elif a.model == "trace":
-                spans = read_availability_trace(a.file)[node.name]
-                self.timed[node.name] = TraceAvailability(tuple(spans))
-            elif a.model == "fedscale":  # (FedScale: client id i + 1, modulo the clients)
-                clients = read_fedscale_file(a.file)
-                spans, period = clients[(node.index + 1) % len(clients)]
-                self.timed[node.name] = TraceAvailability(spans, period)
+            kind, settings = AVAILABILITY_MODELS[a.model], a.settings()
+            p = kind.round_probability(settings)
+            if not 0.0 <= p <= 1.0:
+                raise user_code_error(
+                    kind, f"availability model {a.model!r}: round_probability gave {p!r}"
+                )
+            self.p[node.index] = p
+            process = kind.process(
+                settings,
+                node.index,
+                node.name,
+                lambda i=node.index: streams.generator("availability", i),
+            )
+            if process is not None:
+                self.timed[node.name] = process
         self.bernoulli = bool((self.p < 1.0).any())
         self._departures: dict[str, float] = {}  # device → the off instant it is watched for
 
@@ -63,12 +68,7 @@ class DeviceAvailability:
         """When ``device``, on now, turns off (None: not before the next round's start,
         as far as its model says — Bernoulli and ``always`` devices stay for the round)."""
         model = self.timed.get(device.name)
-        now = self.env.now
-        if isinstance(model, MarkovOnOff):
-            return model.next_switch(now) if model.is_on(now) else None
-        if isinstance(model, TraceAvailability):
-            return model.next_off(now)
-        return None
+        return None if model is None else model.next_off(self.env.now)
 
     def watch_departures(self, devices: list[Node]) -> None:
         """Cut each of ``devices`` that is on now where its on-period ends: a transfer or
@@ -110,12 +110,7 @@ class DeviceAvailability:
         best = None
         for d in devices:
             model = self.timed.get(d.name)
-            if isinstance(model, MarkovOnOff):
-                if not model.is_on(now):
-                    t = model.next_switch(now)
-                    best = t if best is None else min(best, t)
-            elif isinstance(model, TraceAvailability):
-                t = None if model.is_on(now) else model.next_on(now)
-                if t is not None:
-                    best = t if best is None else min(best, t)
+            t = None if model is None or model.is_on(now) else model.next_on(now)
+            if t is not None:
+                best = t if best is None else min(best, t)
         return best

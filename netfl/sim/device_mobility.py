@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from netfl.core.nodes import Node
     from netfl.core.rng import Streams
     from netfl.radio.radio import Radio
-    from netfl.scenario.schema import Scenario
+    from netfl.scenario.network_section import MobilitySection
     from netfl.sim.placement import Placement
 
 __all__ = ["DeviceMobility", "MAX_TRAJECTORY_ROWS"]
@@ -28,14 +28,16 @@ MAX_TRAJECTORY_ROWS = 20_000_000
 
 
 class DeviceMobility:
-    """Trajectories of the moving devices (``devices.mobility``), from where the drop
-    put them, each drawing from its own ``mobility`` stream; the radio brings their
+    """Trajectories of the moving devices (``sections``: each device's
+    ``devices.mobility``; ``network``: a multi-cell network, whose radio follows them),
+    from where the drop put them, each drawing from its own ``mobility`` stream; the radio brings their
     positions (and a network their serving cells, by A3) up to date at every transfer
     start (its ``mover``)."""
 
     def __init__(
         self,
-        scenario: Scenario,
+        sections: list[MobilitySection],
+        network: bool,
         env: simpy.Environment,
         streams: Streams,
         devices: list[Node],
@@ -46,12 +48,12 @@ class DeviceMobility:
         from netfl.radio.mobility_models import MOBILITY_MODELS
 
         self.env, self.radio = env, radio
-        self.network = scenario.network is not None
+        self.network = network
         self.trajectories: dict[str, Any] = {}
         self._moved_at: dict[str, float] = {}
         self._record_every: dict[str, float] = {}
         self._rows = 0.0  # rows of the trajectories table so far (bounded)
-        for node, m in zip(devices, scenario.devices.mobility_of(), strict=True):
+        for node, m in zip(devices, sections, strict=True):
             if not m.moves:
                 continue
             rng = streams.generator("mobility", node.index)
@@ -73,7 +75,7 @@ class DeviceMobility:
         if not self.trajectories:
             return
         radio.mover = self.move
-        if scenario.network is not None:
+        if network:
             radio.follow(self.trajectories)
 
     def move(self, nodes) -> None:

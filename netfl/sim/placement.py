@@ -89,7 +89,7 @@ class Placement:
     def drop_over_network(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """``n`` points uniform over the network's area (one site of ``site_positions_m``:
         its disc, drawn as a single cell draws it)."""
-        from channel_models.multicell import SiteList
+        from channel_models.site_layouts import SiteList
 
         dep = self.deployment
         if isinstance(dep, SiteList) and dep.num_sites == 1:

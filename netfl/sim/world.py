@@ -86,11 +86,21 @@ class World:
         self.radio, self.channel, self.cues = parts.radio, parts.channel, parts.cues
         # (before the first association: moving UEs use the fields)
         self.mobility = DeviceMobility(
-            scenario, self.env, self.streams, self.all_devices, self.radio, self.placement
+            scenario.devices.mobility_of(),
+            scenario.network is not None,
+            self.env,
+            self.streams,
+            self.all_devices,
+            self.radio,
+            self.placement,
         )
         self.trajectories = self.mobility.trajectories
         self.availability = DeviceAvailability(
-            scenario, self.env, self.streams, self.all_devices, self.activities
+            scenario.devices.availability_of(),
+            self.env,
+            self.streams,
+            self.all_devices,
+            self.activities,
         )
         self.coverage = CoverageLog.for_run(scenario, source)
         self.update_coverage()

@@ -163,7 +163,7 @@ def test_fold_maps_any_point_into_the_wrap_around_deployment(sites):
     to 10,000 ISDs), lands in a site's hexagon; a point inside stays where it is;
     and translating a point by any combination of wrap vectors does not change its fold
     (TR 36.814 A.2.1.1's images, however many rings away)."""
-    from channel_models.multicell import HexLayout
+    from channel_models.site_layouts import HexLayout
 
     dep = HexLayout(isd_m=500.0, rings={7: 1, 19: 2}[sites], sectors=3)
     rng = np.random.default_rng(1)
@@ -180,7 +180,7 @@ def test_fold_maps_any_point_into_the_wrap_around_deployment(sites):
 
 def test_a_folded_trajectory_keeps_its_speed_and_stays_inside():
     from channel_models.mobility import Folded
-    from channel_models.multicell import HexLayout
+    from channel_models.site_layouts import HexLayout
 
     dep = HexLayout(isd_m=200.0, rings=1, sectors=1)
     path = ConstantVelocity((0.0, 0.0), (500 / 3.6 * 0.6, 500 / 3.6 * 0.8))

@@ -11,15 +11,14 @@ from scipy import stats
 
 from channel_models.bs_antenna import array_gain_db, element_gain_db
 from channel_models.multicell import (
-    HexLayout,
     UeDrop,
-    axial_hexagons,
     coupling_loss_db,
     drop_ues,
     geometry_sinr_db,
     o2i_loss_db,
     serving_cells,
 )
+from channel_models.site_layouts import HexLayout, axial_hexagons
 
 
 @pytest.mark.parametrize(("rings", "sites"), [(0, 1), (1, 7), (2, 19)])
@@ -147,7 +146,7 @@ def test_uniform_drop_over_the_hex_deployment():
 
 
 def test_site_list_area_containment_and_drop():
-    from channel_models.multicell import SiteList
+    from channel_models.site_layouts import SiteList
 
     one = SiteList(((10.0, 20.0),), 100.0)
     assert one.area_m2() == pytest.approx(math.pi * 100.0**2)

@@ -14,8 +14,8 @@ import simpy
 
 from channel_models.channel_profiles import get_channel_profile
 from netfl.core.records import Recorder
+from netfl.radio.fixed_rate_radio import FixedRateRadio
 from netfl.radio.ofdma_radio import OfdmaRadio
-from netfl.radio.radio import FixedRateRadio
 from netfl.radio.radio_energy import BsPowerModel
 from tests.conftest import make_node
 

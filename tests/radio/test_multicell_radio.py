@@ -827,7 +827,7 @@ def test_fast_devices_stay_inside_a_wrap_around_network_for_40_rounds(model):
     """Devices at 500 km/h on a 7-site wrap-around network (ISD 200 m) for 40 rounds of
     about 9 s drive ~50 km: folded into the torus, they stay in the deployment, keep a
     rate every round, and their recorded path never leaves it."""
-    from channel_models.multicell import HexLayout
+    from channel_models.site_layouts import HexLayout
 
     s = _scenario(
         cell={"link": {"mode": "ofdma", "channel_profile": "nr_fr1_uma"}},

@@ -107,7 +107,8 @@ def geometry(cl: np.ndarray, tx_dbm: float) -> np.ndarray:
 
 
 def netfl_side(scenario: str, drops: int, ues_per_sector: int, seed: int = 7):
-    from channel_models.multicell import HexLayout, coupling_loss_db, drop_ues
+    from channel_models.multicell import coupling_loss_db, drop_ues
+    from channel_models.site_layouts import HexLayout
 
     c = SCENARIOS[scenario]
     layout = HexLayout(c["isd_m"], 2, 3, c["bs_height_m"])

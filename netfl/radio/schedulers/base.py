@@ -21,7 +21,6 @@ What the carrier uses of a scheduler is :data:`SCHEDULER_INTERFACE` (tested).
 from __future__ import annotations
 
 import math
-import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from channel_models.registry import register_class
 from netfl.errors import RegistrationError
 
 if TYPE_CHECKING:
@@ -56,8 +56,6 @@ SCHEDULER_INTERFACE = (
     "allocate",
     "next_decision_s",
 )
-
-_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 
 
 class SchedulerConfig(BaseModel):
@@ -172,22 +170,15 @@ def register_scheduler(cls: type[Scheduler]) -> type[Scheduler]:
     """Add a :class:`Scheduler` subclass to :data:`SCHEDULERS` under its ``name`` (a
     class decorator). Raises :class:`~netfl.errors.RegistrationError` for a name that is
     taken or malformed, or a class that is not a complete scheduler."""
-    if not (isinstance(cls, type) and issubclass(cls, Scheduler)):
-        raise RegistrationError(f"a scheduler must be a Scheduler subclass (got {cls!r})")
-    name = getattr(cls, "name", None)
-    if not isinstance(name, str) or not _NAME.match(name):
+    config = getattr(cls, "Config", None)
+    if not (isinstance(config, type) and issubclass(config, SchedulerConfig)):
         raise RegistrationError(
-            f"a scheduler name must be lower-case letters, digits and _ (got {name!r})"
+            f"scheduler {vars(cls).get('name', cls)!r}: Config must subclass SchedulerConfig"
         )
-    if name in SCHEDULERS:
-        raise RegistrationError(f"scheduler {name!r} registered twice")
-    if getattr(cls, "__abstractmethods__", None):
-        missing = ", ".join(sorted(cls.__abstractmethods__))
-        raise RegistrationError(f"scheduler {name!r} does not implement {missing}")
-    if not (isinstance(cls.Config, type) and issubclass(cls.Config, SchedulerConfig)):
-        raise RegistrationError(f"scheduler {name!r}: Config must subclass SchedulerConfig")
-    SCHEDULERS[name] = cls
-    return cls
+    try:
+        return register_class(SCHEDULERS, cls, Scheduler, "scheduler", SchedulerConfig)
+    except ValueError as err:
+        raise RegistrationError(str(err)) from None
 
 
 def build_scheduler(name: str, options: Mapping[str, Any] | None = None) -> Scheduler:
