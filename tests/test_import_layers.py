@@ -186,6 +186,7 @@ LAYERS: list[list[str]] = [
         "netfl.sim.device_availability",
         "netfl.sim.build",
         "netfl.sim.placement",
+        "netfl.sim.specs",
         "netfl.sim.model_facts",
         "netfl.sim.result",
         "netfl.sim.runner",

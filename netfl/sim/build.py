@@ -1,5 +1,6 @@
-"""The builders of a run's world, each from the scenario and what it names explicitly:
-the base station and the cells (:func:`build_infrastructure`), the devices
+"""The builders of a run's world, each from its spec (:mod:`netfl.sim.specs`, the
+scenario resolved once) or the scenario's section it needs, and what it names
+explicitly: the base station and the cells (:func:`build_infrastructure`), the devices
 (:func:`build_devices`), the radio with its CUE traffic (:func:`build_radio`), the
 models' sizes and FLOPs (:func:`build_models`) and the learning executor
 (:func:`build_executor`). :class:`~netfl.sim.world.World` calls them in order and keeps
@@ -13,17 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from channel_models import get_link_profile
 from netfl.algorithms.context import ModelInfo
-from netfl.compute import get_compute_profile
 from netfl.core.nodes import Node
 from netfl.errors import UserError
 from netfl.learning.tasks import TrainConfig
 from netfl.radio import FixedRateRadio
-from netfl.radio.columns import AGGREGATE_ABOVE_FLOWS
-from netfl.radio.cues import CueTraffic, CueTrafficConfig
+from netfl.radio.cues import CueTraffic
 from netfl.radio.ofdma_radio import OfdmaRadio
-from netfl.radio.radio_energy import BsPowerModel
 from netfl.sim.model_facts import model_facts
 from netfl.sim.placement import Placement
 
@@ -31,13 +28,16 @@ if TYPE_CHECKING:
     import simpy
     import torch
 
+    from channel_models import LinkProfile
     from channel_models.channel_profiles import ChannelProfile
+    from netfl.core.nodes import ComputeProfile
     from netfl.core.records import Recorder
     from netfl.core.rng import Streams
     from netfl.learning.datasets import Dataset
     from netfl.learning.tasks import Executor
     from netfl.radio.radio import Radio
     from netfl.scenario.schema import Scenario
+    from netfl.sim.specs import InfraSpec, RadioSpec
 
 __all__ = [
     "Infrastructure",
@@ -92,18 +92,14 @@ class LearningParts:
             torch.set_num_threads(self.threads_before)
 
 
-def build_infrastructure(scenario: Scenario) -> Infrastructure:
-    s = scenario
-    server_profile = get_compute_profile(s.server.compute_profile).with_overrides(
-        **s.server.compute_overrides.model_dump()
-    )
-    bs = Node("bs", "bs", -1, np.zeros(2), server_profile)
+def build_infrastructure(spec: InfraSpec) -> Infrastructure:
+    """The server's node and, in a network, the deployment and every cell's BS node."""
+    bs = Node("bs", "bs", -1, np.zeros(2), spec.server_profile)
     cell_nodes: list[Node] = []
     deployment = None
-    net = s.network
+    net = spec.network
     if net is not None:
-        law = s.cell.link.channel_profile_resolved().build_pathloss()
-        deployment = net.deployment(s.cell.radius_m, float(law.height_tx_m))
+        deployment = net.deployment(spec.cell_radius_m, spec.bs_height_m)
         sites = deployment.site_xy()
         cell_site = deployment.cell_site()
         hosted = isinstance(net.server_site, int)
@@ -112,37 +108,22 @@ def build_infrastructure(scenario: Scenario) -> Infrastructure:
             cell_nodes = [bs]
         else:
             cell_nodes = [
-                Node(f"cell{c}", "bs", -2 - c, sites[site].copy(), server_profile)
+                Node(f"cell{c}", "bs", -2 - c, sites[site].copy(), spec.server_profile)
                 for c, site in enumerate(cell_site)
             ]
     return Infrastructure(bs, cell_nodes, deployment)
 
 
-def build_devices(scenario: Scenario, placement: Placement) -> list[Node]:
-    """Every device of the scenario at its first drop (``placement`` keys ``(0,)``), with
-    its group's compute and link profiles, height and indoor state."""
-    s = scenario
+def build_devices(
+    profiles: tuple[tuple[ComputeProfile, LinkProfile], ...], placement: Placement
+) -> list[Node]:
+    """Every device at its first drop (``placement`` keys ``(0,)``), with its compute and
+    link profiles (:attr:`RunSpec.devices <netfl.sim.specs.RunSpec.devices>`), height and
+    indoor state."""
     positions = placement.positions(0)
-    specs: list[tuple[str, str]] = []
-    for g in s.devices.groups:
-        specs += [
-            (
-                g.compute_profile or s.devices.compute_profile,
-                g.link_profile or s.devices.link_profile,
-            )
-        ] * g.count
-    specs += [(s.devices.compute_profile, s.devices.link_profile)] * (s.devices.count - len(specs))
-    overrides = s.devices.compute_overrides.model_dump()
     devices = [
-        Node(
-            f"ue{i}",
-            "pue",
-            i,
-            positions[i],
-            get_compute_profile(cp).with_overrides(**overrides),
-            get_link_profile(lp),
-        )
-        for i, (cp, lp) in enumerate(specs)
+        Node(f"ue{i}", "pue", i, positions[i], compute, link)
+        for i, (compute, link) in enumerate(profiles)
     ]
     for node, h in zip(devices, placement.heights(), strict=True):
         node.height_m = float(h)
@@ -150,91 +131,59 @@ def build_devices(scenario: Scenario, placement: Placement) -> list[Node]:
     return devices
 
 
-def _cue_config(scenario: Scenario) -> CueTrafficConfig:
-    c = scenario.cell.cues
-    return CueTrafficConfig(
-        c.density_per_km2,
-        c.session_rate_per_s,
-        c.mean_session_s,
-        c.demand_rbs,
-        c.uplink_fraction,
-        c.mean_session_bits,
-    )
-
-
-def _ofdma(scenario: Scenario, streams: Streams, channel: ChannelProfile) -> dict[str, Any]:
+def _ofdma(spec: RadioSpec, streams: Streams) -> dict[str, Any]:
     """The OFDMA radios' common arguments: random streams, caps, BS power model."""
-    link, bp = scenario.cell.link, scenario.cell.bs_power
     return {
         "rng_for_transfer": lambda k: streams.generator("fading", k),
         "rng_for_link": lambda k: streams.generator("shadowing", k),
-        "max_rbs_per_transfer": link.max_rbs_per_transfer or float("inf"),
-        "scheduler_options": link.scheduler_config(),
-        "aggregate_above_flows": (
-            AGGREGATE_ABOVE_FLOWS
-            if link.aggregate_above_flows is None
-            else link.aggregate_above_flows
-        ),
-        "bs_power": BsPowerModel(
-            bp.p0_w, bp.delta_p, bp.max_tx_power_w or channel.bs_tx_power_w, bp.num_trx
-        ),
+        "max_rbs_per_transfer": spec.max_rbs_per_transfer,
+        "scheduler_options": spec.scheduler_options,
+        "aggregate_above_flows": spec.aggregate_above_flows,
+        "bs_power": spec.bs_power,
     }
 
 
 def build_radio(
-    scenario: Scenario,
+    spec: RadioSpec,
     env: simpy.Environment,
     recorder: Recorder,
     streams: Streams,
     infra: Infrastructure,
     placement: Placement,
 ) -> RadioParts:
-    """The scenario's radio: fixed-rate links, an OFDMA cell with its CUE traffic, or a
-    network's multi-cell radio with the CUEs' PPP over its area."""
-    link, bp = scenario.cell.link, scenario.cell.bs_power
-    if scenario.network is not None:
-        return _network_radio(scenario, env, recorder, streams, infra, placement)
-    if link.mode == "ofdma":
-        channel = link.channel_profile_resolved()
+    """The radio: fixed-rate links, an OFDMA cell with its CUE traffic, or a network's
+    multi-cell radio with the CUEs' PPP over its area."""
+    if spec.network is not None:
+        return _network_radio(spec, env, recorder, streams, infra, placement)
+    if spec.mode == "ofdma":
+        channel = spec.channel
         radio = OfdmaRadio(
-            env,
-            recorder,
-            channel,
-            link.scheduler,
-            bs=infra.bs,
-            **_ofdma(scenario, streams, channel),
+            env, recorder, channel, spec.scheduler, bs=infra.bs, **_ofdma(spec, streams)
         )
         cues = CueTraffic(
             env,
             radio.carriers,
-            _cue_config(scenario),
-            scenario.cell.radius_m,
+            spec.cues,
+            spec.cell_radius_m,
             streams.generator("cue_traffic"),
             mean_snr=radio.cue_mean_snr,
         )
         radio.cues = cues
         return RadioParts(radio, channel, cues)
-    up = down = None
-    if link.shared:
-        cap = get_link_profile(link.capacity_profile or scenario.devices.link_profile)
-        up = link.uplink_capacity_mbps * 1e6 if link.uplink_capacity_mbps else cap.uplink_bps
-        down = (
-            link.downlink_capacity_mbps * 1e6 if link.downlink_capacity_mbps else cap.downlink_bps
-        )
     radio = FixedRateRadio(
         env,
         recorder,
-        shared=link.shared,
-        uplink_capacity_bps=up,
-        downlink_capacity_bps=down,
+        shared=spec.shared,
+        uplink_capacity_bps=spec.uplink_capacity_bps,
+        downlink_capacity_bps=spec.downlink_capacity_bps,
         bs=infra.bs,
-        bs_power=BsPowerModel(bp.p0_w, bp.delta_p, bp.max_tx_power_w or 20.0, bp.num_trx),
+        bs_power=spec.bs_power,
     )
     return RadioParts(radio, None, None)
 
 
 def _network_radio(
-    scenario: Scenario,
+    spec: RadioSpec,
     env: simpy.Environment,
     recorder: Recorder,
     streams: Streams,
@@ -245,15 +194,13 @@ def _network_radio(
     the CUEs' PPP over its area attached to their cells."""
     from netfl.radio.multicell_radio import MultiCellRadio
 
-    s = scenario
-    net, link = s.network, s.cell.link
-    assert net is not None and infra.deployment is not None
-    channel = link.channel_profile_resolved()
+    net, channel, cfg = spec.network, spec.channel, spec.cues
+    assert net is not None and infra.deployment is not None and cfg is not None
     radio = MultiCellRadio(
         env,
         recorder,
         channel,
-        link.scheduler,
+        spec.scheduler,
         infra.deployment,
         infra.cell_nodes,
         infra.bs,
@@ -272,20 +219,19 @@ def _network_radio(
             "sample_s": net.handover.sample_ms * 1e-3,
             "filter_k": net.handover.filter_k,
         },
-        **_ofdma(s, streams, channel),
+        **_ofdma(spec, streams),
     )
-    c, cfg = s.cell.cues, _cue_config(s)
     rng = streams.generator("cue_traffic")
-    num = int(rng.poisson(c.density_per_km2 * infra.deployment.area_m2() / 1e6))
+    num = int(rng.poisson(cfg.density_per_km2 * infra.deployment.area_m2() / 1e6))
     positions = placement.drop_over_network(num, rng)
-    cells = radio.attach_cues(positions, c.demand_rbs)
+    cells = radio.attach_cues(positions, cfg.demand_rbs)
     one = len(radio.cells) == 1
     for k, cell in enumerate(radio.cells):
         cell.cues = CueTraffic(
             env,
             cell.carriers,
             cfg,
-            s.cell.radius_m,
+            spec.cell_radius_m,
             rng if one else streams.generator("cue_traffic", k + 1),
             mean_snr=cell.cue_mean_snr,
             positions_m=positions[cells == k],

@@ -16,17 +16,18 @@ import numpy as np
 if TYPE_CHECKING:
     from netfl.core.nodes import Node
     from netfl.core.rng import Streams
-    from netfl.scenario.schema import Scenario
+    from netfl.sim.specs import PlacementSpec
 
 __all__ = ["Placement"]
 
 
 class Placement:
-    """The scenario's layouts, drawn from the ``placement`` (and ``indoor``) streams;
-    ``deployment`` is a network's (None for a single cell)."""
+    """The layouts of ``spec`` (:class:`~netfl.sim.specs.PlacementSpec`), drawn from the
+    ``placement`` (and ``indoor``) streams; ``deployment`` is a network's (None for a
+    single cell)."""
 
-    def __init__(self, scenario: Scenario, streams: Streams, deployment: Any = None):
-        self.scenario = scenario
+    def __init__(self, spec: PlacementSpec, streams: Streams, deployment: Any = None):
+        self.spec = spec
         self.streams = streams
         self.deployment = deployment
         self._heights = self.heights()
@@ -36,9 +37,9 @@ class Placement:
         (:mod:`netfl.scenario.layout`): random ones draw from the ``placement`` stream of
         ``keys`` (``devices.layout``) or of ``(*keys, group + 1)`` (a group's layout), so
         a scenario without layouts drops exactly as before; explicit ones never move."""
-        s = self.scenario
-        out = np.zeros((s.devices.count, 2))
-        for _, layout, devices, group in s.layout_slots():
+        s = self.spec
+        out = np.zeros((s.count, 2))
+        for _, layout, devices, group in s.slots:
             stream = keys if group is None else (*keys, group + 1)
             rng = self.streams.generator("placement", *stream) if layout.random else None
             if self.deployment is not None and layout.kind == "uniform_disc":
@@ -47,14 +48,14 @@ class Placement:
                 else:
                     out[devices] = self.drop_over_network(len(devices), rng)
             else:
-                out[devices] = layout.positions(len(devices), rng, s.cell.radius_m)
+                out[devices] = layout.positions(len(devices), rng, s.cell_radius_m)
         return out
 
     def heights(self) -> np.ndarray:
         """Every device's antenna height [m] from its layout (NaN: the law's UE height)."""
-        s = self.scenario
-        out = np.full(s.devices.count, np.nan)
-        for _, layout, devices, _ in s.layout_slots():
+        s = self.spec
+        out = np.full(s.count, np.nan)
+        for _, layout, devices, _ in s.slots:
             out[devices] = layout.heights(len(devices))
         return out
 
@@ -62,14 +63,14 @@ class Placement:
         """A network's ``indoor_fraction``: the devices its random drop placed are indoor
         or not, from the ``indoor`` stream of the drop's ``keys`` (TR 38.901 floors,
         heights and O2I loss); the others keep their layout's height, outdoors."""
-        net = self.scenario.network
+        net = self.spec.network
         if net is None or net.indoor_fraction == 0.0:
             return
         from channel_models.multicell import indoor_states, o2i_loss_db
 
         placed = [
             i
-            for _, layout, members, _ in self.scenario.layout_slots()
+            for _, layout, members, _ in self.spec.slots
             if layout.kind == "uniform_disc"
             for i in members
         ]
@@ -78,7 +79,7 @@ class Placement:
         rng = self.streams.generator("indoor", *keys)
         xy = np.array([devices[i].position_m for i in placed])
         drop = indoor_states(xy, rng, net.indoor_fraction, net.high_loss_fraction)
-        carrier = self.scenario.cell.link.channel_profile_resolved().carrier_hz
+        carrier = self.spec.carrier_hz
         loss = o2i_loss_db(drop, carrier, rng)
         for k, i in enumerate(placed):
             node = devices[i]
@@ -104,5 +105,5 @@ class Placement:
             return self.drop_over_network
         from netfl.radio.geometry import drop_uniform_disc
 
-        radius = self.scenario.cell.radius_m
+        radius = self.spec.cell_radius_m
         return lambda n, rng: drop_uniform_disc(rng, n, radius)

@@ -38,6 +38,7 @@ from netfl.sim.device_mobility import DeviceMobility
 from netfl.sim.evaluation import evaluate_many
 from netfl.sim.faults import keep_finite
 from netfl.sim.placement import Placement
+from netfl.sim.specs import resolve_run
 
 if TYPE_CHECKING:
     import torch
@@ -75,19 +76,22 @@ class World:
         #: what each device is doing now: a departure or a deadline cuts it there
         self.activities = Activities(self.env)
         self.dataset, self.partitions = build_data(scenario, self.streams, source)
-        infra = build_infrastructure(scenario)
+        spec = resolve_run(scenario)  # (the composition step: each part's spec)
+        infra = build_infrastructure(spec.infra)
         self.bs, self.cell_nodes, self.deployment = infra.bs, infra.cell_nodes, infra.deployment
-        self.placement = Placement(scenario, self.streams, infra.deployment)
+        self.placement = Placement(spec.placement, self.streams, infra.deployment)
         #: every device of the scenario; ``devices`` are those in coverage (see
         #: :meth:`update_coverage`), the ones algorithms use
-        self.all_devices = build_devices(scenario, self.placement)
+        self.all_devices = build_devices(spec.devices, self.placement)
         self.devices = list(self.all_devices)
-        parts = build_radio(scenario, self.env, self.recorder, self.streams, infra, self.placement)
+        parts = build_radio(
+            spec.radio, self.env, self.recorder, self.streams, infra, self.placement
+        )
         self.radio, self.channel, self.cues = parts.radio, parts.channel, parts.cues
         # (before the first association: moving UEs use the fields)
         self.mobility = DeviceMobility(
-            scenario.devices.mobility_of(),
-            scenario.network is not None,
+            list(spec.mobility),
+            spec.radio.network is not None,
             self.env,
             self.streams,
             self.all_devices,
@@ -96,7 +100,7 @@ class World:
         )
         self.trajectories = self.mobility.trajectories
         self.availability = DeviceAvailability(
-            scenario.devices.availability_of(),
+            list(spec.availability),
             self.env,
             self.streams,
             self.all_devices,
