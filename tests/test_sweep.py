@@ -302,7 +302,9 @@ def test_the_data_cache_keeps_two_data_sets_and_keys_partitions_by_their_section
 
     def build(seed, **data):
         s = parse_scenario(tiny_scenario(seed=seed, data={"dataset": "digits", **data}))
-        return data_mod.build_data(s, Streams(seed))
+        from netfl.sim.specs import data_spec
+
+        return data_mod.build_data(data_spec(s), Streams(seed))
 
     a_data, a_parts = build(1, partition={"scheme": "dirichlet", "alpha": 0.5})
     b_data, b_parts = build(1, partition={"scheme": "dirichlet", "alpha": 5.0})

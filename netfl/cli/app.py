@@ -34,18 +34,19 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     from netfl.loading.scenarios import load_scenario
     from netfl.scenario.files import parse_overrides
     from netfl.sim.data import build_data
+    from netfl.sim.specs import data_spec
     from netfl.sweep.spec import expand, is_sweep_file, load_sweep
 
     if is_sweep_file(args.scenario):
         spec, path = load_sweep(args.scenario)
         runs = expand(spec, path, parse_overrides(args.set))
         for run in runs:  # every variant's data root and partition
-            build_data(run.scenario, Streams(run.scenario.seed), run.source)
+            build_data(data_spec(run.scenario), Streams(run.scenario.seed), run.source)
         shown = ", ".join(r.name for r in runs[:4]) + (", ..." if len(runs) > 4 else "")
         print(f"{args.scenario}: valid sweep ({spec.name}, {len(runs)} runs: {shown})")
         return 0
     scenario = load_scenario(args.scenario, args.set)
-    build_data(scenario, Streams(scenario.seed), args.scenario)  # data root, partition
+    build_data(data_spec(scenario), Streams(scenario.seed), args.scenario)  # root, partition
     print(
         f"{args.scenario}: valid ({scenario.name}, algorithm {scenario.algorithm.name}, "
         f"{scenario.devices.count} devices, {scenario.training.rounds} rounds)"

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from netfl.learning.datasets import Dataset
     from netfl.learning.tasks import Executor
     from netfl.radio.radio import Radio
-    from netfl.scenario.schema import Scenario
+    from netfl.scenario.schema import LearningSection, ModelSection, TrainingSection
     from netfl.sim.specs import InfraSpec, RadioSpec
 
 __all__ = [
@@ -239,10 +239,9 @@ def _network_radio(
     return RadioParts(radio, channel, radio.cells[0].cues if one else None)
 
 
-def model_info(scenario: Scenario, dataset: Dataset, name: str) -> ModelInfo:
+def model_info(m: ModelSection, dataset: Dataset, name: str) -> ModelInfo:
     """Size and FLOPs of model ``name`` on this data set (``model.size_bits``, if set,
     overrides the size of ``model.name`` only; others send ``bits_per_param`` each)."""
-    m = scenario.model
     num_params, flops = model_facts(name, dataset.input_shape, dataset.num_classes)
     size_bits = num_params * m.bits_per_param
     if name == m.name and m.size_bits is not None:
@@ -250,20 +249,16 @@ def model_info(scenario: Scenario, dataset: Dataset, name: str) -> ModelInfo:
     return ModelInfo(name, num_params, float(size_bits), flops)
 
 
-def build_models(scenario: Scenario, dataset: Dataset) -> tuple[dict[str, ModelInfo], list[str]]:
-    """Every model the run uses by name (the global ``model.name`` first), and each
-    device's own architecture's name."""
-    m = scenario.model
-    device_names = scenario.devices.model_names(m.name)
-    models = {
-        name: model_info(scenario, dataset, name) for name in dict.fromkeys([m.name, *device_names])
-    }
-    return models, device_names
+def build_models(
+    m: ModelSection, device_names: list[str], dataset: Dataset
+) -> dict[str, ModelInfo]:
+    """Every model the run uses by name: the global ``model.name`` first, then each
+    device's own architecture (``device_names``)."""
+    return {name: model_info(m, dataset, name) for name in dict.fromkeys([m.name, *device_names])}
 
 
-def train_config(scenario: Scenario) -> TrainConfig:
-    """The scenario's local SGD (``training``)."""
-    t = scenario.training
+def train_config(t: TrainingSection) -> TrainConfig:
+    """The local SGD of the ``training`` section."""
     return TrainConfig(
         lr=t.lr,
         momentum=t.momentum,
@@ -274,7 +269,7 @@ def train_config(scenario: Scenario) -> TrainConfig:
     )
 
 
-def _check_threads(scenario: Scenario, source: str) -> None:
+def _check_threads(learning: LearningSection, source: str) -> None:
     """``learning.num_threads`` within this machine's CPUs (where the jobs run here: not
     on Ray's cluster): more threads than cores only slow every job, and OpenMP may fail
     to create them at all ("Thread creation failed") — one line instead. Checked when a
@@ -282,8 +277,8 @@ def _check_threads(scenario: Scenario, source: str) -> None:
     readable here."""
     import os
 
-    wanted = scenario.learning.num_threads
-    if not wanted or scenario.learning.executor == "ray":
+    wanted = learning.num_threads
+    if not wanted or learning.executor == "ray":
         return
     try:
         cpus = len(os.sched_getaffinity(0))
@@ -298,12 +293,12 @@ def _check_threads(scenario: Scenario, source: str) -> None:
 
 
 def build_executor(
-    scenario: Scenario, dataset: Dataset, models: dict[str, ModelInfo], source: str
+    learning: LearningSection, dataset: Dataset, models: dict[str, ModelInfo], source: str
 ) -> LearningParts:
     """Where torch jobs run (learn mode; nothing in timing mode, which imports no torch):
     the device, the thread count (``learning.num_threads`` until the world closes) and
     the executor with the data and the models' specs."""
-    if scenario.learning.mode != "learn":
+    if learning.mode != "learn":
         return LearningParts()
     import torch
 
@@ -311,12 +306,12 @@ def build_executor(
     from netfl.learning.parallel import make_executor
     from netfl.learning.train import resolve_device
 
-    _check_threads(scenario, source)
+    _check_threads(learning, source)
     parts = LearningParts(threads_before=torch.get_num_threads())
-    if scenario.learning.num_threads:  # (until close(): the caller's count returns)
-        torch.set_num_threads(scenario.learning.num_threads)
+    if learning.num_threads:  # (until close(): the caller's count returns)
+        torch.set_num_threads(learning.num_threads)
     try:
-        parts.torch_device = resolve_device(scenario.learning.device)
+        parts.torch_device = resolve_device(learning.device)
     except RuntimeError as err:
         raise UserError(f"{source}: learning.device: {err}") from None
     context = LearningContext(
@@ -330,7 +325,7 @@ def build_executor(
         test_y=dataset.test_y,
     )
     try:
-        parts.executor = make_executor(context, scenario.learning)
+        parts.executor = make_executor(context, learning)
     except ImportError as err:
         raise UserError(f"{source}: learning.executor: {err}") from None
     except ConnectionError as err:  # (an unreachable learning.ray_address)
@@ -338,7 +333,7 @@ def build_executor(
     parts.job_threads = getattr(parts.executor, "threads", torch.get_num_threads())
     parts.job_threads_source = (
         "learning.num_threads"
-        if scenario.learning.num_threads
+        if learning.num_threads
         else "the cores divided among the workers"
         if hasattr(parts.executor, "threads")
         else "this process's (torch's default: the cores; in a sweep: the cores "

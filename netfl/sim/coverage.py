@@ -36,18 +36,6 @@ class CoverageLog:
         #: reaches them, whatever their uplink)
         self.downlink_served: list[Node] = []
 
-    @classmethod
-    def for_run(cls, scenario: Any, source: str) -> CoverageLog:
-        """The log of a run of ``scenario``, needing what its algorithm's traffic needs."""
-        from netfl.algorithms import get_algorithm
-
-        algorithm = get_algorithm(scenario.algorithm.name)
-        return cls(
-            source,
-            algorithm.directions(scenario.algorithm.options()),
-            scenario.cell.link.mode == "ofdma",
-        )
-
     def update(self, radio: Any, bs: Node, devices: list[Node], round_: int) -> list[Node]:
         """The devices ``radio`` can serve at their positions: a device whose uplink or
         downlink to the BS has no rate even at a fading peak (e.g. below the lowest CQI

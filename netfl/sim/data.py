@@ -17,7 +17,7 @@ from netfl.core.rng import Streams
 from netfl.errors import UserError
 from netfl.learning.datasets import DataRootError, load_dataset
 from netfl.learning.partition import PartitionError, partition
-from netfl.scenario.schema import Scenario
+from netfl.sim.specs import DataSpec
 
 __all__ = ["build_data"]
 
@@ -41,15 +41,16 @@ def _cached(cache: OrderedDict, key: tuple, build: Callable[[], Any]) -> Any:
     return value
 
 
-def build_data(scenario: Scenario, streams: Streams, source: str = "scenario"):
+def build_data(spec: DataSpec, streams: Streams, source: str = "scenario"):
     """The data set and every device's sample indices; a problem (missing root, a
     split that cannot give every device a sample) is a one-line ``UserError``.
     ``netfl validate`` runs it too: it needs no simulation.
 
-    Both are functions of the scenario's ``data`` section, seed and device count,
-    and are kept for later runs in this process (shared: nothing may write to them).
+    Both are functions of the ``data`` section, seed and device count (``spec``:
+    :func:`netfl.sim.specs.data_spec`), and are kept for later runs in this process
+    (shared: nothing may write to them).
     """
-    d = scenario.data
+    d = spec.data
     options = d.synthetic.model_dump() if d.dataset == "synthetic" else {}
     from netfl.learning.datasets import DATASETS
     from netfl.learning.partition import PARTITIONERS
@@ -57,12 +58,12 @@ def build_data(scenario: Scenario, streams: Streams, source: str = "scenario"):
     # (the loader and the split themselves are part of the keys: a plugin registered
     # again, e.g. fixed in a notebook, loads and splits anew)
     loader = DATASETS.get(d.dataset)
-    data_key = ("data", d.dataset, loader, d.root, d.test_fraction, scenario.seed, repr(options))
+    data_key = ("data", d.dataset, loader, d.root, d.test_fraction, spec.seed, repr(options))
     try:
         dataset = _cached(
             _DATA_CACHE,
             data_key,
-            lambda: load_dataset(d.dataset, d.root, d.test_fraction, scenario.seed, **options),
+            lambda: load_dataset(d.dataset, d.root, d.test_fraction, spec.seed, **options),
         )
     except DataRootError as err:
         raise UserError(f"{source}: data.root: {err}") from None
@@ -79,22 +80,20 @@ def build_data(scenario: Scenario, streams: Streams, source: str = "scenario"):
         *data_key[1:],
         split,
         d.partition.model_dump_json(),
-        scenario.devices.count,
+        spec.num_devices,
     )
-    parts = _cached(
-        _PARTITION_CACHE, part_key, lambda: _partition(scenario, dataset, streams, source)
-    )
+    parts = _cached(_PARTITION_CACHE, part_key, lambda: _partition(spec, dataset, streams, source))
     return dataset, parts
 
 
-def _partition(scenario: Scenario, dataset, streams: Streams, source: str) -> list[np.ndarray]:
-    d = scenario.data
+def _partition(spec: DataSpec, dataset, streams: Streams, source: str) -> list[np.ndarray]:
+    d = spec.data
     rng = streams.generator("partition")
     try:
         parts = partition(
             d.partition.scheme,
             dataset.train_y_np,
-            scenario.devices.count,
+            spec.num_devices,
             rng,
             **d.partition.params(),
         )

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from channel_models import get_link_profile
+from netfl.algorithms import get_algorithm
 from netfl.compute import get_compute_profile
 from netfl.radio.columns import AGGREGATE_ABOVE_FLOWS
 from netfl.radio.cues import CueTrafficConfig
@@ -26,16 +27,28 @@ if TYPE_CHECKING:
     from channel_models.channel_profiles import ChannelProfile
     from netfl.core.nodes import ComputeProfile
     from netfl.scenario.availability_section import AvailabilitySection
+    from netfl.scenario.data_section import DataSection
     from netfl.scenario.network_section import MobilitySection, NetworkSection
-    from netfl.scenario.schema import Scenario
+    from netfl.scenario.schema import LearningSection, ModelSection, Scenario, TrainingSection
 
 __all__ = [
+    "DataSpec",
     "InfraSpec",
     "PlacementSpec",
     "RadioSpec",
     "RunSpec",
+    "data_spec",
     "resolve_run",
 ]
+
+
+@dataclass(frozen=True)
+class DataSpec:
+    """The data set and its split: the ``data`` section, the seed, the devices."""
+
+    data: DataSection
+    seed: int
+    num_devices: int
 
 
 @dataclass(frozen=True)
@@ -95,6 +108,14 @@ class RunSpec:
     radio: RadioSpec
     mobility: tuple[MobilitySection, ...]
     availability: tuple[AvailabilitySection, ...]
+    data: DataSpec
+    #: the global model and its options (``model``), and each device's architecture
+    model: ModelSection
+    device_models: tuple[str, ...]
+    training: TrainingSection
+    learning: LearningSection
+    #: the directions the algorithm's traffic needs (the coverage log's)
+    directions: frozenset[str]
 
 
 def _devices(scenario: Scenario) -> tuple[tuple[ComputeProfile, LinkProfile], ...]:
@@ -161,6 +182,11 @@ def _radio(scenario: Scenario, channel: ChannelProfile | None) -> RadioSpec:
     )
 
 
+def data_spec(scenario: Scenario) -> DataSpec:
+    """What the data set and its split depend on (``netfl validate`` builds them too)."""
+    return DataSpec(scenario.data, scenario.seed, scenario.devices.count)
+
+
 def resolve_run(scenario: Scenario) -> RunSpec:
     """Every part's spec of ``scenario``'s world (the composition step: the one place a
     run reads the scenario's sections for its radio, infrastructure and devices)."""
@@ -184,4 +210,10 @@ def resolve_run(scenario: Scenario) -> RunSpec:
         radio=_radio(s, channel),
         mobility=tuple(s.devices.mobility_of()),
         availability=tuple(s.devices.availability_of()),
+        data=data_spec(s),
+        model=s.model,
+        device_models=tuple(s.devices.model_names(s.model.name)),
+        training=s.training,
+        learning=s.learning,
+        directions=frozenset(get_algorithm(s.algorithm.name).directions(s.algorithm.options())),
     )

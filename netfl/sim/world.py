@@ -75,8 +75,8 @@ class World:
         self.learn = scenario.learning.mode == "learn"
         #: what each device is doing now: a departure or a deadline cuts it there
         self.activities = Activities(self.env)
-        self.dataset, self.partitions = build_data(scenario, self.streams, source)
         spec = resolve_run(scenario)  # (the composition step: each part's spec)
+        self.dataset, self.partitions = build_data(spec.data, self.streams, source)
         infra = build_infrastructure(spec.infra)
         self.bs, self.cell_nodes, self.deployment = infra.bs, infra.cell_nodes, infra.deployment
         self.placement = Placement(spec.placement, self.streams, infra.deployment)
@@ -106,15 +106,16 @@ class World:
             self.all_devices,
             self.activities,
         )
-        self.coverage = CoverageLog.for_run(scenario, source)
+        self.coverage = CoverageLog(source, spec.directions, spec.radio.mode == "ofdma")
         self.update_coverage()
         self.compute = ComputeEngine(self.env, self.recorder)
         self.radio.watch(self.activities)
         self.compute.activities = self.activities
-        self.models, self.device_model_names = build_models(scenario, self.dataset)
+        self.device_model_names = list(spec.device_models)
+        self.models = build_models(spec.model, self.device_model_names, self.dataset)
         self.model = self.models[scenario.model.name]
-        self.train_config = train_config(scenario)
-        self._learning = learning = build_executor(scenario, self.dataset, self.models, source)
+        self.train_config = train_config(spec.training)
+        self._learning = learning = build_executor(spec.learning, self.dataset, self.models, source)
         self.executor: Executor | None = learning.executor
         self.torch_device: torch.device | None = learning.torch_device
         #: torch threads of a training job (None in timing mode: no torch work, and no
