@@ -463,3 +463,35 @@ def test_keyword_only_parameters_of_a_law_are_its_parameters():
         assert float(law.mean_loss_db(5.0)) == 70.0
     finally:
         PATHLOSS_MODELS.pop("flat_test_law")
+
+
+def test_an_installed_packages_registrations_need_no_plugins_key(tmp_path, monkeypatch, capsys):
+    """A package installed with a ``netfl.plugins`` entry point registers its scheduler,
+    law, fading, mobility and availability models when a scenario is read: the scenario
+    names them alone; ``netfl list`` says which entry point each came from."""
+    import importlib
+
+    from netfl.loading import plugins
+
+    pkg = tmp_path / "epplug_kinds"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(LAB)
+    info = tmp_path / "epplug_kinds-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: epplug_kinds\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[netfl.plugins]\nlab = epplug_kinds\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(plugins, "_PLUGIN_ENTRIES", set())
+    importlib.invalidate_caches()
+    data = yaml.safe_load(open(_scenario(tmp_path, "lcfs")).read())
+    del data["plugins"]
+    data["devices"]["mobility"] = {"model": "circle", "options": {"radius_m": 2.0}}
+    path = tmp_path / "installed.yaml"
+    path.write_text(yaml.safe_dump(data))
+    out = tmp_path / "run_installed"
+    assert main(["run", str(path), "--out", str(out)]) == 0
+    assert (out / "trajectories.parquet").exists()
+    capsys.readouterr()
+    assert main(["list", "schedulers"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.strip().startswith("lcfs"))
+    assert "[entry point lab = epplug_kinds (epplug_kinds)]" in line, line

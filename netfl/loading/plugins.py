@@ -46,10 +46,16 @@ __all__ = [
     "load_plugins",
     "load_entry_point",
     "load_all_entry_points",
+    "load_plugin_entry_points",
     "origin",
 ]
 
 ENTRY_POINT_GROUP = "netfl.algorithms"
+#: installed modules that register what a scenario names besides algorithms (models,
+#: data sets, schedulers, path-loss and fading laws, mobility and availability models):
+#: ``[project.entry-points."netfl.plugins"] NAME = "my_pkg.module"``, imported once per
+#: process before a scenario is validated
+PLUGIN_GROUP = "netfl.plugins"
 MAX_PLUGINS = 32
 
 #: where each entry that is no built-in came from: (kind, name) → "plugin SPEC" / "entry point …"
@@ -312,11 +318,50 @@ def load_entry_point(name: str) -> bool:
 
 
 def load_all_entry_points() -> list[str]:
-    """Load every installed ``netfl.algorithms`` entry point; one line per failure."""
+    """Load every installed ``netfl.algorithms`` and ``netfl.plugins`` entry point; one
+    line per failure."""
     problems = []
     for ep in _entry_points():
         try:
             _load_entry(ep)
         except PluginError as err:
             problems.append(f"{err.key}: {err}")
+    try:
+        load_plugin_entry_points()
+    except PluginError as err:
+        problems.append(f"{err.key}: {err}")
     return problems
+
+
+#: ``netfl.plugins`` entry points imported in this process, by ``NAME = VALUE``
+_PLUGIN_ENTRIES: set[str] = set()
+
+
+def load_plugin_entry_points() -> None:
+    """Import every installed ``netfl.plugins`` entry point's module once per process
+    (what it registers is marked with its origin); :class:`PluginError` (or
+    :class:`PluginCodeError`) names the entry point that failed."""
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=PLUGIN_GROUP):
+        key = f"{ep.name} = {ep.value}"
+        if key in _PLUGIN_ENTRIES:
+            continue
+        dist = _dist_name(ep)
+        where = f"entry point {key}" + (f" ({dist})" if dist else "")
+        _add_package(ep.value.split(":")[0], where)
+        snapshot = _snapshot()
+        try:
+            with loading(where):
+                ep.load()
+        except RegistrationError as err:
+            _forget(snapshot)
+            raise PluginError(f"entry point {ep.name}", _clash(str(err), where)) from None
+        except BaseException as err:  # noqa: BLE001 - a user's plugin failed (sys.exit too)
+            if is_signal(err):
+                raise
+            _forget(snapshot)
+            raise _code_error(f"entry point {ep.name}", where, err) from None
+        _PLUGIN_ENTRIES.add(key)
+        for entry in _added(snapshot):
+            _ORIGIN.setdefault(entry, where)

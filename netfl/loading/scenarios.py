@@ -16,7 +16,13 @@ from pydantic import BaseModel, ValidationError
 
 from netfl.algorithms import ALGORITHMS, get_algorithm
 from netfl.errors import ScenarioError, UserCodeError
-from netfl.loading.plugins import PluginCodeError, PluginError, load_entry_point, load_plugins
+from netfl.loading.plugins import (
+    PluginCodeError,
+    PluginError,
+    load_entry_point,
+    load_plugin_entry_points,
+    load_plugins,
+)
 from netfl.scenario.files import _check_link_profiles, _problems, apply_overrides
 from netfl.scenario.layout import KIND_KEYS
 from netfl.scenario.plausibility import warn_implausible
@@ -46,6 +52,7 @@ def parse_scenario(
     try:
         if data.get("plugins"):  # (registered before the algorithm name is checked)
             load_plugins(data["plugins"], folder)
+        load_plugin_entry_points()  # (installed packages' models, schedulers, laws, ...)
         algorithm = data.get("algorithm")
         name = algorithm.get("name") if isinstance(algorithm, dict) else None
         if isinstance(name, str) and name not in ALGORITHMS:
