@@ -23,7 +23,7 @@ from pathlib import Path
 import yaml
 from _result import report  # (benchmarks/ is on sys.path when run as a script)
 
-from channel_models.channel_profiles import get_channel_profile
+from channel_models.profile_catalog import get_channel_profile
 from netfl.loading.scenarios import parse_scenario
 from netfl.sim.runner import run
 

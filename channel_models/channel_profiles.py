@@ -1,84 +1,48 @@
-"""Named OFDMA channel profiles (package data): carrier, laws and powers of a cell."""
+"""A channel profile: one OFDMA cell's carrier, resource grid, laws, powers and
+duplexing (:class:`ChannelProfile`), checked on construction. The named profiles
+(package data, user YAML files) are read in :mod:`channel_models.profile_catalog`; what
+its ``efficiency`` and ``fading`` specs build lives in :mod:`channel_models.profile_specs`."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
-from functools import lru_cache
-from importlib import resources
 from typing import Any
 
 import numpy as np
-import yaml
 
 from channel_models.duplex import tdd_time_fraction, validate_tdd_pattern
-from channel_models.fading import FADING_MODELS, BlockFading
-from channel_models.link_abstraction import BlerLinkAdaptation
-from channel_models.link_budget import (
-    CQI_TABLES,
-    cqi_efficiency,
-    noise_power_w,
-    shannon_efficiency,
-)
+from channel_models.fading import BlockFading
+from channel_models.link_budget import cqi_efficiency, noise_power_w, shannon_efficiency
 from channel_models.lte import (
     HARQ_RTT_S,
     LteAmcEfficiency,
     LteBlerEfficiency,
     LteMiCqiEfficiency,
-    lte_amc_efficiency,
-    lte_bler_efficiency,
-    lte_mi_cqi_efficiency,
 )
-from channel_models.nr import NrBlerEfficiency, nr_bler_efficiency
+from channel_models.nr import NrBlerEfficiency
 from channel_models.numerology import SUBFRAME_S, max_resource_blocks, rb_bandwidth_hz
 from channel_models.overheads import overhead_share, validate_overheads
 from channel_models.pathloss import PathLoss
 from channel_models.pathloss_laws import build_pathloss, pathloss_parameters
-from channel_models.registry import lookup
+from channel_models.profile_specs import (
+    EFFICIENCY_MODELS,
+    TBS_MODELS,
+    Efficiency,
+    build_fading,
+    link_adaptation,
+)
 from channel_models.resource_groups import group_sizes, rbg_size
-from channel_models.units import db_to_linear, dbm_to_w
+from channel_models.units import dbm_to_w
 from channel_models.value_ranges import (
-    FADING_BOUNDS,
     LTE_NUM_RBS,
     PROFILE_BOUNDS,
     UPLINK_GRANT_BOUNDS,
     check_range,
 )
 
-__all__ = [
-    "ChannelProfile",
-    "channel_profiles",
-    "get_channel_profile",
-    "build_pathloss",
-    "parse_channel_profiles",
-    "load_channel_profiles",
-    "pathloss_parameters",
-    "build_fading",
-]
-
-
-#: spectral-efficiency models of a profile: Shannon (gap, cap), the TS 38.214 CQI
-#: table, and the two LTE link abstractions (channel_models.lte)
-EFFICIENCY_MODELS = ("shannon", "cqi", "lte_amc", "lte_bler", "nr_bler")
-#: models whose rate is a transport block size per slot (their overheads are in the TBS)
-TBS_MODELS = ("lte_amc", "lte_bler", "nr_bler")
-
-
-def build_fading(spec: dict[str, Any]) -> BlockFading:
-    """A :class:`BlockFading` from ``{model: NAME, coherence_time_s: ..., k_factor: ...}``;
-    ``ValueError`` names a parameter outside :data:`FADING_BOUNDS`."""
-    params = dict(spec)
-    name = params.pop("model")
-    cls = lookup(FADING_MODELS, name, "fading model")
-    for key, (lo, hi) in FADING_BOUNDS.items():
-        v = params.get(key)
-        if v is None:
-            continue
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise ValueError(f"fading.{key}: expected a number, got {str(v)[:40]!r}")
-        if not (math.isfinite(v) and lo <= v <= hi):
-            raise ValueError(f"fading.{key}: {v:g} is outside {lo:g} … {hi:g}")
-    return cls(**params)
+#: ``build_pathloss`` and ``pathloss_parameters`` are re-exported from
+#: :mod:`channel_models.pathloss_laws`
+__all__ = ["ChannelProfile", "build_pathloss", "pathloss_parameters"]
 
 
 @dataclass(frozen=True)
@@ -337,148 +301,21 @@ class ChannelProfile:
     def link_adaptation(
         self, direction: str
     ) -> LteAmcEfficiency | LteBlerEfficiency | LteMiCqiEfficiency | NrBlerEfficiency:
-        """The TBS-based link abstraction of ``direction``: ``lte_amc`` (ns-3's gap-based
-        CQI → MCS, no errors; with ``downlink_cqi: mi_error_model`` the downlink follows
-        the CQI ns-3's UE reports from its MI error model, TB errors and HARQ included),
-        ``lte_bler`` or ``nr_bler`` (BLER curves, OLLA, HARQ)."""
-        p = self.efficiency
-        target = 0.1 if p.get("bler_target") is None else float(p["bler_target"])
-        cap = p.get("max_mcs")
-        if p["model"] == "nr_bler":
-            return nr_bler_efficiency(
-                direction,
-                int(p.get("reference_prbs") or self.num_rbs),
-                self.numerology,
-                self.rb_bandwidth_hz,
-                int(p.get("mcs_table") or 1),
-                target,
-                None if cap is None else int(cap),
-            )
-        prbs = int(p.get("reference_prbs") or min(self.num_rbs, 110))
-        cap = 28 if cap is None else int(cap)
-        if p["model"] == "lte_bler":
-            return lte_bler_efficiency(direction, prbs, self.rb_bandwidth_hz, target, cap)
-        if direction == "downlink" and p.get("downlink_cqi") == "mi_error_model":
-            return lte_mi_cqi_efficiency(prbs, self.rb_bandwidth_hz, cap)
-        return lte_amc_efficiency(direction, prbs, self.rb_bandwidth_hz, p.get("gap_db"), cap)
+        """The TBS-based link abstraction of ``direction`` (``lte_amc``, ``lte_bler`` or
+        ``nr_bler``: :func:`channel_models.profile_specs.link_adaptation`)."""
+        return link_adaptation(
+            self.efficiency, direction, self.num_rbs, self.numerology, self.rb_bandwidth_hz
+        )
 
     def efficiency_for(self, direction: str) -> Efficiency:
         """``snr → efficiency`` of one direction (a carrier's rate function): equal to
         :meth:`efficiency_bps_per_hz`, with the profile's parameters looked up once
         (a carrier calls it at every allocation change)."""
-        return Efficiency(self, direction)
+        oh = self.overhead(direction)
+        tbs = self.efficiency["model"] in TBS_MODELS
+        return Efficiency(self.efficiency, oh, self.link_adaptation(direction) if tbs else None)
 
     def with_overrides(self, **overrides: Any) -> ChannelProfile:
         from dataclasses import replace
 
         return replace(self, **{k: v for k, v in overrides.items() if v is not None})
-
-
-def parse_channel_profiles(raw: Any, where: str = "profiles") -> dict[str, ChannelProfile]:
-    """Profiles from plain data ``{profiles: {NAME: {key: value, ...}}}`` (the format of
-    ``data/channel_profiles.yaml``); ``ValueError`` names the profile and key at fault."""
-    import dataclasses
-
-    if not isinstance(raw, dict) or not isinstance(raw.get("profiles"), dict):
-        raise ValueError(f"{where}: expected a mapping 'profiles: {{NAME: {{...}}}}'")
-    fields = {f.name for f in dataclasses.fields(ChannelProfile)} - {"name"}
-    out = {}
-    for name, spec in raw["profiles"].items():
-        if not isinstance(spec, dict):
-            raise ValueError(f"{where}.{name}: expected a mapping of profile keys")
-        p = dict(spec)
-        unknown = sorted(set(p) - fields)
-        if unknown:
-            raise ValueError(
-                f"{where}.{name}: unknown key {', '.join(unknown)} (valid: {', '.join(sorted(fields))})"
-            )
-        try:
-            out[str(name)] = ChannelProfile(
-                name=str(name),
-                source=" ".join(str(p.pop("source", "")).split()),
-                special_slot_symbols=tuple(p.pop("special_slot_symbols", (10, 2, 2))),
-                **p,
-            )
-            for direction in ("uplink", "downlink"):  # the laws and rate functions build
-                out[str(name)].efficiency_for(direction)
-            out[str(name)].build_pathloss()
-            out[str(name)].build_pathloss(d2d=True)
-            out[str(name)].build_fading()
-        except (TypeError, KeyError, ValueError) as err:
-            message = str(err).strip('"')
-            if isinstance(err, TypeError) and "required positional argument" in message:
-                message = "missing " + message.split("missing ", 1)[-1]
-            raise ValueError(f"{where}.{name}: {message}") from None
-    return out
-
-
-@lru_cache(maxsize=1)
-def channel_profiles() -> dict[str, ChannelProfile]:
-    """The named profiles netfl ships (``data/channel_profiles.yaml``)."""
-    text = resources.files("channel_models").joinpath("data/channel_profiles.yaml").read_text()
-    return parse_channel_profiles(yaml.safe_load(text), "channel_profiles.yaml")
-
-
-def load_channel_profiles(path: str) -> dict[str, ChannelProfile]:
-    """User-defined profiles from a YAML file in the same format (cached per file and
-    modification time); ``ValueError`` names the file, the profile and the key."""
-    import os
-
-    try:
-        stamp = os.stat(path).st_mtime_ns
-    except OSError as err:
-        raise ValueError(f"cannot read {path}: {err.strerror or err}") from None
-    return _load_profiles_file(path, stamp)
-
-
-@lru_cache(maxsize=16)
-def _load_profiles_file(path: str, _stamp: int) -> dict[str, ChannelProfile]:
-    try:
-        with open(path, encoding="utf-8") as f:
-            raw = yaml.safe_load(f)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
-        raise ValueError(f"cannot read {path} as YAML ({type(err).__name__})") from None
-    return parse_channel_profiles(raw, f"{path}: profiles")
-
-
-def get_channel_profile(name: str) -> ChannelProfile:
-    return lookup(channel_profiles(), name, "channel profile")
-
-
-class Efficiency:
-    """:meth:`ChannelProfile.efficiency_bps_per_hz` of one direction, parameters
-    resolved once: the same operations in the same order, so the same floats."""
-
-    def __init__(self, profile: ChannelProfile, direction: str):
-        params = dict(profile.efficiency)
-        self.model = params.pop("model")
-        self.cap = params.pop("max_bps_per_hz", None)
-        self.gap_db = params.pop("gap_db", 0.0)
-        self.gap = db_to_linear(self.gap_db)
-        self.oh = profile.overhead(direction)
-        #: the ``lte_bler`` abstraction (its HARQ draws), else None
-        self.bler_model: BlerLinkAdaptation | None = None
-        if self.model in TBS_MODELS:  # the TBS holds the overheads: no OH, no cap
-            self.amc = profile.link_adaptation(direction)
-            if isinstance(self.amc, BlerLinkAdaptation):
-                self.bler_model = self.amc
-        if self.model == "cqi":
-            table = CQI_TABLES[params.pop("table", "64qam")][:, 2]
-            self.steps = np.ascontiguousarray(table)
-            # the CQI's efficiency, capped and after overhead, per table index: the same
-            # element-wise operations as cqi_efficiency → minimum → × (1 − OH), done once
-            eff = np.concatenate([[0.0], table])
-            if self.cap is not None:
-                eff = np.minimum(eff, self.cap)
-            self.eff = eff * (1.0 - self.oh) if self.oh else eff
-
-    def __call__(self, snr: np.ndarray) -> np.ndarray:
-        if self.model in TBS_MODELS:
-            se = self.amc(snr)
-            return se * (1.0 - self.oh) if self.oh else se
-        if self.model == "cqi":  # cqi_efficiency (x / 1.0 is x: no division without a gap)
-            x = np.asarray(snr, dtype=float)
-            usable = np.log2(1.0 + (x / self.gap if self.gap_db else x))
-            return self.eff[self.steps.searchsorted(usable, side="right")]
-        se = shannon_efficiency(snr, self.cap, self.gap_db)
-        return se * (1.0 - self.oh) if self.oh else se

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from channel_models.channel_profiles import channel_profiles
+from channel_models.profile_catalog import channel_profiles
 from netfl.errors import ScenarioError
 from netfl.loading.scenarios import load_scenario, parse_scenario, resolved
 from netfl.sim.runner import run

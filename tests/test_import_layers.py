@@ -40,6 +40,8 @@ LAYERS: list[list[str]] = [
         "channel_models.value_ranges",
         "channel_models.pathloss",
         "channel_models.pathloss_laws",
+        "channel_models.profile_catalog",
+        "channel_models.profile_specs",
         "channel_models.tr38901",
         "channel_models.power_control",
         "channel_models.protocol_overhead",

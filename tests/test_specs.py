@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import simpy
 
-from channel_models.channel_profiles import channel_profiles
+from channel_models.profile_catalog import channel_profiles
 from netfl.core.nodes import Node
 from netfl.core.records import Recorder
 from netfl.core.rng import Streams

@@ -66,9 +66,9 @@ def _cmd_describe(args: argparse.Namespace) -> int:
 
 def _cmd_list(args: argparse.Namespace) -> int:
     from channel_models import link_profiles
-    from channel_models.channel_profiles import channel_profiles
     from channel_models.fading import FADING_MODELS
     from channel_models.pathloss_laws import PATHLOSS_MODELS, pathloss_parameters
+    from channel_models.profile_catalog import channel_profiles
     from netfl.algorithms import ALGORITHMS
     from netfl.compute import compute_profiles
     from netfl.core.availability import AVAILABILITY_MODELS

@@ -16,15 +16,11 @@ from pydantic import (
 )
 
 from channel_models import link_profiles
-from channel_models.channel_profiles import (
-    ChannelProfile,
-    build_fading,
-    build_pathloss,
-    channel_profiles,
-    parse_channel_profiles,
-)
+from channel_models.channel_profiles import ChannelProfile
 from channel_models.fading import FADING_MODELS
-from channel_models.pathloss_laws import PATHLOSS_MODELS
+from channel_models.pathloss_laws import PATHLOSS_MODELS, build_pathloss
+from channel_models.profile_catalog import channel_profiles, parse_channel_profiles
+from channel_models.profile_specs import build_fading
 from netfl.radio.schedulers import SCHEDULERS
 from netfl.scenario.link_resolution import (
     check_scheduler_options,

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from channel_models.channel_profiles import TBS_MODELS, ChannelProfile
+from channel_models.channel_profiles import ChannelProfile
 from channel_models.numerology import num_resource_blocks
 from channel_models.pathloss_laws import PATHLOSS_MODELS
+from channel_models.profile_specs import TBS_MODELS
 from channel_models.registry import lookup
 from netfl.radio.schedulers import SCHEDULERS
 from netfl.scenario.strict import check_options

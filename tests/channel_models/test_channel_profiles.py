@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from channel_models.channel_profiles import channel_profiles, get_channel_profile
 from channel_models.numerology import num_resource_blocks
+from channel_models.profile_catalog import channel_profiles, get_channel_profile
 
 
 def test_feddif_profile_is_the_paper_setup():

@@ -7,7 +7,6 @@ import math
 import numpy as np
 import pytest
 
-from channel_models.channel_profiles import get_channel_profile
 from channel_models.duplex import tdd_time_fraction
 from channel_models.link_budget import (
     CQI_TABLE_38214_5_2_2_1_3,
@@ -15,6 +14,7 @@ from channel_models.link_budget import (
     shannon_efficiency,
 )
 from channel_models.power_control import per_rb_snr, pusch_power_dbm
+from channel_models.profile_catalog import get_channel_profile
 from channel_models.tr38901 import RMa
 from tests.channel_models.plain_formulas import rma_los_db, rma_nlos_db
 

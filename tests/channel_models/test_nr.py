@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from channel_models.channel_profiles import get_channel_profile
 from channel_models.nr import nr_bler_curve_db, nr_bler_efficiency, nr_data, nr_tbs_bits
+from channel_models.profile_catalog import get_channel_profile
 
 
 def _tbs_38214(qm: int, rate: float, prbs: int, re_per_prb: int = 156) -> int:

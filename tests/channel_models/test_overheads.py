@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from channel_models.channel_profiles import get_channel_profile
 from channel_models.link_budget import shannon_efficiency
+from channel_models.profile_catalog import get_channel_profile
 from netfl import World, parse_scenario, run
 from tests.conftest import tiny_scenario
 

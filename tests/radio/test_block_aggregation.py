@@ -10,9 +10,9 @@ import simpy
 from scipy import stats
 
 from channel_models.block_aggregation import AggregatedEfficiency, mean_gain_samples
-from channel_models.channel_profiles import get_channel_profile
 from channel_models.fading import RayleighBlockFading
 from channel_models.link_budget import shannon_efficiency
+from channel_models.profile_catalog import get_channel_profile
 from netfl.radio.columns import MAX_AGGREGATE
 from netfl.radio.ofdma import OfdmaCarrier
 

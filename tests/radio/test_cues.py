@@ -97,7 +97,7 @@ def test_cue_sessions_slow_fl_transfers():
 def test_size_based_sessions_are_background_transfers():
     """Sized sessions are CUE transfers: capped at their RB demand, counted as CUE
     occupancy, delivered completely, and they slow FL transfers."""
-    from channel_models.channel_profiles import get_channel_profile
+    from channel_models.profile_catalog import get_channel_profile
     from netfl.core.records import Recorder
     from netfl.radio.ofdma_radio import OfdmaRadio
 

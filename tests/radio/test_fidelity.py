@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import simpy
 
-from channel_models.channel_profiles import get_channel_profile
+from channel_models.profile_catalog import get_channel_profile
 from netfl.core.records import Recorder
 from netfl.radio.fixed_rate_radio import FixedRateRadio
 from netfl.radio.ofdma_radio import OfdmaRadio

@@ -14,7 +14,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from channel_models.channel_profiles import get_channel_profile
 from channel_models.lte import (
     LteMiCqiEfficiency,
     bler_curve_db,
@@ -22,6 +21,7 @@ from channel_models.lte import (
     mcs_from_cqi,
     mi_cqi_from_sinr_db,
 )
+from channel_models.profile_catalog import get_channel_profile
 from channel_models.resource_groups import group_sizes, rbg_size, round_robin_group_rbs
 from netfl import World, parse_scenario, run
 from tests.conftest import tiny_scenario

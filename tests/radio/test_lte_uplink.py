@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from channel_models.channel_profiles import get_channel_profile
 from channel_models.lte import cqi_from_sinr, mcs_from_cqi, ul_tbs_bits
+from channel_models.profile_catalog import get_channel_profile
 from netfl import World, parse_scenario, run
 from tests.conftest import tiny_scenario
 from validation.ns3.compare import compare

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import simpy
 
-from channel_models.channel_profiles import get_channel_profile
+from channel_models.profile_catalog import get_channel_profile
 from netfl.core.records import Recorder
 from netfl.errors import ScenarioError
 from netfl.loading.scenarios import parse_scenario
