@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Generator
+from dataclasses import replace
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -78,17 +79,22 @@ class _SoftTargets(FedAvg):
     def ce_kl_weights(self, r: int) -> tuple[float, float]:
         """Weights of CE and of KL to the soft targets in round ``r``'s local loss."""
 
-    def train_flops(self, device: Node) -> float:
-        """E epochs of training plus one prediction pass for the soft targets."""
+    def train_flops(self, device: Node, epochs: int | None = None) -> float:
+        """E epochs of training (default: ``training.local_epochs``) plus one prediction
+        pass for the soft targets."""
         m, n = self.world.model.flops, self.world.num_samples(device)
-        return m.train_per_sample * n * self.world.train_config.epochs + m.inference_per_sample * n
+        e = self.world.train_config.epochs if epochs is None else epochs
+        return m.train_per_sample * n * e + m.inference_per_sample * n
 
     def distill_update(
-        self, r: int, device: Node, state: dict | None
+        self, r: int, device: Node, state: dict | None, epochs: int | None = None
     ) -> Generator[simpy.Event, Any, Any]:
         from netfl.learning import DistillTask
 
         world = self.world
+        cfg = world.train_config
+        if epochs is not None and epochs != cfg.epochs:  # (the configure hook's)
+            cfg = replace(cfg, epochs=epochs)
         future = None
         if world.learn:
             ce, kl = self.ce_kl_weights(r)
@@ -102,8 +108,9 @@ class _SoftTargets(FedAvg):
                 kl_weight=kl,
                 temperature=self.config.temperature,
                 kl_direction=self.config.kl_direction,
+                config=cfg,
             )
-        yield world.compute.run(device, self.train_flops(device), "train")
+        yield world.compute.run(device, self.train_flops(device, cfg.epochs), "train")
         return future.result() if future is not None else None
 
     def aggregator(self, r: int, clients: list[Node]) -> None:
@@ -157,7 +164,7 @@ class DFL(_SoftTargets):
         return self.world.model.size_bits + self.soft_bits
 
     def local_update(self, r, device, state, epochs=None, seed_key=()):
-        return (yield from self.distill_update(r, device, state))
+        return (yield from self.distill_update(r, device, state, epochs))
 
     def server_update(self, r, clients, results) -> Generator[simpy.Event, Any, None]:
         from netfl.learning import weighted_average
@@ -232,16 +239,18 @@ class FD(_SoftTargets):
         self, r: int, device: Node, download: bool = True
     ) -> Generator[simpy.Event, Any, Any]:
         world = self.world
+        settings = self.configure_client(r, device)
         if download:
             yield world.radio.transfer(world.bs, device, self.soft_bits, self.download_kind)
         # (with multicast the round already broadcast them)
         state = self.device_states.get(device.index, self.global_state)
-        result = yield from self.distill_update(r, device, state)
+        result = yield from self.distill_update(r, device, state, settings.epochs)
         kept = result is not None and world.keep_finite([result], [device.name])
         if kept:  # (its own model: kept even if its upload never arrives)
             self.device_states[device.index] = result.state
-        yield world.radio.transfer(device, world.bs, self.soft_bits, "soft_targets_up")
-        return result if kept else None
+        upload = self.payload(r, device, result if kept else None)
+        yield world.radio.transfer(device, world.bs, upload.bits, "soft_targets_up")
+        return upload.result
 
     def model_bits(self, device: Node | None = None) -> float:
         """Only the soft targets travel (a multicast sends them once)."""

@@ -315,3 +315,42 @@ def test_the_scenario_check_reads_the_declaration(monkeypatch, decorated, accept
     message = str(err.value)
     assert "'hooks_plugin' runs its own rounds; a deadline applies to FedAvg's round" in message
     assert "valid with: dfl, fd, fedavg, local_loss_dpfl, vanilla_dpfl)" in message
+
+
+@pytest.mark.parametrize("name", ["dfl", "fd"])
+def test_dfl_and_fd_ask_the_configure_hook_for_the_epochs(name):
+    """DFL's and FD's local update (distillation) train the epochs the configure hook
+    gives: three times the epochs on one client, three times its training FLOPs (less
+    the one prediction pass for its soft targets); the others unchanged."""
+    from netfl.algorithms import ALGORITHMS
+
+    base = ALGORITHMS[name]
+
+    def configure_client(self, r, device):
+        settings = base.configure_client(self, r, device)
+        return replace(settings, epochs=3 * settings.epochs) if device.index == 0 else settings
+
+    tripled = type(f"Tripled{name}", (base,), {"configure_client": configure_client})
+    scenario = parse_scenario(
+        tiny_scenario(
+            devices={"count": 3},
+            training={"rounds": 1, "batch_size": 16},
+            learning={"mode": "timing"},
+            algorithm={"name": name},
+        )
+    )
+    steps = {}
+    for cls in (base, tripled):
+        world = World(scenario)
+        alg = cls(world, algorithm_config(scenario))
+        _run_round(world, alg)
+        steps[cls] = _records(world, "train", True)
+        world.close()
+    plain, slow = steps[base], steps[tripled]
+    world = World(scenario)
+    m = world.model.flops
+    for node, step in plain.items():
+        n = world.num_samples(world.devices[int(node[2:])])
+        extra = 2 * m.train_per_sample * n * world.train_config.epochs if node == "ue0" else 0.0
+        assert slow[node].flops == pytest.approx(step.flops + extra, rel=1e-12)
+    world.close()
