@@ -113,6 +113,7 @@ LAYERS: list[list[str]] = [
         "netfl.radio.radio",
         "netfl.radio.fixed_rate_radio",
         "netfl.radio.ofdma",
+        "netfl.radio.ofdma_flow",
         "netfl.radio.ofdma_radio",
         "netfl.radio.completion_search",
         "netfl.radio.rb_power",

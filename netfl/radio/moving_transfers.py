@@ -18,7 +18,7 @@ from netfl.core.nodes import Node
 from netfl.core.records import TransferRecord
 from netfl.errors import UserError
 from netfl.radio.handover import CAP_STEP, PLAN_SAMPLES, MovingLink
-from netfl.radio.ofdma import OfdmaFlow
+from netfl.radio.ofdma_flow import OfdmaFlow
 from netfl.radio.uplink_mac import cut_flows, flows_accounting, harq_tail
 
 __all__ = ["COVERAGE_WAIT_LIMIT_S", "FIRST_LOOK_SAMPLES", "INTERFACE", "MovingTransfers"]

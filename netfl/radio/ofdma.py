@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -38,8 +37,15 @@ from netfl.core.usercode import user_code_error
 from netfl.errors import LinkBudgetError
 from netfl.radio.block_grid import ROW_NAMES, BlockGrid, LinkPath
 from netfl.radio.columns import ColumnRule
+from netfl.radio.ofdma_flow import OfdmaFlow
 from netfl.radio.rb_power import RbPowerControl
-from netfl.radio.schedulers import SCHEDULERS, Demands, Scheduler, build_scheduler
+from netfl.radio.schedulers import (
+    SCHEDULERS,
+    Demands,
+    Scheduler,
+    allocation_problem,
+    build_scheduler,
+)
 from netfl.radio.sharing import Flow, SharedMedium
 
 __all__ = ["CARRIER_INTERFACE", "LinkPath", "OfdmaFlow", "OfdmaCarrier", "SCHEDULERS"]
@@ -61,41 +67,6 @@ CARRIER_INTERFACE = (
     "refresh_paths",
     "rescale_snr",
 )
-
-
-@dataclass(eq=False)
-class OfdmaFlow(Flow):
-    """A transfer on an OFDMA carrier: its mean SNR, fading generator and accounting.
-
-    While active, its remaining bits, share and accounting live in the
-    carrier's grid; they are written back here when it completes.
-    """
-
-    mean_snr: float = 1.0
-    rng: np.random.Generator | None = None
-    k0: int = 0
-    rb_seconds: float = 0.0
-    snr_seconds: float = 0.0  # ∫ SNR(t) dt from start to delivery, for the mean SNR
-    airtime_s: float = 0.0  # time holding RBs (share > 0)
-    #: power control: SNR of one RB if the UE put all its power into it (inf: no PC)
-    snr_total: float = math.inf
-    #: multicast: the mean SNR of every receiver (the flow's SNR is their block-wise min)
-    multicast_snrs: np.ndarray | None = None
-    #: the link ``(src, dst)`` the flow carries (None: background traffic)
-    link: tuple | None = None
-    #: SINR / SNR factor in its SNRs now (interference; 1: none)
-    snr_scale: float = 1.0
-    #: the cap asked for, before the power-limited one (``cap`` is their minimum)
-    requested_cap: float = math.inf
-    #: a moving UE's link (:class:`LinkPath`): its SNR terms per block along the path;
-    #: the row's gains then hold fading × the block's per-RB SNR, its SNR scalar is 1
-    path: LinkPath | None = None
-    #: a path flow's fading gains from its first block on (the path's SNR multiplies them)
-    fading: np.ndarray | None = None
-    #: a path flow's share when its blocks ahead were last rated
-    path_share: float = -1.0
-    #: columns of G blocks: mean gains drawn ahead from ``rng`` (a chunk per draw call)
-    drawn: np.ndarray | None = None
 
 
 class OfdmaCarrier(SharedMedium):
@@ -435,27 +406,12 @@ class OfdmaCarrier(SharedMedium):
         return session_total
 
     def _check_shares(self, shares: Any, sessions: float, caps: np.ndarray) -> None:
-        """A scheduler not netfl's own answered a share per flow, finite, ≥ 0, within
-        each flow's cap and with the sessions' within the carrier; else one line naming
-        it (:func:`~netfl.core.usercode.user_code_error`)."""
-        n = caps.size
-        shares = np.asarray(shares, dtype=float)
-        tol = 1e-9 * self.capacity
-        if shares.shape != (n,):
-            problem = f"{n} shares expected, got shape {shares.shape}"
-        elif not (np.isfinite(shares).all() and math.isfinite(sessions)):
-            problem = "a share is not finite"
-        elif (shares < 0).any() or sessions < 0:
-            problem = "a negative share"
-        elif (shares > caps + tol).any():
-            problem = "a flow's share above its cap (demands.caps)"
-        elif shares.sum() + sessions > self.capacity + tol:
-            problem = f"{shares.sum() + sessions:g} RBs handed out of {self.capacity:g}"
-        else:
-            return
-        raise user_code_error(
-            type(self.scheduler), f"scheduler {self.scheduler.name!r}: allocate: {problem}"
-        )
+        """A scheduler not netfl's own answered well (:func:`allocation_problem`), else
+        one line naming it (:func:`~netfl.core.usercode.user_code_error`)."""
+        problem = allocation_problem(shares, sessions, caps, self.capacity)
+        if problem:
+            name = self.scheduler.name
+            raise user_code_error(type(self.scheduler), f"scheduler {name!r}: allocate: {problem}")
 
     def _next_change_s(self) -> float:
         """The scheduler's own next decision (proportional fair: the next block boundary

@@ -36,7 +36,8 @@ from channel_models.numerology import SUBFRAME_S
 from channel_models.units import dbm_to_w, linear_to_db
 from netfl.core.nodes import Node
 from netfl.core.records import Recorder
-from netfl.radio.ofdma import OfdmaCarrier, OfdmaFlow
+from netfl.radio.ofdma import OfdmaCarrier
+from netfl.radio.ofdma_flow import OfdmaFlow
 from netfl.radio.radio import COVERAGE_COLUMNS, LinkRadio, direction_of
 from netfl.radio.radio_energy import BsPowerModel
 from netfl.radio.uplink_mac import cut_flows, deliver_in_grant_cycles, harq_tail

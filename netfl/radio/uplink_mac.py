@@ -16,7 +16,8 @@ import simpy
 from channel_models.numerology import SUBFRAME_S
 from channel_models.units import linear_to_db
 from netfl.core.activity import DeviceCut, TransferCut
-from netfl.radio.ofdma import OfdmaCarrier, OfdmaFlow
+from netfl.radio.ofdma import OfdmaCarrier
+from netfl.radio.ofdma_flow import OfdmaFlow
 
 __all__ = [
     "flows_accounting",

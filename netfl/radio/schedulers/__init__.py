@@ -22,6 +22,7 @@ from netfl.radio.schedulers.base import (
     Demands,
     Scheduler,
     SchedulerConfig,
+    allocation_problem,
     build_scheduler,
     register_scheduler,
 )
@@ -43,6 +44,7 @@ __all__ = [
     "RoundRobin",
     "Scheduler",
     "SchedulerConfig",
+    "allocation_problem",
     "build_scheduler",
     "equal_share",
     "first_come_first_served",

@@ -41,6 +41,7 @@ __all__ = [
     "Demands",
     "Scheduler",
     "SchedulerConfig",
+    "allocation_problem",
     "build_scheduler",
     "register_scheduler",
 ]
@@ -179,6 +180,26 @@ def register_scheduler(cls: type[Scheduler]) -> type[Scheduler]:
         return register_class(SCHEDULERS, cls, Scheduler, "scheduler", SchedulerConfig)
     except ValueError as err:
         raise RegistrationError(str(err)) from None
+
+
+def allocation_problem(shares: Any, sessions: float, caps: np.ndarray, capacity: float) -> str:
+    """What is wrong with an answer of :meth:`Scheduler.allocate` ("" if nothing): a
+    share per flow, finite, ≥ 0, within each flow's cap, and with the sessions' total
+    within the carrier's ``capacity``."""
+    n = caps.size
+    shares = np.asarray(shares, dtype=float)
+    tol = 1e-9 * capacity
+    if shares.shape != (n,):
+        return f"{n} shares expected, got shape {shares.shape}"
+    if not (np.isfinite(shares).all() and math.isfinite(sessions)):
+        return "a share is not finite"
+    if (shares < 0).any() or sessions < 0:
+        return "a negative share"
+    if (shares > caps + tol).any():
+        return "a flow's share above its cap (demands.caps)"
+    if shares.sum() + sessions > capacity + tol:
+        return f"{shares.sum() + sessions:g} RBs handed out of {capacity:g}"
+    return ""
 
 
 def build_scheduler(name: str, options: Mapping[str, Any] | None = None) -> Scheduler:
