@@ -16,7 +16,9 @@ from netfl.sim.world import World
 from tests.conftest import assert_average_of_local_models, tiny_scenario
 
 
-def _world(mode: str = "learn", devices: int = 4, **algorithm) -> tuple[World, FedAvg]:
+def _world(
+    mode: str = "learn", devices: int = 4, cls: type[FedAvg] = FedAvg, **algorithm
+) -> tuple[World, FedAvg]:
     scenario = parse_scenario(
         tiny_scenario(
             devices={"count": devices},
@@ -27,7 +29,7 @@ def _world(mode: str = "learn", devices: int = 4, **algorithm) -> tuple[World, F
         )
     )
     world = World(scenario)
-    return world, FedAvg(world, algorithm_config(scenario))
+    return world, cls(world, algorithm_config(scenario))
 
 
 def _run_round(world: World, alg: FedAvg, r: int = 0):

@@ -28,28 +28,13 @@ from netfl.errors import ScenarioError
 from netfl.learning.params import OrderedAverage
 from netfl.loading.scenarios import algorithm_config, parse_scenario
 from netfl.sim.world import World
+from tests.algorithms.test_fedavg import _run_round
+from tests.algorithms.test_fedavg import _world as fedavg_world
 from tests.conftest import tiny_scenario
 
 
 def _world(cls: type[FedAvg] = FedAvg, mode: str = "learn", devices: int = 4, **algorithm):
-    scenario = parse_scenario(
-        tiny_scenario(
-            devices={"count": devices},
-            data={"dataset": "digits", "partition": {"scheme": "dirichlet", "alpha": 0.5}},
-            training={"rounds": 1, "batch_size": 16, "lr": 0.05},
-            learning={"mode": mode},
-            algorithm={"name": "fedavg", **algorithm},
-        )
-    )
-    world = World(scenario)
-    return world, cls(world, algorithm_config(scenario))
-
-
-def _run_round(world: World, alg: FedAvg, r: int = 0):
-    world.recorder.round = r
-    proc = world.env.process(alg.round(r))
-    world.env.run(until=proc)
-    return proc.value
+    return fedavg_world(mode, devices, cls, **algorithm)
 
 
 def _records(world: World, kind: str, computes: bool = False) -> dict[str, object]:
