@@ -435,6 +435,25 @@ def api_sections() -> list[tuple[str, str, list[Entry]]]:
             ],
         ),
         (
+            "Resource policies and device state",
+            "Who takes part in a round and with what uplink share, transmit power and CPU "
+            "frequency: a policy reads each device's state and decides; the round honours "
+            "it ([resource policies](policies.md)).",
+            [
+                _public("DeviceStates"),
+                Entry("netfl.policies.states:MeasuredTransfer", "netfl.policies.MeasuredTransfer"),
+                _public("ResourcePolicy"),
+                _public("PolicyConfig"),
+                _public("Decision"),
+                _public("Allocation"),
+                _public("RoundWork"),
+                _public("register_policy"),
+                Entry(
+                    "netfl.policies.control:PolicyControl", "netfl.policies.control.PolicyControl"
+                ),
+            ],
+        ),
+        (
             "The simulated world",
             "A world's `dataset`, `devices` and `partitions` (each device's sample indices) "
             "are the data a run trains on: `analysis/fedzkt_study.py` trains its own-data "

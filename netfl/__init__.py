@@ -36,6 +36,13 @@ _EXPORTS = {
     "register_mobility": "netfl.scenario.registries",
     "register_fading": "netfl.scenario.registries",
     "register_availability": "netfl.scenario.registries",
+    "register_policy": "netfl.scenario.registries",
+    "ResourcePolicy": "netfl.policies",
+    "PolicyConfig": "netfl.policies",
+    "Decision": "netfl.policies",
+    "Allocation": "netfl.policies",
+    "RoundWork": "netfl.policies",
+    "DeviceStates": "netfl.policies",
     "AvailabilityModel": "netfl.core.availability",
     "BlockFading": "channel_models.fading",
     "MobilityModel": "netfl.radio.mobility_models",
@@ -70,6 +77,14 @@ if TYPE_CHECKING:  # what type checkers and editors see
     from netfl.output.figures import cost_to_target
     from netfl.output.run_directory import RunDirectory
     from netfl.output.rundir import read_run, write_run
+    from netfl.policies import (
+        Allocation,
+        Decision,
+        DeviceStates,
+        PolicyConfig,
+        ResourcePolicy,
+        RoundWork,
+    )
     from netfl.radio.mobility_models import MobilityModel
     from netfl.radio.schedulers import Demands, Scheduler, SchedulerConfig
     from netfl.scenario.registries import (
@@ -82,6 +97,7 @@ if TYPE_CHECKING:  # what type checkers and editors see
         register_model,
         register_partition,
         register_pathloss,
+        register_policy,
         register_scheduler,
     )
     from netfl.scenario.schema import Scenario

@@ -79,6 +79,7 @@ def test_run_writes_complete_run_directory(scenario_file, tmp_path, capsys):
         "transfers.parquet",
         "computes.parquet",
         "critical_path.parquet",
+        "policy.parquet",
         "figures",
     }
     assert {p.name for p in (out / "figures").iterdir()} == {

@@ -127,6 +127,16 @@ LAYERS: list[list[str]] = [
         "netfl.radio.sharing",
         "netfl.radio.uplink_mac",
     ],
+    [  # resource policies: decisions on what the radio and compute engine can tell
+        "netfl.policies",
+        "netfl.policies.resource_policy",
+        "netfl.policies.best_channel",
+        "netfl.policies.control",
+        "netfl.policies.fedcs",
+        "netfl.policies.random_selection",
+        "netfl.policies.round_robin_turns",
+        "netfl.policies.states",
+    ],
     [  # the scenario schema and files (no algorithm: the registry is above)
         "netfl.scenario",
         "netfl.scenario.strict",
@@ -143,6 +153,7 @@ LAYERS: list[list[str]] = [
         "netfl.scenario.plausibility",
         "netfl.scenario.schema",
         "netfl.scenario.devices_section",
+        "netfl.scenario.policy_section",
     ],
     [  # FL algorithms (against the round context)
         "netfl.algorithms",
@@ -234,6 +245,7 @@ PACKAGES = (
     "netfl.compute",
     "netfl.learning",
     "netfl.radio",
+    "netfl.policies",
     "netfl.scenario",
     "netfl.algorithms",
     "netfl.loading",

@@ -30,6 +30,13 @@ nodes      ``bs``, ``devices`` (those in coverage: a starved device — no rate 
            and ``next_available_s`` (when the next one off turns on),
            ``activities`` (``cut(device, reason)``: stop a device's transfer or
            compute step now — a deadline — and ``is_cut``; departures cut by themselves)
+state      ``states`` (:class:`~netfl.policies.states.DeviceStates`: each device's mean
+           SNR, expected rate and time for N bits at a bandwidth share, last measured
+           transfer, compute speed, energy spent — what a decision can know now)
+policy     ``policy`` (:class:`~netfl.policies.control.PolicyControl`: ``decide`` a
+           round's participants with the scenario's resource policy, ``allocation``,
+           ``hold`` and ``release`` a participant's uplink share, power and CPU
+           frequency; docs/policies.md)
 rng        ``streams`` (named child streams: ``generator``, ``torch_seed``)
 records    ``keep_finite`` (drops and records NaN/Inf updates)
 scenario   ``scenario`` (read-only) and ``source`` (the file, for error messages)
@@ -57,6 +64,8 @@ if TYPE_CHECKING:
     from netfl.learning.datasets import Dataset
     from netfl.learning.models import ModelSpec
     from netfl.learning.tasks import Executor, TrainConfig
+    from netfl.policies.control import PolicyControl
+    from netfl.policies.states import DeviceStates
     from netfl.radio.radio import Radio
     from netfl.scenario.schema import Scenario
 
@@ -255,6 +264,9 @@ class RoundContext(Protocol):
     train_config: TrainConfig
     # randomness
     streams: Streams
+    # device state and the resource policy
+    states: DeviceStates
+    policy: PolicyControl
 
     def num_samples(self, device: Node) -> int:
         """How many training samples ``device`` holds (its partition's size).

@@ -125,7 +125,7 @@ class _SoftTargets(FedAvg):
 
         return int((self.soft.argmax(dim=1) == torch.arange(self.num_classes)).sum())
 
-    @honours("deadline_s")  # (FedAvg's round, a column added: its deadline kept)
+    @honours("deadline_s", "policy")  # (FedAvg's round, a column added: its deadline kept)
     def round(self, r: int) -> Generator[simpy.Event, Any, RoundSummary]:
         summary = yield from super().round(r)
         if self.world.learn:
@@ -183,7 +183,7 @@ class DFL(_SoftTargets):
                 self.soft, [(res.soft_targets, res.label_counts) for res in results]
             )
 
-    @honours("deadline_s")  # (FedAvg's round, a column added: its deadline kept)
+    @honours("deadline_s", "policy")  # (FedAvg's round, a column added: its deadline kept)
     def round(self, r: int) -> Generator[simpy.Event, Any, RoundSummary]:
         summary = yield from super().round(r)
         summary.extra["rho"] = self.rho(r)
@@ -239,7 +239,7 @@ class FD(_SoftTargets):
         self, r: int, device: Node, download: bool = True
     ) -> Generator[simpy.Event, Any, Any]:
         world = self.world
-        settings = self.configure_client(r, device)
+        settings = self.begin_client(r, device)
         if download:
             yield world.radio.transfer(world.bs, device, self.soft_bits, self.download_kind)
         # (with multicast the round already broadcast them)

@@ -41,6 +41,7 @@ from netfl.algorithms.hooks import Aggregator, ClientConfig, Payload, cut_counts
 from netfl.core.activity import DeviceCut
 from netfl.core.nodes import Node
 from netfl.learning.tasks import TrainTask
+from netfl.policies.resource_policy import RoundWork
 
 if TYPE_CHECKING:
     from netfl.algorithms.context import RoundContext
@@ -120,9 +121,33 @@ class FedAvg(Algorithm):
             len(devices),
             max(self.config.min_clients, int(round(self.config.fraction * len(devices)))),
         )
-        rng = self.world.streams.generator("sampling", r)
-        chosen = np.sort(rng.choice(len(devices), size=k, replace=False))
-        return [devices[i] for i in chosen]
+        return self.world.policy.decide(r, devices, k, self.round_work())
+
+    def round_work(self) -> RoundWork:
+        """What a client's part of a round costs, for the resource policy's estimates:
+        :meth:`model_bits` down and up, ``training.local_epochs`` epochs of its samples,
+        the download's mode and ``deadline_s`` (None where a variant's options have
+        none)."""
+        world = self.world
+        epochs = world.train_config.epochs
+
+        def samples(device: Node) -> float:
+            return float(world.num_samples(device) * epochs)
+
+        return RoundWork(
+            download_bits=lambda d: self.model_bits(None if self.multicast else d),
+            upload_bits=self.model_bits,
+            train_flops=lambda d: world.device_model(d).flops.train_per_sample * samples(d),
+            train_samples=samples,
+            multicast=self.multicast,
+            deadline_s=getattr(self.config, "deadline_s", None),
+        )
+
+    @property
+    def multicast(self) -> bool:
+        """Whether the global model goes to the round's clients in one multicast (a
+        variant whose options have no ``downlink``: unicast)."""
+        return getattr(self.config, "downlink", "unicast") == "multicast"
 
     def wait_for_clients(self, r: int) -> Generator[simpy.Event, Any, list[Node]]:
         """:meth:`select_clients`; when nobody is on, the server waits for the first
@@ -136,11 +161,13 @@ class FedAvg(Algorithm):
         Returns
         -------
         list of Node
-            The clients (a SimPy process' value: ``yield from``).
+            The clients (a SimPy process' value: ``yield from``); empty also when devices
+            are on but the selection chose none (a resource policy whose deadline none
+            fits: the round then has no clients and takes no time).
         """
         env = self.world.env
         clients = self.select_clients(r)
-        while not clients:
+        while not clients and not self.world.available_devices(r):  # (a policy may choose none)
             t = self.world.wait_for_return_s()
             if t is None:
                 return []
@@ -150,10 +177,27 @@ class FedAvg(Algorithm):
 
     def configure_client(self, r: int, device: Node) -> ClientConfig:
         """A client's settings for round ``r`` (the configure hook, where a resource
-        policy plugs in): :meth:`client_round` asks it first, at the client's start, and
-        trains ``epochs`` local epochs. It yields nothing and draws nothing. FedAvg's:
-        ``training.local_epochs`` for every client."""
-        return ClientConfig(epochs=self.world.train_config.epochs)
+        policy plugs in): :meth:`begin_client` asks it first, at the client's start, and
+        trains ``epochs`` local epochs, and the round holds the uplink share, transmit
+        power and CPU frequency in force while the client's part runs. It yields nothing
+        and draws nothing. FedAvg's: ``training.local_epochs`` for every client, and what
+        the resource policy allocated it (``policy``; none under ``random``)."""
+        a = self.world.policy.allocation(r, device)
+        return ClientConfig(
+            epochs=self.world.train_config.epochs,
+            share=a.share,
+            power_w=a.power_w,
+            frequency_hz=a.frequency_hz,
+        )
+
+    def begin_client(self, r: int, device: Node) -> ClientConfig:
+        """A client's part of round ``r`` starts: its settings (:meth:`configure_client`)
+        and the uplink share, transmit power and CPU frequency among them held in force
+        until its part ends (the round releases them, arrived or cut). A
+        :meth:`client_round` calls it first (an override of ``client_round`` too)."""
+        settings = self.configure_client(r, device)
+        self.world.policy.hold(device, settings.share, settings.power_w, settings.frequency_hz)
+        return settings
 
     def model_bits(self, device: Node | None = None) -> float:
         """Bits on air of one model copy to or from a device [bit].
@@ -191,7 +235,7 @@ class FedAvg(Algorithm):
     def client_round(
         self, r: int, device: Node, download: bool = True
     ) -> Generator[simpy.Event, Any, TrainResult | None]:
-        """One device's part of round ``r``: its settings (:meth:`configure_client`),
+        """One device's part of round ``r``: its settings (:meth:`begin_client`),
         download (unless multicast already did), train (:meth:`local_update`), upload
         (:meth:`payload`), each a SimPy event in simulated time.
 
@@ -216,7 +260,7 @@ class FedAvg(Algorithm):
             timing mode.
         """
         world = self.world
-        settings = self.configure_client(r, device)
+        settings = self.begin_client(r, device)
         if download:
             yield world.radio.transfer(
                 world.bs,
@@ -235,13 +279,16 @@ class FedAvg(Algorithm):
     ) -> Generator[simpy.Event, Any, Any]:
         """:meth:`client_round`, its update folded into the round's aggregator when it
         arrives (its state then let go: statistics kept) or dropped when it is cut."""
-        aggregator = self._aggregator
+        aggregator, policy = self._aggregator, self.world.policy
         try:
             result = yield from self.client_round(r, device, download)
-        except (DeviceCut, simpy.Interrupt):
+        except (DeviceCut, simpy.Interrupt) as stop:
+            cut = stop if isinstance(stop, DeviceCut) else stop.cause
+            policy.release(r, device, getattr(cut, "reason", "cut"))
             if aggregator is not None:
                 aggregator.drop(index)
             raise
+        policy.release(r, device, "arrived")
         if aggregator is None:
             return result
         if result is not None and self.world.keep_finite([result], [device.name]):
@@ -332,7 +379,9 @@ class FedAvg(Algorithm):
             state=state,
             proximal_weight=proximal_weight,
         )
-        yield world.compute.run(device, flops, "train")
+        yield world.compute.run(
+            device, flops, "train", samples=world.num_samples(device) * cfg.epochs
+        )
         return future.result() if future is not None else None
 
     def aggregation_flops(self, num_models: int) -> float:
@@ -391,7 +440,7 @@ class FedAvg(Algorithm):
                 )
 
     # -- protocol ------------------------------------------------------------
-    @honours("deadline_s")
+    @honours("deadline_s", "policy")
     def round(self, r: int) -> Generator[simpy.Event, Any, RoundSummary]:
         env = self.world.env
         clients = yield from self.wait_for_clients(r)
@@ -401,7 +450,7 @@ class FedAvg(Algorithm):
             env.timeout(self.config.deadline_s) if self.config.deadline_s is not None else None
         )
         self._aggregator = self.aggregator(r, clients)
-        multicast = self.config.downlink == "multicast"
+        multicast = self.multicast
         if multicast:
             sent = self.world.radio.broadcast(
                 self.world.bs,
@@ -427,6 +476,7 @@ class FedAvg(Algorithm):
         arrived = [(d, o) for d, o in zip(clients, outcomes, strict=True) if not is_cut(o)]
         yield from self.server_update(r, [d for d, _ in arrived], [o for _, o in arrived])
         self._aggregator = None
+        self.world.policy.end_round(r)
         losses = [res.mean_loss for _, res in arrived if res is not None]
         return RoundSummary(
             num_clients=len(clients),

@@ -42,6 +42,13 @@ class ClientConfig:
 
     #: local epochs of its update (FedAvg: ``training.local_epochs``)
     epochs: int
+    #: the most of the uplink bandwidth its transfers may hold, in (0, 1] (None: as
+    #: without a policy)
+    share: float | None = None
+    #: its uplink transmit power [W], within its power class (None: the class's)
+    power_w: float | None = None
+    #: its CPU frequency [Hz] under a DVFS compute profile (None: the maximum)
+    frequency_hz: float | None = None
 
 
 @dataclass(frozen=True)

@@ -202,6 +202,7 @@ class VanillaDPFL(SplitFL):
     ) -> Generator[simpy.Event, Any, TrainResult | None]:
         world = self.world
         radio, compute, bs = world.radio, world.compute, world.bs
+        self.begin_client(r, device)  # (a resource policy's share, power and frequency)
         if download:
             yield radio.transfer(bs, device, self.device_bits, "device_model_down", num_models=1)
         future = self._submit_whole(r, device)
@@ -273,6 +274,7 @@ class LocalLossDPFL(SplitFL):
     ) -> Generator[simpy.Event, Any, Any]:
         world, env = self.world, self.world.env
         radio, compute, bs = world.radio, world.compute, world.bs
+        self.begin_client(r, device)  # (a resource policy's share, power and frequency)
         if download:
             yield radio.transfer(bs, device, self.model_bits(), "device_model_down", num_models=1)
         future = None

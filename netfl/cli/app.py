@@ -82,6 +82,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
         load_plugins,
         origin,
     )
+    from netfl.policies import POLICIES
     from netfl.radio.mobility_models import MOBILITY_MODELS
     from netfl.radio.schedulers import SCHEDULERS
 
@@ -121,7 +122,14 @@ def _cmd_list(args: argparse.Namespace) -> int:
         },
         "compute-profiles": {
             n: f"{p.effective_flops_per_s:.3g} FLOP/s, busy {p.busy_power_w:g} W,"
-            f" idle {p.idle_power_w:g} W  {p.description}"
+            f" idle {p.idle_power_w:g} W"
+            + (
+                f", DVFS {p.min_frequency_hz / 1e9:g}-{p.max_frequency_hz / 1e9:g} GHz"
+                f" (κ {p.capacitance:g})"
+                if p.dvfs
+                else ""
+            )
+            + f"  {p.description}"
             for n, p in compute_profiles().items()
         },
         "schedulers": {
@@ -144,6 +152,11 @@ def _cmd_list(args: argparse.Namespace) -> int:
             + (f"  (options: {', '.join(c.Config.model_fields)})" if c.Config else "")
             for n, c in AVAILABILITY_MODELS.items()
         },
+        "policies": {
+            n: c.description
+            + (f"  (options: {', '.join(c.Config.model_fields)})" if c.Config else "")
+            for n, c in POLICIES.items()
+        },
     }
     kinds = {
         "algorithms": "algorithm",
@@ -157,6 +170,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
         "mobility-models": "mobility model",
         "fading-models": "fading model",
         "availability-models": "availability model",
+        "policies": "resource policy",
     }
     for what in [args.what] if args.what else list(tables):
         print(f"{what}:")
@@ -255,6 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
             "mobility-models",
             "fading-models",
             "availability-models",
+            "policies",
         ],
     )
     ls.add_argument(

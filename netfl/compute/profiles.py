@@ -36,6 +36,11 @@ def compute_profiles() -> dict[str, ComputeProfile]:
             rx_power_per_mbps_w=float(p.get("rx_power_per_mbps_w", 0.0)),
             rrc_promotion_power_w=float(p.get("rrc_promotion_power_w", 0.0)),
             rrc_promotion_s=float(p.get("rrc_promotion_s", 0.0)),
+            min_frequency_hz=float(p.get("min_frequency_hz", 0.0)),
+            max_frequency_hz=float(p.get("max_frequency_hz", 0.0)),
+            capacitance=float(p.get("capacitance", 0.0)),
+            cycles_per_flop=float(p.get("cycles_per_flop", 0.0)),
+            cycles_per_sample=float(p.get("cycles_per_sample", 0.0)),
             description=p.get("description", ""),
             sources={k: " ".join(str(v).split()) for k, v in p["sources"].items()},
         )

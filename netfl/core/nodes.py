@@ -48,6 +48,23 @@ class ComputeProfile:
     rrc_promotion_power_w, rrc_promotion_s : float
         Modem power [W] and length [s] of the promotion from RRC idle to connected
         that a transfer of an idle UE waits for (0: none).
+    min_frequency_hz, max_frequency_hz : float
+        DVFS: the CPU frequency range [Hz] a resource policy may set
+        (:meth:`netfl.compute.engine.ComputeEngine.set_frequency`); a step runs at
+        ``max_frequency_hz`` unless one is set. ``max_frequency_hz`` 0: no DVFS (the
+        FLOP/s model above, unchanged).
+    capacitance : float
+        DVFS: κ, the effective switched capacitance [J/(cycle·Hz²)]: a cycle at f costs
+        κ·f² joules, so C cycles cost κ·C·f² (Yang et al., TWC 2021's convention; Tran
+        et al., INFOCOM 2019, eqs. (5)-(6), write (α/2)·c·D·f²: their α is 2κ).
+    cycles_per_flop : float
+        DVFS: CPU cycles per FLOP [cycle/FLOP]; 0: derived as ``max_frequency_hz /
+        effective_flops_per_s``, so that a step at f_max takes exactly the FLOP/s
+        model's time.
+    cycles_per_sample : float
+        DVFS: CPU cycles per training sample [cycle/sample] (Yang et al.'s c_k); when
+        > 0, a step that declares its samples D costs c·D cycles instead of its FLOPs ×
+        ``cycles_per_flop``; 0: FLOPs alone count.
     """
 
     name: str
@@ -65,6 +82,11 @@ class ComputeProfile:
     rx_power_per_mbps_w: float = 0.0
     rrc_promotion_power_w: float = 0.0
     rrc_promotion_s: float = 0.0
+    min_frequency_hz: float = 0.0
+    max_frequency_hz: float = 0.0
+    capacitance: float = 0.0
+    cycles_per_flop: float = 0.0
+    cycles_per_sample: float = 0.0
     description: str = ""
     sources: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
@@ -78,10 +100,30 @@ class ComputeProfile:
             sources[k] = "scenario override"
         return replace(self, sources=sources, **clean)
 
+    @property
+    def dvfs(self) -> bool:
+        """Whether the node's CPU frequency is modelled (``max_frequency_hz`` > 0)."""
+        return self.max_frequency_hz > 0
+
+    @property
+    def cycles_per_flop_resolved(self) -> float:
+        """``cycles_per_flop``, or where 0 ``max_frequency_hz / effective_flops_per_s``
+        [cycle/FLOP] (NaN without DVFS)."""
+        if not self.dvfs:
+            return float("nan")
+        if self.cycles_per_flop > 0:
+            return self.cycles_per_flop
+        return self.max_frequency_hz / self.effective_flops_per_s
+
     def __repr__(self) -> str:
         return (
             f"ComputeProfile({self.name!r}, {self.effective_flops_per_s:.3g} FLOP/s, "
-            f"busy={self.busy_power_w:g} W, idle={self.idle_power_w:g} W)"
+            f"busy={self.busy_power_w:g} W, idle={self.idle_power_w:g} W"
+            + (
+                f", DVFS {self.min_frequency_hz:.3g}-{self.max_frequency_hz:.3g} Hz)"
+                if self.dvfs
+                else ")"
+            )
         )
 
 

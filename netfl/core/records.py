@@ -75,7 +75,13 @@ class TransferRecord:
 class ComputeRecord:
     """One compute step on a node: ``flops`` at the node's rate, ``energy_j`` at busy power.
     ``outcome`` is ``"done"``, or ``"left"`` / ``"late"`` for a step cut short
-    (:mod:`netfl.core.activity`): then ``flops`` are those computed until the cut."""
+    (:mod:`netfl.core.activity`): then ``flops`` are those computed until the cut.
+
+    On a DVFS node (:class:`~netfl.compute.engine.ComputeEngine`) ``frequency_hz`` is
+    the CPU frequency f it ran at [Hz] and ``cycles`` the CPU cycles it ran (those
+    until the cut, for a step cut short); it took ``cycles / f`` seconds and
+    ``energy_j`` is κ·``cycles``·f² (Tran et al., INFOCOM 2019, eqs. (5)-(6), with
+    Yang et al., TWC 2021's κ). Both are NaN for a FLOP/s step."""
 
     round: int
     node: str
@@ -85,6 +91,8 @@ class ComputeRecord:
     end_s: float
     energy_j: float
     outcome: str = "done"
+    frequency_hz: float = float("nan")
+    cycles: float = float("nan")
 
     @property
     def duration_s(self) -> float:

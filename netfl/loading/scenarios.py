@@ -97,6 +97,7 @@ def parse_scenario(
         + _check_link_profiles(scenario)
         + _check_availability(scenario)
         + _check_deadline(scenario)
+        + _check_policy(scenario)
         + ALGORITHMS[name].check_scenario(scenario)
     )
     if probs:
@@ -137,6 +138,36 @@ def _check_deadline(scenario: Scenario) -> list[tuple[str, str]]:
             f"round (valid with: {able})",
         )
     ]
+
+
+def _check_policy(scenario: Scenario) -> list[tuple[str, str]]:
+    """A resource policy other than ``random`` decides the rounds that declare it
+    (``@honours("policy")``: FedAvg's, inherited or wrapped); a policy that fits a
+    deadline (``needs_deadline``) needs ``algorithm.deadline_s``."""
+    from netfl.policies import POLICIES
+
+    policy = scenario.policy.name
+    if policy == "random":
+        return []
+    name = scenario.algorithm.name
+    if "policy" not in ALGORITHMS[name].round_honours():
+        able = ", ".join(sorted(k for k, c in ALGORITHMS.items() if "policy" in c.round_honours()))
+        return [
+            (
+                "policy.name",
+                f"algorithm {name!r} does not take a resource policy yet (valid with: {able})",
+            )
+        ]
+    if POLICIES[policy].needs_deadline:
+        if scenario.algorithm.options().get("deadline_s") is None:
+            return [
+                (
+                    "policy.name",
+                    f"policy {policy!r} fits clients to the round's deadline: set "
+                    "algorithm.deadline_s",
+                )
+            ]
+    return []
 
 
 def _check_availability(scenario: Scenario) -> list[tuple[str, str]]:

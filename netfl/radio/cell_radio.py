@@ -48,6 +48,10 @@ INTERFACE = (
     "tables",
     "cues",
     "cue_mean_snr",
+    "mean_snr_db",
+    "expected_rate_bps",
+    "grants",
+    "last_transfers",
 )
 
 

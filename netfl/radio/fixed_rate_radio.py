@@ -16,7 +16,7 @@ import simpy
 from netfl.core.activity import TransferCut
 from netfl.core.nodes import Node
 from netfl.core.records import Recorder
-from netfl.radio.radio import LinkRadio, Progress
+from netfl.radio.radio import LinkRadio, Progress, direction_of
 from netfl.radio.radio_energy import BsPowerModel
 from netfl.radio.sharing import ProcessorSharing
 
@@ -93,10 +93,32 @@ class FixedRateRadio(LinkRadio):
 
         return flow.done, shared, lambda: flow.size_bits - medium.withdraw(flow)
 
+    def expected_rate_bps(
+        self, src: Node, dst: Node, share: float = 1.0, power_w: float | None = None
+    ) -> float:
+        """The link's rate at ``share`` [bit/s]: ``share`` × its own rate on a dedicated
+        link; where the BS's capacity C is shared, ``min(own rate, share · C)`` (what it
+        gets alone; concurrent transfers split C max-min fair)."""
+        direction = direction_of(src, dst)
+        own = _own_rate_bps(src, dst, direction)
+        medium = self._media.get(direction)
+        if medium is None:
+            return share * own
+        return min(own, share * medium.capacity)
+
+    def _granted_rate_bps(self, src: Node, dst: Node, direction: str) -> float:
+        """The cap of a transfer: its own rate, or its uplink grant's share of it."""
+        grant = self.grants.get(src.name) if direction == "uplink" else None
+        if grant is None or grant.share is None:
+            return _own_rate_bps(src, dst, direction)
+        return self.expected_rate_bps(src, dst, grant.share)
+
     def _deliver(
         self, src: Node, dst: Node, size_bits: float, direction: str
     ) -> Generator[simpy.Event, Any, dict[str, float] | None]:
-        done, _, withdraw = self._send(size_bits, _own_rate_bps(src, dst, direction), direction)
+        done, _, withdraw = self._send(
+            size_bits, self._granted_rate_bps(src, dst, direction), direction
+        )
         try:
             yield done
         except simpy.Interrupt as stop:

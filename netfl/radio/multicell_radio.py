@@ -150,6 +150,8 @@ class MultiCellRadio(Radio):
             )
             for c, node in enumerate(cell_nodes)
         ]
+        for cell in self.cells:  # (a policy's grants hold in whichever cell serves)
+            cell.grants, cell.last_transfers = self.grants, self.last_transfers
         #: the sites, sector antennas and fields (a part: :mod:`netfl.radio.site_geometry`)
         self.geometry = SiteGeometry(
             deployment,
@@ -279,6 +281,46 @@ class MultiCellRadio(Radio):
 
     def cell_of(self, device: Node) -> CellRadio:
         return self.cells[self.serving[device.name]]
+
+    def power_class_w(self, device: Node) -> float:
+        return float(self.profile.ue_tx_power_w)
+
+    def uplink_pool(self, device: Node) -> int:
+        return self.serving[device.name]
+
+    def grant(self, device: Node, grant: Any) -> None:
+        """:meth:`Radio.grant`; a moving device's transfers (re-rated along its path)
+        take no share or power grant yet: ``ValueError``."""
+        if grant is not None and device.name in self.handover.mobile:
+            if grant.share is not None or grant.power_w is not None:
+                raise ValueError(
+                    f"{device.name} moves: uplink shares and powers of moving devices on a "
+                    "network are not modelled (grant only static devices)"
+                )
+        super().grant(device, grant)
+
+    def _served(self, src: Node, dst: Node) -> tuple[CellRadio, Node, Node]:
+        """A device ↔ server (or D2D) link as its serving cell carries it: the cell and
+        the link's ends there (the cell's BS node for the server)."""
+        if src.is_device and dst.is_device:
+            return self.cell_of(src), src, dst
+        device = src if src.is_device else dst
+        c = self.serving[device.name]
+        node = self.cell_nodes[c]
+        return (self.cells[c], device, node) if src.is_device else (self.cells[c], node, device)
+
+    def mean_snr_db(self, src: Node, dst: Node) -> float:
+        """The link's mean SINR [dB] over its serving cell, with the interference now."""
+        cell, a, b = self._served(src, dst)
+        return cell.mean_snr_db(a, b)
+
+    def expected_rate_bps(
+        self, src: Node, dst: Node, share: float = 1.0, power_w: float | None = None
+    ) -> float:
+        """:meth:`OfdmaRadio.expected_rate_bps` over the serving cell, at the interference
+        now (the backhaul hop is not in it)."""
+        cell, a, b = self._served(src, dst)
+        return cell.expected_rate_bps(a, b, share, power_w)
 
     # -- transfers -----------------------------------------------------------------
     def server_aliases(self) -> dict[str, str]:

@@ -38,7 +38,7 @@ from netfl.core.nodes import Node
 from netfl.core.records import Recorder
 from netfl.radio.ofdma import OfdmaCarrier
 from netfl.radio.ofdma_flow import OfdmaFlow
-from netfl.radio.radio import COVERAGE_COLUMNS, LinkRadio, direction_of
+from netfl.radio.radio import COVERAGE_COLUMNS, LinkRadio, UplinkGrant, direction_of
 from netfl.radio.radio_energy import BsPowerModel
 from netfl.radio.uplink_mac import cut_flows, deliver_in_grant_cycles, harq_tail
 
@@ -427,7 +427,51 @@ class OfdmaRadio(LinkRadio):
             rng = self._rng_for_transfer(self._count)
             self._count += 1
         cap = kw.pop("cap_rbs", self.max_rbs_per_transfer)
+        link = kw.get("link")
+        grant = self.grants.get(link[0].name) if link is not None and link[0].is_device else None
+        if grant is not None and not link[1].is_device:  # (an uplink under a policy's grant)
+            psd, total, cap = self._granted(carrier, psd, total, cap, grant)
         return carrier.send(size_bits, psd, rng, cap_rbs=cap, snr_total=total, **kw)
+
+    def _granted(
+        self, carrier: OfdmaCarrier, psd: float, total: float, cap: float, grant: UplinkGrant
+    ) -> tuple[float, float, float]:
+        """An uplink's ``(per-RB SNR, one-RB SNR, RB cap)`` under ``grant``: the cap
+        ``share`` × the carrier's data RBs; the SNRs × ``power_w`` / the power class (open
+        loop: only the one-RB SNR, the power the target may use)."""
+        if grant.share is not None:
+            cap = min(cap, grant.share * carrier.num_rbs)
+        if grant.power_w is not None:
+            scale = grant.power_w / self.profile.ue_tx_power_w
+            total = total * scale
+            if self.profile.uplink_power_control["model"] == "full_carrier":
+                psd = psd * scale
+        return psd, total, cap
+
+    def power_class_w(self, device: Node) -> float:
+        """The UE power class of the profile [W] (every device's)."""
+        return float(self.profile.ue_tx_power_w)
+
+    def mean_snr_db(self, src: Node, dst: Node) -> float:
+        return float(linear_to_db(self.mean_snr(src, dst, 1.0)))
+
+    def expected_rate_bps(
+        self, src: Node, dst: Node, share: float = 1.0, power_w: float | None = None
+    ) -> float:
+        direction = direction_of(src, dst)
+        carrier = self.carrier_for(direction)
+        _, psd, total = self.link_now(src, dst)
+        cap = self.max_rbs_per_transfer
+        if direction == "uplink":
+            psd, total, cap = self._granted(
+                carrier, psd, total, cap, UplinkGrant(share=share, power_w=power_w)
+            )
+        else:
+            cap = min(cap, share * carrier.num_rbs)
+        num_rbs = float(carrier.usable_caps(cap, np.array([total]))[0])
+        snr = min(psd, total / num_rbs)
+        gamma = float(self.expected_efficiency(np.array([snr]), direction)[0])
+        return gamma * num_rbs * carrier.rb_bandwidth_hz * carrier.time_fraction
 
     def _finish(self, carrier: OfdmaCarrier, flow: OfdmaFlow, start: float) -> dict[str, float]:
         duration = self.env.now - start

@@ -13,6 +13,7 @@ import itertools
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -27,7 +28,23 @@ from netfl.radio.radio_energy import BsPowerModel, BsRadioMeter, UeRadioStates
 #: (``airtime_s``; on OFDMA links ``rb_subframes`` too)
 Progress = Callable[[], tuple[float, dict[str, float]]]
 
-__all__ = ["COVERAGE_COLUMNS", "LinkRadio", "Radio", "direction_of"]
+__all__ = ["COVERAGE_COLUMNS", "LinkRadio", "Radio", "UplinkGrant", "direction_of"]
+
+
+@dataclass(frozen=True)
+class UplinkGrant:
+    """What a resource policy grants a device's uplink for a round (:meth:`Radio.grant`).
+
+    ``share``: the most of the uplink's bandwidth its transfers may hold, in (0, 1] (an
+    OFDMA carrier: a cap of ``share`` × its data RBs; a fixed-rate link: ``share`` × the
+    link's rate, or × the BS's capacity where links share it); None: as without a policy.
+    ``power_w``: its transmit power [W], at most its power class (OFDMA links only: the
+    SNR scales by ``power_w`` / the class's power; under open-loop power control it is
+    the most the device may transmit); None: its power class.
+    """
+
+    share: float | None = None
+    power_w: float | None = None
 
 
 #: the columns of a radio's coverage frame (:meth:`Radio.coverage`)
@@ -90,6 +107,12 @@ class Radio(ABC):
             if bs is not None
             else None
         )
+        #: the uplink grants in force, by device name (:meth:`grant`; a network's cells
+        #: share their network's)
+        self.grants: dict[str, UplinkGrant] = {}
+        #: each device's last transfer by direction: ``(device name, direction)`` → its
+        #: record (a network's cells share their network's)
+        self.last_transfers: dict[tuple[str, str], TransferRecord] = {}
 
     # -- API -------------------------------------------------------------------
     def transfer(
@@ -133,6 +156,54 @@ class Radio(ABC):
         return self.env.process(
             self.carry_multicast(src, receivers, float(size_bits), kind, num_models)
         )
+
+    # -- state and grants (docs/policies.md) -------------------------------------------
+    def grant(self, device: Node, grant: UplinkGrant | None) -> None:
+        """Put ``grant`` in force on ``device``'s uplink transfers that start from now
+        (None: withdraw it). ``ValueError`` for a share outside (0, 1] or a power above
+        the device's class (:meth:`power_class_w`) or on a link without one."""
+        if grant is None or (grant.share is None and grant.power_w is None):
+            self.grants.pop(device.name, None)
+            return
+        if grant.share is not None and not 0.0 < grant.share <= 1.0:
+            raise ValueError(
+                f"{device.name}: an uplink share must be in (0, 1], got {grant.share!r}"
+            )
+        if grant.power_w is not None:
+            limit = self.power_class_w(device)
+            if math.isnan(limit):
+                raise ValueError(f"{device.name}: a {self.mode} link has no transmit power to set")
+            if not 0.0 < grant.power_w <= limit * (1.0 + 1e-12):
+                raise ValueError(
+                    f"{device.name}: transmit power {grant.power_w!r} W is outside "
+                    f"(0, {limit:g}] W, its power class"
+                )
+        self.grants[device.name] = grant
+
+    def power_class_w(self, device: Node) -> float:
+        """The most ``device`` may transmit [W] (NaN: its links model no power)."""
+        return math.nan
+
+    def uplink_pool(self, device: Node) -> int:
+        """The uplink whose bandwidth ``device``'s shares divide (one cell: 0; a network:
+        its serving cell)."""
+        return 0
+
+    def mean_snr_db(self, src: Node, dst: Node) -> float:
+        """The link's mean SNR [dB] as ``coverage`` reports it: the allocation SNR of one
+        RB (:class:`~netfl.algorithms.context.LinkStates`), at full power; NaN where links
+        have fixed rates."""
+        return math.nan
+
+    def expected_rate_bps(
+        self, src: Node, dst: Node, share: float = 1.0, power_w: float | None = None
+    ) -> float:
+        """What a transfer ``src → dst`` holding ``share`` of its direction's bandwidth
+        would carry on average now [bit/s] (at ``power_w``, or its class's power), before
+        any queueing: a fixed rate's link rate (× ``share``), an OFDMA carrier's
+        ``γ̃ · M · B_RB · f`` with M = ``share`` × its data RBs (capped as its transfers
+        are) and γ̃ the fading's mean efficiency at the allocation SNR of M RBs."""
+        raise NotImplementedError
 
     def watch(self, activities: Activities) -> None:
         """Register every transfer's devices in ``activities`` while their bits are on
@@ -255,6 +326,9 @@ class Radio(ABC):
             **extra,
         )
         self.recorder.transfers.append(record)
+        for node in (src, dst):
+            if node.is_device:
+                self.last_transfers[(node.name, direction)] = record
         return record
 
     def promote(self, nodes: Sequence[Node]) -> Generator[simpy.Event, Any, None]:

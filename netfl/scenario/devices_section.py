@@ -24,6 +24,7 @@ from netfl.learning.catalog import MODEL_CATALOG as MODELS
 from netfl.scenario.availability_section import AvailabilitySection
 from netfl.scenario.layout import LayoutSection
 from netfl.scenario.network_section import MobilitySection
+from netfl.scenario.registries import dvfs_problem
 from netfl.scenario.strict import _check_name, _Strict
 
 __all__ = ["MAX_DEVICES", "ComputeOverrides", "DeviceGroup", "DevicesSection"]
@@ -48,6 +49,37 @@ class ComputeOverrides(_Strict):
     rx_power_per_mbps_w: NonNegativeFloat | None = Field(None, le=1e3)
     rrc_promotion_power_w: NonNegativeFloat | None = Field(None, le=1e4)
     rrc_promotion_s: NonNegativeFloat | None = Field(None, le=60.0)
+    min_frequency_hz: NonNegativeFloat | None = Field(
+        None, le=1e11, description="DVFS: lowest CPU frequency a policy may set [Hz]"
+    )
+    max_frequency_hz: NonNegativeFloat | None = Field(
+        None, le=1e11, description="DVFS: highest CPU frequency [Hz], the default; 0: no DVFS"
+    )
+    capacitance: NonNegativeFloat | None = Field(
+        None, le=1e-20, description="DVFS: κ [J/(cycle·Hz²)]: a cycle at f costs κ·f² J"
+    )
+    cycles_per_flop: NonNegativeFloat | None = Field(
+        None, le=1e12, description="DVFS: CPU cycles per FLOP; 0: f_max / effective_flops_per_s"
+    )
+    cycles_per_sample: NonNegativeFloat | None = Field(
+        None,
+        le=1e12,
+        description="DVFS: CPU cycles per training sample (Yang et al.'s c_k); 0: from FLOPs",
+    )
+
+    def check_profiles(self, names: list[str]) -> None:
+        """``ValueError`` naming ``compute_overrides.KEY`` where these overrides give one
+        of the compute profiles ``names`` invalid DVFS values (min above max, DVFS
+        without a capacitance, DVFS values without DVFS)."""
+        given = self.model_dump()
+        profiles = compute_profiles()
+        for name in dict.fromkeys(names):
+            if name not in profiles:  # (its own check names it)
+                continue
+            problem = dvfs_problem(profiles[name].with_overrides(**given))
+            if problem is not None:
+                key, message = problem
+                raise ValueError(f"compute_overrides.{key}: {message} (compute profile {name!r})")
 
 
 class DeviceGroup(_Strict):
@@ -164,4 +196,8 @@ class DevicesSection(_Strict):
         total = sum(g.count for g in self.groups)
         if total > self.count:
             raise ValueError(f"groups hold {total} devices but count is {self.count}")
+        self.compute_overrides.check_profiles(
+            [self.compute_profile]
+            + [g.compute_profile or self.compute_profile for g in self.groups]
+        )
         return self

@@ -73,6 +73,7 @@ def registries() -> dict[str, dict[str, Any]]:
     from netfl.learning.catalog import MODEL_CATALOG
     from netfl.learning.datasets import DATASETS
     from netfl.learning.partition import PARTITIONERS
+    from netfl.policies import POLICIES
     from netfl.radio.mobility_models import MOBILITY_MODELS
     from netfl.radio.schedulers import SCHEDULERS
 
@@ -87,6 +88,7 @@ def registries() -> dict[str, dict[str, Any]]:
         "mobility model": MOBILITY_MODELS,
         "fading model": FADING_MODELS,
         "availability model": AVAILABILITY_MODELS,
+        "resource policy": POLICIES,
     }
 
 
@@ -189,7 +191,46 @@ def register_compute_profile(profile: Any) -> None:
     )
     if not (isinstance(profile.parallel_jobs, int) and profile.parallel_jobs >= 1):
         raise RegistrationError(f"compute profile {name!r}: parallel_jobs must be an integer ≥ 1")
+    problem = dvfs_problem(profile)
+    if problem is not None:
+        raise RegistrationError(f"compute profile {name!r}: {problem[0]} {problem[1]}")
     compute_profiles()[name] = profile
+
+
+#: a compute profile's DVFS keys and their largest values (a scenario's
+#: ``compute_overrides`` has the same bounds)
+DVFS_BOUNDS = {
+    "min_frequency_hz": 1e11,
+    "max_frequency_hz": 1e11,
+    "capacitance": 1e-20,
+    "cycles_per_flop": 1e12,
+    "cycles_per_sample": 1e12,
+}
+
+
+def dvfs_problem(profile: Any) -> tuple[str, str] | None:
+    """The first fault of a compute profile's DVFS values as ``(key, message)``, or
+    None: each a number in [0, bound]; with DVFS (``max_frequency_hz`` > 0)
+    ``min_frequency_hz`` ≤ ``max_frequency_hz`` and ``capacitance`` > 0; without it
+    the other DVFS keys 0 (they would be ignored)."""
+    for key, bound in DVFS_BOUNDS.items():
+        v = getattr(profile, key)
+        if not (_finite(v) and 0 <= v <= bound):
+            return key, f"must be a number in [0, {bound:g}] (got {v!r})"
+    f_min, f_max, kappa = profile.min_frequency_hz, profile.max_frequency_hz, profile.capacitance
+    if f_max == 0:
+        for key in DVFS_BOUNDS:
+            if getattr(profile, key) != 0:
+                return key, "applies only with DVFS: give max_frequency_hz > 0 as well"
+        return None
+    if f_min > f_max:
+        return "min_frequency_hz", f"{f_min:g} Hz exceeds max_frequency_hz {f_max:g} Hz"
+    if not kappa > 0:
+        return "capacitance", (
+            f"must be > 0 with DVFS (max_frequency_hz {f_max:g} Hz): a CPU cycle at f costs "
+            "capacitance·f² J"
+        )
+    return None
 
 
 def register_link_profile(profile: Any) -> None:
@@ -263,6 +304,17 @@ def register_mobility(model: Any) -> Any:
 
     _claim("mobility model", vars(model).get("name") if isinstance(model, type) else None)
     return add(model)
+
+
+def register_policy(policy: Any) -> Any:
+    """A resource policy: a :class:`~netfl.policies.ResourcePolicy` subclass with a
+    ``name``, an optional ``Config`` (a :class:`~netfl.policies.PolicyConfig`:
+    ``policy.options``) and ``decide(r, candidates, count, work) -> Decision`` (usable as
+    a class decorator; docs/policies.md)."""
+    from netfl.policies.resource_policy import register_policy as add
+
+    _claim("resource policy", vars(policy).get("name") if isinstance(policy, type) else None)
+    return add(policy)
 
 
 def _user(fn: Callable[..., Any], what: str, check: Any = None) -> UserCallable:

@@ -44,6 +44,7 @@ from netfl.scenario.devices_section import ComputeOverrides, DevicesSection
 from netfl.scenario.layout import LayoutSection
 from netfl.scenario.layout_fit import fit_layouts
 from netfl.scenario.network_section import NetworkSection
+from netfl.scenario.policy_section import PolicySection
 from netfl.scenario.strict import (
     STRICT_CONFIG,
     _check_name,
@@ -72,9 +73,15 @@ class ServerSection(_Strict):
             "effective_flops_per_s",
             "busy_power_w",
             "parallel_jobs",
+            "min_frequency_hz",
+            "max_frequency_hz",
+            "capacitance",
+            "cycles_per_flop",
+            "cycles_per_sample",
         }
         stray = [f"compute_overrides.{k}" for k in self.compute_overrides.given(keys)]
         refuse(stray, "to the server (no modem, no idle charge)")
+        self.compute_overrides.check_profiles([self.compute_profile])
         return self
 
 
@@ -215,6 +222,11 @@ class Scenario(_Strict):
     model: ModelSection = ModelSection()
     training: TrainingSection = TrainingSection()
     algorithm: AlgorithmSection = AlgorithmSection()
+    policy: PolicySection = Field(
+        PolicySection(),
+        description="who takes part each round and with what share, power and CPU "
+        "frequency (docs/policies.md; default random: FedAvg's sampling)",
+    )
     learning: LearningSection = LearningSection()
     outputs: OutputsSection = OutputsSection()
 

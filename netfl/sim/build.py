@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from netfl.core.rng import Streams
     from netfl.learning.datasets import Dataset
     from netfl.learning.tasks import Executor
+    from netfl.policies.control import PolicyControl
     from netfl.radio.radio import Radio
     from netfl.scenario.schema import LearningSection, ModelSection, TrainingSection
     from netfl.sim.specs import InfraSpec, RadioSpec
@@ -49,6 +50,7 @@ __all__ = [
     "build_radio",
     "build_models",
     "build_executor",
+    "build_policy",
     "train_config",
 ]
 
@@ -237,6 +239,18 @@ def _network_radio(
             positions_m=positions[cells == k],
         )
     return RadioParts(radio, channel, radio.cells[0].cues if one else None)
+
+
+def build_policy(section: Any, env: Any, states: Any, streams: Streams) -> PolicyControl:
+    """The run's resource policy (the ``policy`` section) at work: its options validated
+    by its ``Config``, its decisions checked, honoured and recorded."""
+    from netfl.policies import POLICIES
+    from netfl.policies.control import PolicyControl
+
+    kind = POLICIES[section.name]
+    config = kind.Config(**(section.options or {})) if kind.Config is not None else None
+    policy = kind(config, states, streams)
+    return PolicyControl(policy, env, states.radio, states.compute)
 
 
 def model_info(m: ModelSection, dataset: Dataset, name: str) -> ModelInfo:

@@ -217,6 +217,7 @@ def _run_world(
                         "next_round": r + 1,
                         "rows": list(rows),
                         "algorithm": _state_of(algorithm, r),
+                        "policy": world.policy.state_dict(),
                         "scenario_sha256": fingerprint,
                     }
                 if checkpoint_now:
@@ -283,6 +284,8 @@ def _resume(
     _replay(world, algorithm, nodes, start)
     with attributed(f"algorithm {algorithm.name!r} load_state_dict (resume)"):
         algorithm.load_state_dict(ck["algorithm"])
+    if "policy" in ck:  # (a checkpoint written before resource policies: random's)
+        world.policy.load_state_dict(ck["policy"])
     log.info("resumed %s at round %d", run_dir, start)
     return start, rows
 
@@ -361,6 +364,7 @@ def _result(
                 world.radio,
                 world.coverage,
                 world.mobility,
+                world.policy,
                 algorithm,
                 CriticalPaths(rec, device_names, world.radio.server_aliases()),
             )

@@ -21,12 +21,14 @@ from netfl.core.records import Recorder
 from netfl.core.rng import Streams
 from netfl.errors import UserError
 from netfl.learning.tasks import Executor, TrainConfig
+from netfl.policies.states import DeviceStates
 from netfl.scenario.schema import Scenario
 from netfl.sim.build import (
     build_devices,
     build_executor,
     build_infrastructure,
     build_models,
+    build_policy,
     build_radio,
     initial_state,
     train_config,
@@ -111,6 +113,9 @@ class World:
         self.compute = ComputeEngine(self.env, self.recorder)
         self.radio.watch(self.activities)
         self.compute.activities = self.activities
+        #: what can be known of each device now, and the run's resource policy
+        self.states = DeviceStates(self.radio, self.compute, lambda _device: self.bs)
+        self.policy = build_policy(scenario.policy, self.env, self.states, self.streams)
         self.device_model_names = list(spec.device_models)
         self.models = build_models(spec.model, self.device_model_names, self.dataset)
         self.model = self.models[scenario.model.name]

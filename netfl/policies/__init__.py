@@ -1,0 +1,32 @@
+"""Resource policies: each round's participants and what each is given.
+
+:mod:`netfl.policies.states` (what can be known of each device now),
+:mod:`netfl.policies.resource_policy` (the policy protocol and its registry),
+:mod:`netfl.policies.control` (a run's policy checked, honoured and recorded), and one
+module per built-in policy: ``random`` (:mod:`~netfl.policies.random_selection`),
+``round_robin`` (:mod:`~netfl.policies.round_robin_turns`), ``best_channel``, ``fedcs``. docs/policies.md is the guide.
+"""
+
+from netfl.policies import best_channel, fedcs, random_selection, round_robin_turns  # noqa: F401
+from netfl.policies.resource_policy import (
+    POLICIES,
+    Allocation,
+    Decision,
+    PolicyConfig,
+    ResourcePolicy,
+    RoundWork,
+    register_policy,
+)
+from netfl.policies.states import DeviceStates, MeasuredTransfer
+
+__all__ = [
+    "POLICIES",
+    "Allocation",
+    "Decision",
+    "DeviceStates",
+    "MeasuredTransfer",
+    "PolicyConfig",
+    "ResourcePolicy",
+    "RoundWork",
+    "register_policy",
+]

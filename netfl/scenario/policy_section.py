@@ -1,0 +1,40 @@
+"""The ``policy`` section: the resource policy that decides each round
+(:mod:`netfl.policies`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, field_validator, model_validator
+
+from netfl.policies import POLICIES
+from netfl.scenario.strict import _check_name, _Strict, check_options
+
+__all__ = ["PolicySection"]
+
+
+class PolicySection(_Strict):
+    """Which devices take part each round and with what uplink share, transmit power and
+    CPU frequency (docs/policies.md)."""
+
+    name: str = Field(
+        "random",
+        description="a resource policy of the registry (`netfl list policies`; a plugin's: "
+        "netfl.register_policy); random: FedAvg's sampling, as without this section",
+        json_schema_extra=lambda schema: schema.update(enum=list(POLICIES)),
+    )
+    options: dict[str, Any] | None = Field(
+        None, description="the policy's options (its Config: `netfl list policies`)"
+    )
+
+    _n = field_validator("name")(lambda v: _check_name("resource policy", v, POLICIES))
+
+    @model_validator(mode="after")
+    def _options(self) -> PolicySection:
+        kind = POLICIES[self.name]
+        if kind.Config is None:
+            if self.options:
+                raise ValueError(f"options: policy {self.name!r} takes none")
+        else:
+            check_options(kind.Config, self.options, "options", f"policy {self.name!r}")
+        return self
