@@ -133,6 +133,7 @@ LAYERS: list[list[str]] = [
         "netfl.policies.best_channel",
         "netfl.policies.control",
         "netfl.policies.fedcs",
+        "netfl.policies.min_energy",
         "netfl.policies.random_selection",
         "netfl.policies.round_robin_turns",
         "netfl.policies.states",

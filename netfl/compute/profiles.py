@@ -33,6 +33,7 @@ def compute_profiles() -> dict[str, ComputeProfile]:
             rrc_tail_power_w=float(p.get("rrc_tail_power_w", 0.0)),
             rrc_tail_s=float(p.get("rrc_tail_s", 0.0)),
             tx_power_per_mbps_w=float(p.get("tx_power_per_mbps_w", 0.0)),
+            tx_power_per_w=float(p.get("tx_power_per_w", 0.0)),
             rx_power_per_mbps_w=float(p.get("rx_power_per_mbps_w", 0.0)),
             rrc_promotion_power_w=float(p.get("rrc_promotion_power_w", 0.0)),
             rrc_promotion_s=float(p.get("rrc_promotion_s", 0.0)),

@@ -41,6 +41,13 @@ class ComputeProfile:
     rrc_tail_power_w, rrc_tail_s : float
         Modem power [W] and length [s] of the RRC tail after the last transfer
         ends (cut short when the next transfer starts).
+    tx_power_per_w : float
+        Electrical transmit power per watt radiated [W/W]: while transmitting at power p
+        [W] (its power class's, or what a resource policy grants) the modem draws
+        ``tx_power_w + tx_power_per_w · p`` (a linear power amplifier of efficiency
+        1/``tx_power_per_w``; Yang et al., TWC 2021, charge p itself: ``tx_power_w`` 0,
+        ``tx_power_per_w`` 1); 0: the radiated power does not change what it draws. Links
+        without a transmit power (fixed rate) add nothing.
     tx_power_per_mbps_w, rx_power_per_mbps_w : float
         Radio power that grows with the transfer's throughput on air [W per Mbit/s]
         (Huang et al. 2012's α_u, α_d: P = α·R + β with β the ``tx``/``rx`` power);
@@ -79,6 +86,7 @@ class ComputeProfile:
     rrc_tail_power_w: float = 0.0
     rrc_tail_s: float = 0.0
     tx_power_per_mbps_w: float = 0.0
+    tx_power_per_w: float = 0.0
     rx_power_per_mbps_w: float = 0.0
     rrc_promotion_power_w: float = 0.0
     rrc_promotion_s: float = 0.0

@@ -393,6 +393,7 @@ def result_figures(result: RunResult, out: str | Path) -> list[Path]:
             devices,
             out,
             title,
+            policy=result.tables.get("policy"),
         ),
         upload_cdf(result.transfers, set(devices), out, title),
     ):

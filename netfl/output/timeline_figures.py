@@ -81,6 +81,17 @@ def device_steps(
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=columns)
 
 
+def _shares(policy: pd.DataFrame | None) -> dict[tuple[int, str], float]:
+    """``(round, device) → uplink share`` of the participants a policy gave one."""
+    if policy is None or not len(policy):
+        return {}
+    given = policy[policy["selected"] & policy["share"].notna()]
+    return {
+        (int(r), str(d)): float(s)
+        for r, d, s in zip(given["round"], given["device"], given["share"], strict=True)
+    }
+
+
 def device_timeline(
     rounds: pd.DataFrame,
     transfers: pd.DataFrame,
@@ -91,11 +102,14 @@ def device_timeline(
     title: str = "",
     max_devices: int = 30,
     max_rounds: int = 10,
+    policy: pd.DataFrame | None = None,
 ) -> Path | None:
     """Gantt chart of the devices' steps (compute, download, upload, D2D, backhaul; blank:
     idle) over the first ``max_rounds`` rounds, round ends as vertical lines and the
     critical path's steps outlined in black; at most ``max_devices`` devices
-    (:func:`timeline_devices`). None when no device did anything."""
+    (:func:`timeline_devices`). With a resource policy's table (``policy``), an upload
+    bar's height is the device's uplink share that round (full: none set). None when no
+    device did anything."""
     shown_rounds = rounds["round"].iloc[:max_rounds].tolist()
     stragglers = [s for s in rounds.get("straggler", pd.Series(dtype=str)).iloc[:max_rounds] if s]
     names = timeline_devices(devices, stragglers, max_devices)
@@ -105,9 +119,20 @@ def device_timeline(
         return None
     row = {d: i for i, d in enumerate(names)}
     fig, ax = plt.subplots(figsize=(9, 1.2 + 0.28 * len(names)))
+    shares = _shares(policy)
     for step, colour in STEP_COLOURS.items():
         s = steps[steps["step"] == step]
         for device, group in s.groupby("device"):
+            if step == "upload" and shares:
+                for g in group.itertuples():
+                    h = 0.7 * shares.get((g.round, device), 1.0)
+                    ax.broken_barh(
+                        [(g.start_s, g.end_s - g.start_s)],
+                        (row[device] + 0.35 - h, h),
+                        color=colour,
+                        label=step,
+                    )
+                continue
             spans = list(zip(group["start_s"], group["end_s"] - group["start_s"], strict=True))
             ax.broken_barh(spans, (row[device] - 0.35, 0.7), color=colour, label=step)
     if critical is not None and len(critical):
@@ -135,8 +160,10 @@ def device_timeline(
     sampled = (
         f", {len(names)} of {len(set(devices))} devices" if len(names) < len(set(devices)) else ""
     )
+    heights = "; upload height: uplink share" if shares else ""
     ax.set_title(
-        f"{title}: per-device timeline ({of}{sampled}; outlined: critical path)", fontsize=9
+        f"{title}: per-device timeline ({of}{sampled}; outlined: critical path{heights})",
+        fontsize=9,
     )
     return save_figure(fig, out / "device_timeline.png")
 

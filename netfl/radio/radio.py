@@ -260,13 +260,27 @@ class Radio(ABC):
             self.bs_meter.active -= 1
             self.bs_meter.update()
 
+    def transmit_power_w(self, device: Node, direction: str) -> float:
+        """What ``device`` radiates on a transfer of ``direction`` [W]: its uplink grant's
+        power, else its power class (NaN: its links have none)."""
+        grant = self.grants.get(device.name) if direction == "uplink" else None
+        if grant is not None and grant.power_w is not None:
+            return grant.power_w
+        return self.power_class_w(device)
+
     @staticmethod
     def _charge(
-        node: Node, role: str, duration_s: float, airtime_s: float, bits: float = 0.0
+        node: Node,
+        role: str,
+        duration_s: float,
+        airtime_s: float,
+        bits: float = 0.0,
+        radiated_w: float = math.nan,
     ) -> float:
         """A UE's radio energy of one transfer: tx/rx power × airtime + wait power ×
         queueing; the tx/rx power P = β + α·R grows with the throughput on air R = bits /
-        airtime [Mbit/s] where the profile has a slope α (Huang et al. 2012)."""
+        airtime [Mbit/s] where the profile has a slope α (Huang et al. 2012), and the tx
+        power by ``tx_power_per_w`` × the power radiated (``radiated_w``; NaN: none)."""
         if not node.is_device:
             return 0.0  # the BS is charged by its power model (BsRadioMeter)
         wait_s = max(duration_s - airtime_s, 0.0)
@@ -276,6 +290,8 @@ class Radio(ABC):
             if role == "tx"
             else (c.rx_power_w, c.rx_power_per_mbps_w)
         )
+        if role == "tx" and c.tx_power_per_w and radiated_w == radiated_w:
+            p += c.tx_power_per_w * radiated_w
         if slope and airtime_s > 0:
             p += slope * bits / airtime_s / 1e6
         e = node.energy
@@ -319,7 +335,11 @@ class Radio(ABC):
             start_s=start_s,
             end_s=self.env.now,
             num_models=num_models,
-            tx_energy_j=self._charge(src, "tx", duration, airtime, delivered),
+            tx_energy_j=self._charge(
+                src, "tx", duration, airtime, delivered, self.transmit_power_w(src, direction)
+            )
+            if src.is_device
+            else 0.0,
             rx_energy_j=self._charge(dst, "rx", duration, airtime, delivered),
             airtime_s=airtime,
             multicast_group=group,

@@ -46,6 +46,7 @@ class ComputeOverrides(_Strict):
     rrc_tail_power_w: NonNegativeFloat | None = Field(None, le=1e4)
     rrc_tail_s: NonNegativeFloat | None = Field(None, le=3600.0)
     tx_power_per_mbps_w: NonNegativeFloat | None = Field(None, le=1e3)
+    tx_power_per_w: NonNegativeFloat | None = Field(None, le=1e3)
     rx_power_per_mbps_w: NonNegativeFloat | None = Field(None, le=1e3)
     rrc_promotion_power_w: NonNegativeFloat | None = Field(None, le=1e4)
     rrc_promotion_s: NonNegativeFloat | None = Field(None, le=60.0)

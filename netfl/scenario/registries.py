@@ -186,7 +186,13 @@ def register_compute_profile(profile: Any) -> None:
         name,
         profile,
         ("busy_power_w", "idle_power_w", "tx_power_w", "rx_power_w", "radio_wait_power_w")
-        + ("rrc_tail_power_w", "rrc_tail_s", "tx_power_per_mbps_w", "rx_power_per_mbps_w")
+        + (
+            "rrc_tail_power_w",
+            "rrc_tail_s",
+            "tx_power_per_mbps_w",
+            "rx_power_per_mbps_w",
+            "tx_power_per_w",
+        )
         + ("rrc_promotion_power_w", "rrc_promotion_s"),
     )
     if not (isinstance(profile.parallel_jobs, int) and profile.parallel_jobs >= 1):

@@ -460,3 +460,47 @@ def test_the_last_transfer_and_the_energy_are_the_records():
             ue.compute.effective_flops_per_s, rel=1e-12
         )
     world.close()
+
+
+def test_the_timeline_draws_an_upload_as_high_as_its_share(tmp_path):
+    """The per-device timeline scales each upload bar to the share the policy gave."""
+
+    from netfl.output import timeline_figures
+
+    (tmp_path / "lab.py").write_text(FIXED)
+    data = tiny_scenario(
+        plugins=[str(tmp_path / "lab.py")],
+        policy={"name": "fixed_share", "options": {"share": 0.25}},
+        training={"rounds": 1},
+    )
+    result = _run(tmp_path, data)
+    heights = []
+    real = timeline_figures.plt.subplots
+
+    def spy(*args, **kw):
+        fig, ax = real(*args, **kw)
+        original = ax.broken_barh
+
+        def barh(spans, yrange, **style):
+            if style.get("label") == "upload":
+                heights.append(yrange[1])
+            return original(spans, yrange, **style)
+
+        ax.broken_barh = barh
+        return fig, ax
+
+    timeline_figures.plt.subplots = spy
+    try:
+        path = timeline_figures.device_timeline(
+            result.rounds,
+            result.transfers,
+            result.computes,
+            None,
+            ["ue0", "ue1", "ue2", "ue3"],
+            tmp_path,
+            policy=result.tables["policy"],
+        )
+    finally:
+        timeline_figures.plt.subplots = real
+    assert path is not None and path.exists()
+    assert heights and all(h == pytest.approx(0.7 * 0.25) for h in heights)
