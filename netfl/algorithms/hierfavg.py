@@ -26,15 +26,17 @@ columns: ``edges`` (edge servers with clients) and ``edge_aggregations`` (κ2).
 from __future__ import annotations
 
 from collections.abc import Generator
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import simpy
 from pydantic import Field
 
-from netfl.algorithms.algorithm import RoundSummary, register
+from netfl.algorithms.algorithm import RoundSummary, honours, register
 from netfl.algorithms.fedavg import FedAvg, FedAvgConfig, cut_counts, is_cut
 from netfl.core.nodes import Node
+from netfl.policies.resource_policy import RoundWork
 
 if TYPE_CHECKING:
     from netfl.learning.train import TrainResult
@@ -76,6 +78,8 @@ class HierFAVG(FedAvg):
     ) -> Generator[simpy.Event, Any, TrainResult | None]:
         world = self.world
         bits = self.model_bits(device)
+        if j == 0:  # (a resource policy's share, power and frequency, for its κ2 edge rounds)
+            self.begin_client(r, device)
         if download:
             yield world.radio.transfer(edge, device, bits, "model_down", num_models=1)
         result = yield from self.local_update(
@@ -109,6 +113,7 @@ class HierFAVG(FedAvg):
             for d, job in zip(members, jobs, strict=True):
                 if is_cut(job.value):
                     self._cut[d.name] = job.value
+                    world.policy.release(r, d, job.value.reason)
             members = [d for d, job in zip(members, jobs, strict=True) if not is_cut(job.value)]
             results = [job.value for job in jobs if not is_cut(job.value)]
             if results:  # (the edge model's weight: the data of its last contributors)
@@ -123,10 +128,26 @@ class HierFAVG(FedAvg):
                     state = weighted_average(
                         [res.state for res in kept], [res.num_samples for res in kept]
                     )
+        for d in members:  # (their last edge update arrived)
+            world.policy.release(r, d, "arrived")
         if edge is not world.bs:
             yield world.radio.transfer(edge, world.bs, bits, "edge_model_up", num_models=1)
         return state, weight, losses
 
+    def round_work(self) -> RoundWork:
+        """FedAvg's, with a client's κ2 edge rounds of κ1 epochs each (one download and
+        upload counted: the estimate of a policy that plans one edge round)."""
+        work = super().round_work()
+        epochs = self.world.train_config.epochs
+        per = (self.config.kappa1 or epochs) * self.config.kappa2 / epochs
+        return replace(
+            work,
+            train_flops=lambda d: work.train_flops(d) * per,
+            train_samples=lambda d: work.train_samples(d) * per,
+            deadline_s=None,
+        )
+
+    @honours("policy")
     def round(self, r: int) -> Generator[simpy.Event, Any, RoundSummary]:
         world, env = self.world, self.world.env
         clients = yield from self.wait_for_clients(r)
@@ -148,6 +169,7 @@ class HierFAVG(FedAvg):
             elif kept:
                 self.global_state = weighted_average([s for s, _ in kept], [n for _, n in kept])
         losses = [x for _, _, ls in outs for x in ls]
+        world.policy.end_round(r)
         return RoundSummary(
             num_clients=len(clients),
             train_loss=float(np.mean(losses)) if losses else float("nan"),

@@ -275,8 +275,9 @@ def test_what_a_round_honours_is_declared_by_the_round_written():
     assert FedAvg.round_honours() == deadline and Replaces.round_honours() == frozenset()
     for cls in (DFL, FD, VanillaDPFL, LocalLossDPFL):
         assert cls.round_honours() == deadline, cls.name
-    for cls in (FedDif, FedSwap, HierFAVG, EcoFed):
+    for cls in (FedDif, FedSwap, EcoFed):
         assert cls.round_honours() == frozenset(), cls.name
+    assert HierFAVG.round_honours() == frozenset({"policy"})  # (its own round, a policy's)
     assert not hasattr(FedAvg, "wraps_fedavg_round")
 
 

@@ -504,3 +504,22 @@ def test_the_timeline_draws_an_upload_as_high_as_its_share(tmp_path):
         timeline_figures.plt.subplots = real
     assert path is not None and path.exists()
     assert heights and all(h == pytest.approx(0.7 * 0.25) for h in heights)
+
+
+def test_hierfavg_honours_a_policys_shares_at_every_edge_round(tmp_path):
+    """HierFAVG's clients hold their grant through their κ2 edge rounds: on dedicated
+    fixed-rate links every edge upload takes S/(b·R); the table has their times."""
+    (tmp_path / "lab.py").write_text(FIXED)
+    data = tiny_scenario(
+        plugins=[str(tmp_path / "lab.py")],
+        cell={"link": {"mode": "fixed_rate"}},
+        devices={"count": 3, "link_profile": "4g_lte"},
+        algorithm={"name": "hierfavg", "kappa2": 2},
+        policy={"name": "fixed_share", "options": {"share": 0.25}},
+    )
+    result = _run(tmp_path, data)
+    up = result.transfers[result.transfers.kind == "model_up"]
+    assert len(up) == 3 * 2 * 2  # (3 clients, 2 edge rounds, 2 cloud rounds)
+    assert np.allclose(up["duration_s"], up["size_bits"] / (0.25 * 5e6), rtol=1e-12)
+    table = result.tables["policy"]
+    assert (table["outcome"] == "arrived").all() and table["actual_time_s"].notna().all()
