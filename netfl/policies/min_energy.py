@@ -68,6 +68,14 @@ class MinEnergyConfig(PolicyConfig):
     equal_shares: bool = Field(
         False, description="every participant 1/K of the uplink; powers and frequencies optimised"
     )
+    slack: float = Field(
+        0.0,
+        ge=0.0,
+        lt=1.0,
+        description="share of the deadline held back: plan to (1 - slack) of it (the "
+        "expected rates are means over the fading; a plan that fills the deadline exactly "
+        "is late about as often as a transfer is slower than its mean)",
+    )
     min_power_fraction: float = Field(
         1e-3, gt=0.0, le=1.0, description="the lowest transmit power tried, as a share of the class"
     )
@@ -185,10 +193,11 @@ class MinEnergy(ResourcePolicy):
         deadline = work.deadline_s if work.deadline_s is not None else math.inf
         while chosen:
             down = download_time_s(self.states, chosen, work)
-            budget = deadline - down - self.config.overhead_s
+            budget = deadline * (1.0 - self.config.slack) - down - self.config.overhead_s
             devices = [_Device(self, d, work, budget) for d in chosen]
             need = [d.min_share() for d in devices]
-            if sum(need) <= 1.0 or self.config.equal_shares and max(need) <= 1.0 / len(devices):
+            fits = max(need) <= 1.0 / len(need) if self.config.equal_shares else sum(need) <= 1.0
+            if fits:
                 break
             chosen = [d for d, n in zip(chosen, need, strict=True) if n != max(need)]
         if not chosen:

@@ -119,3 +119,13 @@ def test_optimal_shares_spend_no_more_than_equal_shares():
     optimal = energy({"name": "min_energy"})
     equal = energy({"name": "min_energy", "options": {"equal_shares": True}})
     assert optimal <= equal * (1 + 1e-6)
+
+
+def test_slack_plans_to_a_share_of_the_deadline():
+    """With ``slack`` 0.25 every participant is planned, and arrives, within 0.75 of the
+    deadline (no fading: the expected rates are the rates)."""
+    result = run(_scenario({"name": "min_energy", "options": {"slack": 0.25}}), "s.yaml")
+    table = result.tables["policy"]
+    assert (table["outcome"] == "arrived").all()
+    assert (table["expected_time_s"] <= 0.75 * DEADLINE_S * (1 + 1e-9)).all()
+    assert (table["actual_time_s"] <= 0.75 * DEADLINE_S * (1 + 1e-6)).all()
