@@ -444,7 +444,8 @@ class FedAvg(Algorithm):
     def round(self, r: int) -> Generator[simpy.Event, Any, RoundSummary]:
         env = self.world.env
         clients = yield from self.wait_for_clients(r)
-        if not clients:  # (Bernoulli availability: an empty round)
+        if not clients:  # (Bernoulli availability, or a policy chose none: an empty round)
+            self.world.policy.close_round(r, {})
             return RoundSummary(num_clients=0, train_loss=float("nan"))
         deadline = (
             env.timeout(self.config.deadline_s) if self.config.deadline_s is not None else None
@@ -476,7 +477,8 @@ class FedAvg(Algorithm):
         arrived = [(d, o) for d, o in zip(clients, outcomes, strict=True) if not is_cut(o)]
         yield from self.server_update(r, [d for d, _ in arrived], [o for _, o in arrived])
         self._aggregator = None
-        self.world.policy.end_round(r)
+        cuts = {d.name: o.reason for d, o in zip(clients, outcomes, strict=True) if is_cut(o)}
+        self.world.policy.close_round(r, cuts)  # (one cut before its part began: recorded)
         losses = [res.mean_loss for _, res in arrived if res is not None]
         return RoundSummary(
             num_clients=len(clients),

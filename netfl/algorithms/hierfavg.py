@@ -151,7 +151,8 @@ class HierFAVG(FedAvg):
     def round(self, r: int) -> Generator[simpy.Event, Any, RoundSummary]:
         world, env = self.world, self.world.env
         clients = yield from self.wait_for_clients(r)
-        if not clients:  # (Bernoulli availability: an empty round)
+        if not clients:  # (Bernoulli availability, or a policy chose none: an empty round)
+            world.policy.close_round(r, {})
             return RoundSummary(num_clients=0, train_loss=float("nan"))
         self._cut: dict[str, object] = {}
         groups = self.edges(clients)
@@ -169,7 +170,7 @@ class HierFAVG(FedAvg):
             elif kept:
                 self.global_state = weighted_average([s for s, _ in kept], [n for _, n in kept])
         losses = [x for _, _, ls in outs for x in ls]
-        world.policy.end_round(r)
+        world.policy.close_round(r, {n: getattr(c, "reason", "cut") for n, c in self._cut.items()})
         return RoundSummary(
             num_clients=len(clients),
             train_loss=float(np.mean(losses)) if losses else float("nan"),

@@ -1,11 +1,12 @@
 """``best_channel``: the ``count`` devices whose uplink is expected to be fastest now.
 
-Channel-aware selection in its simplest form (the "best channel" scheduler of the
-wireless-FL literature, e.g. the baselines of Yang, Liu, Quek & Poor, IEEE TCOM 2020):
-the candidates ranked by their expected uplink rate at an equal share, 1/``count`` of
-the uplink each (:meth:`netfl.policies.states.DeviceStates.expected_rate_bps`: the
-mean SNR's rate over the fading, what can be known before a transfer), ties in device
-order; nothing allocated.
+Channel-aware selection in its simplest form, a common baseline of wireless-FL studies
+(not one of Yang et al. 2020's three policies: their proportional fair ranks by the
+instantaneous-to-average SNR): the candidates ranked by their expected uplink rate at
+an equal share, 1/``count`` of the uplink each
+(:meth:`netfl.policies.states.DeviceStates.expected_rate_bps`: the mean SNR's rate over
+the fading, what can be known before a transfer), ties in device order; nothing
+allocated.
 """
 
 from __future__ import annotations

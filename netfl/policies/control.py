@@ -133,16 +133,8 @@ class PolicyControl:
             raise wrong(f"the uplink shares add up to {shares[over[0]]:.6g} > 1 in one cell")
 
     def _validate(self, device: Node, a: Allocation) -> None:
-        if a.share is not None and not 0.0 < a.share <= 1.0:
-            raise ValueError(f"{device.name}: share {a.share!r} is not in (0, 1]")
-        if a.power_w is not None:
-            limit = self.radio.power_class_w(device)
-            if math.isnan(limit):
-                raise ValueError(f"{device.name}: a {self.radio.mode} link has no transmit power")
-            if not 0.0 < a.power_w <= limit * (1.0 + 1e-12):
-                raise ValueError(
-                    f"{device.name}: power {a.power_w!r} W is outside (0, {limit:g}] W"
-                )
+        if a.share is not None or a.power_w is not None:
+            self.radio.check_grant(device, UplinkGrant(a.share, a.power_w))
         if a.frequency_hz is not None:
             self.compute.check_frequency(device, a.frequency_hz)
 
@@ -178,6 +170,25 @@ class PolicyControl:
         self._start_s.pop(r, None)
 
     # -- records and checkpoints ------------------------------------------------------
+    def recorded(self) -> int:
+        """How many rows the ``policy`` table has now."""
+        return len(self._rows)
+
+    def forget_from(self, n: int) -> None:
+        """Drop the rows from the ``n``-th on (a round a stopped run does not keep)."""
+        del self._rows[n:]
+        self._open = {k: i for k, i in self._open.items() if i < n}
+
+    def close_round(self, r: int, outcomes: dict[str, str]) -> None:
+        """Round ``r`` is over: a participant whose part never ran (cut before it began)
+        gets its outcome from ``outcomes`` (device name → reason); its decision is
+        forgotten."""
+        for (rr, name), row in list(self._open.items()):
+            if rr == r:
+                self._rows[row]["outcome"] = outcomes.get(name, "cut")
+                del self._open[(rr, name)]
+        self.end_round(r)
+
     def tables(self) -> dict[str, pd.DataFrame]:
         """``policy``: one row per round and candidate (none: no decision was made)."""
         if not self._rows:

@@ -192,11 +192,12 @@ def download_time_s(
 ) -> float:
     """The expected time to send the round's download to ``devices`` [s]: multicast, one
     transmission at the weakest one's rate; unicast, each at an equal share of the
-    downlink (concurrent: the last ends when the slowest has its share's airtime).
+    downlink (concurrent: the last ends when the slowest has its share's airtime), or on
+    dedicated links each at its own rate.
     ``memo`` keeps each device's time per number of receivers across calls."""
     if not devices:
         return 0.0
-    n = 1 if work.multicast else len(devices)
+    n = 1 if work.multicast or not states.shares_bandwidth("downlink") else len(devices)
     memo = {} if memo is None else memo
     worst = 0.0
     for d in devices:

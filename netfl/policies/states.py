@@ -114,6 +114,11 @@ class DeviceStates:
         rate = self.expected_rate_bps(device, direction, share, power_w)
         return bits / rate if rate > 0 else math.inf
 
+    def shares_bandwidth(self, direction: str = "uplink") -> bool:
+        """Whether concurrent transfers of ``direction`` divide one bandwidth (OFDMA, a
+        shared fixed-rate BS) or each have a dedicated link of their own."""
+        return self.radio.shares_bandwidth(direction)
+
     def power_class_w(self, device: Node) -> float:
         """The most ``device`` may transmit [W] (NaN on fixed-rate links)."""
         return self.radio.power_class_w(device)

@@ -106,6 +106,9 @@ class FixedRateRadio(LinkRadio):
             return share * own
         return min(own, share * medium.capacity)
 
+    def shares_bandwidth(self, direction: str) -> bool:
+        return direction in self._media
+
     def _granted_rate_bps(self, src: Node, dst: Node, direction: str) -> float:
         """The cap of a transfer: its own rate, or its uplink grant's share of it."""
         grant = self.grants.get(src.name) if direction == "uplink" else None

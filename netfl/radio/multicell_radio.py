@@ -288,16 +288,16 @@ class MultiCellRadio(Radio):
     def uplink_pool(self, device: Node) -> int:
         return self.serving[device.name]
 
-    def grant(self, device: Node, grant: Any) -> None:
-        """:meth:`Radio.grant`; a moving device's transfers (re-rated along its path)
-        take no share or power grant yet: ``ValueError``."""
-        if grant is not None and device.name in self.handover.mobile:
+    def check_grant(self, device: Node, grant: Any) -> None:
+        """:meth:`Radio.check_grant`; a moving device's transfers (re-rated along its
+        path) take no share or power grant yet: ``ValueError``."""
+        if device.name in self.handover.mobile:
             if grant.share is not None or grant.power_w is not None:
                 raise ValueError(
                     f"{device.name} moves: uplink shares and powers of moving devices on a "
                     "network are not modelled (grant only static devices)"
                 )
-        super().grant(device, grant)
+        super().check_grant(device, grant)
 
     def _served(self, src: Node, dst: Node) -> tuple[CellRadio, Node, Node]:
         """A device ↔ server (or D2D) link as its serving cell carries it: the cell and

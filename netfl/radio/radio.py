@@ -160,11 +160,16 @@ class Radio(ABC):
     # -- state and grants (docs/policies.md) -------------------------------------------
     def grant(self, device: Node, grant: UplinkGrant | None) -> None:
         """Put ``grant`` in force on ``device``'s uplink transfers that start from now
-        (None: withdraw it). ``ValueError`` for a share outside (0, 1] or a power above
-        the device's class (:meth:`power_class_w`) or on a link without one."""
+        (None: withdraw it); ``ValueError`` where :meth:`check_grant` finds it wrong."""
         if grant is None or (grant.share is None and grant.power_w is None):
             self.grants.pop(device.name, None)
             return
+        self.check_grant(device, grant)
+        self.grants[device.name] = grant
+
+    def check_grant(self, device: Node, grant: UplinkGrant) -> None:
+        """``ValueError`` for a share outside (0, 1] or a power above the device's class
+        (:meth:`power_class_w`) or on a link without one."""
         if grant.share is not None and not 0.0 < grant.share <= 1.0:
             raise ValueError(
                 f"{device.name}: an uplink share must be in (0, 1], got {grant.share!r}"
@@ -178,11 +183,15 @@ class Radio(ABC):
                     f"{device.name}: transmit power {grant.power_w!r} W is outside "
                     f"(0, {limit:g}] W, its power class"
                 )
-        self.grants[device.name] = grant
 
     def power_class_w(self, device: Node) -> float:
         """The most ``device`` may transmit [W] (NaN: its links model no power)."""
         return math.nan
+
+    def shares_bandwidth(self, direction: str) -> bool:
+        """Whether concurrent transfers of ``direction`` divide one bandwidth (an OFDMA
+        carrier, a BS's shared capacity) rather than each having its own link."""
+        return True
 
     def uplink_pool(self, device: Node) -> int:
         """The uplink whose bandwidth ``device``'s shares divide (one cell: 0; a network:
@@ -317,9 +326,12 @@ class Radio(ABC):
         extra: dict[str, float],
         group: int = -1,
         cut: TransferCut | None = None,
+        radiated_w: float | None = None,
     ) -> TransferRecord:
         """Append the record of a transfer that ends now (``cut``: cut short, with the
-        bits it delivered) and charge its UEs' radio energy."""
+        bits it delivered) and charge its UEs' radio energy (the sender's at
+        ``radiated_w``, what it radiated from the transfer's start; None: its grant or
+        power class now)."""
         if cut is not None:
             extra = {**extra, "delivered_bits": cut.delivered_bits, "outcome": cut.cause.reason}
         duration = self.env.now - start_s
@@ -336,7 +348,12 @@ class Radio(ABC):
             end_s=self.env.now,
             num_models=num_models,
             tx_energy_j=self._charge(
-                src, "tx", duration, airtime, delivered, self.transmit_power_w(src, direction)
+                src,
+                "tx",
+                duration,
+                airtime,
+                delivered,
+                self.transmit_power_w(src, direction) if radiated_w is None else radiated_w,
             )
             if src.is_device
             else 0.0,
@@ -399,17 +416,20 @@ class LinkRadio(Radio):
         yield from self.promote((src, dst))
         direction = direction_of(src, dst)
         start = self.env.now
+        # (what it radiates is set when it starts: a grant withdrawn at a cut is not)
+        radiated = self.transmit_power_w(src, direction) if src.is_device else None
         key = self.enter((src, dst))
         self.begin((src, dst), direction)
+        head = (src, dst, kind, direction, size_bits, start, num_models)
         try:
             extra = yield from self._deliver(src, dst, size_bits, direction)
         except TransferCut as cut:  # (a device left, or the deadline passed)
             self.end((src, dst), direction)
-            self.record(src, dst, kind, direction, size_bits, start, num_models, cut.extra, cut=cut)
+            self.record(*head, cut.extra, cut=cut, radiated_w=radiated)
             raise cut.cause from None
         self.leave((src, dst), key)
         self.end((src, dst), direction)
-        return self.record(src, dst, kind, direction, size_bits, start, num_models, extra or {})
+        return self.record(*head, extra or {}, radiated_w=radiated)
 
     def carry_multicast(
         self, src: Node, receivers: list[Node], size_bits: float, kind: str, num_models: int

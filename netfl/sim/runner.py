@@ -184,6 +184,7 @@ def _run_world(
         start, rows = _resume(world, algorithm, nodes, run_dir, fingerprint)
     every = scenario.outputs.checkpoint_every
     n_tr, n_co = len(rec.transfers), len(rec.computes)
+    n_po = world.policy.recorded()
     # the meters and the clock at the end of the last finished round (an interrupt keeps
     # the devices' energy and idle time up to there)
     kept = (snapshot(nodes), env.now)
@@ -206,6 +207,7 @@ def _run_world(
                 )
             rows.append(row)
             n_tr, n_co = len(rec.transfers), len(rec.computes)  # (an interrupt keeps them)
+            n_po = world.policy.recorded()
             kept = (snapshot(nodes), env.now)
             checkpoint_now = (
                 every and run_dir is not None and (r + 1) % every == 0 and r + 1 < tr.rounds
@@ -243,6 +245,7 @@ def _run_world(
         if not partial[isinstance(err, UserCodeError)] or not rows:
             raise
         del rec.transfers[n_tr:], rec.computes[n_co:]  # the round in progress is dropped
+        world.policy.forget_from(n_po)
         stop_reason = (
             "interrupted"  # (Ctrl-C, or SIGTERM: a KeyboardInterrupt subclass)
             if isinstance(err, KeyboardInterrupt)

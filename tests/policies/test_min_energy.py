@@ -26,7 +26,14 @@ def _scenario(policy: dict, deadline_s: float = DEADLINE_S):
     ]
     return parse_scenario(
         tiny_scenario(
-            cell={"link": {"mode": "ofdma", "channel_profile": "feddif", "fading": "none"}},
+            cell={
+                "link": {
+                    "mode": "ofdma",
+                    "channel_profile": "feddif",
+                    "fading": "none",
+                    "cqi_sinr": "allocation",  # (Yang et al.'s r = b·log2(1 + g·p/(N0·b)))
+                }
+            },
             devices={"count": 2, "groups": groups},
             algorithm={"name": "fedavg", "deadline_s": deadline_s},
             training={"rounds": 1, "batch_size": 16},
@@ -129,3 +136,29 @@ def test_slack_plans_to_a_share_of_the_deadline():
     assert (table["outcome"] == "arrived").all()
     assert (table["expected_time_s"] <= 0.75 * DEADLINE_S * (1 + 1e-9)).all()
     assert (table["actual_time_s"] <= 0.75 * DEADLINE_S * (1 + 1e-6)).all()
+
+
+def test_on_dedicated_links_it_sets_shares_and_frequencies_and_drops_one_too_many():
+    """Four like devices on dedicated 4G links (upload S/(b·R), no transmit power): a
+    deadline of 19 ms leaves each ~14 ms for an upload of 4.2 ms at the whole link, so
+    each needs b ≈ 0.29 — three fit, four do not; the one needing the most goes, and the
+    three that stay arrive in time with shares adding up to 1 and no power set."""
+    data = tiny_scenario(
+        cell={"link": {"mode": "fixed_rate"}},
+        devices={"count": 4, "compute_profile": "yang2021_device", "link_profile": "4g_lte"},
+        algorithm={"name": "fedavg", "deadline_s": 0.019},
+        training={"rounds": 1},
+        policy={"name": "min_energy"},
+    )
+    result = run(parse_scenario(data, "s.yaml"), "s.yaml")
+    table = result.tables["policy"]
+    chosen = table[table.selected]
+    assert len(chosen) == 3 and chosen["power_w"].isna().all()
+    assert chosen["share"].sum() == pytest.approx(1.0)
+    assert (chosen["outcome"] == "arrived").all()
+    assert (chosen["actual_time_s"] <= 0.019 * (1 + 1e-9)).all()
+    up = result.transfers[result.transfers.kind == "model_up"].set_index("src")
+    for row in chosen.itertuples():  # (a dedicated link at b·R)
+        assert up.loc[row.device, "duration_s"] == pytest.approx(
+            up.loc[row.device, "size_bits"] / (row.share * 5e6), rel=1e-9
+        )

@@ -236,6 +236,9 @@ class _States:
     def compute_time_s(self, device, flops, samples=None, frequency_hz=None):
         return self.update[device.index]
 
+    def shares_bandwidth(self, direction="uplink"):
+        return True
+
 
 def _nodes(n):
     from netfl.core.nodes import ComputeProfile, Node
