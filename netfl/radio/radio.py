@@ -204,6 +204,7 @@ class Radio(ABC):
         have fixed rates."""
         return math.nan
 
+    @abstractmethod
     def expected_rate_bps(
         self, src: Node, dst: Node, share: float = 1.0, power_w: float | None = None
     ) -> float:
@@ -212,7 +213,6 @@ class Radio(ABC):
         any queueing: a fixed rate's link rate (× ``share``), an OFDMA carrier's
         ``γ̃ · M · B_RB · f`` with M = ``share`` × its data RBs (capped as its transfers
         are) and γ̃ the fading's mean efficiency at the allocation SNR of M RBs."""
-        raise NotImplementedError
 
     def watch(self, activities: Activities) -> None:
         """Register every transfer's devices in ``activities`` while their bits are on
