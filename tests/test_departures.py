@@ -197,7 +197,12 @@ def test_deadline_aggregates_exactly_the_clients_that_arrived_by_hand():
     proc = world.env.process(alg.round(0))
     world.env.run(until=proc)
     summary = proc.value
-    assert summary.extra == {"clients_arrived": 2.0, "clients_left": 0.0, "clients_late": 2.0}
+    assert summary.extra == {
+        "clients_arrived": 2.0,
+        "clients_left": 0.0,
+        "clients_late": 2.0,
+        "clients_outage": 0.0,
+    }
     t = world.recorder.transfers_frame()
     late = t[t["outcome"] == "late"]
     devices = set(late["src"]) | set(late["dst"])

@@ -7,7 +7,13 @@ a slot's device downloads the current global model (recording its version τ), t
 ``training.local_epochs`` on its data (compute time from FLOPs) and uploads; when its
 upload has arrived the slot picks a device anew, uniformly among the available idle
 devices (with every device training, the same one: it downloads the new global model
-and starts again at once). A device that leaves (``devices.availability``) is cut
+and starts again at once) — or, under a resource policy other than ``random``
+(docs/policies.md), the one the policy decides among them, with its uplink share,
+transmit power and CPU frequency held until its update has arrived or it was cut (a
+*pick* is the policy's decision: ``decide(k, idle, 1, work)`` with k the run's pick
+number, its row in the ``policy`` table under ``round`` = k). Under
+``policy.outage_sinr_db`` an update whose upload's SINR is below θ is lost: the server
+never sees it. A device that leaves (``devices.availability``) is cut
 where it is and its slot picks another; with nobody available the slot waits for the
 first device to come back. The server's work per arrival is a compute step.
 
@@ -26,6 +32,7 @@ of the version, the data and the seed).
 
 from __future__ import annotations
 
+import logging
 import math
 from abc import abstractmethod
 from collections.abc import Generator
@@ -36,19 +43,25 @@ import numpy as np
 import simpy
 from pydantic import Field
 
-from netfl.algorithms.algorithm import Algorithm, AlgorithmConfig, RoundSummary
+from netfl.algorithms.algorithm import Algorithm, AlgorithmConfig, RoundSummary, honours
 from netfl.core.activity import DeviceCut
 from netfl.core.nodes import Node
 from netfl.learning.tasks import TrainTask
+from netfl.policies.resource_policy import RoundWork
 
 if TYPE_CHECKING:
     from netfl.algorithms.context import RoundContext
 
 __all__ = ["AsyncAlgorithm", "AsyncConfig", "Arrival", "staleness_weight"]
 
+log = logging.getLogger(__name__)
+
 #: a slot that draws nobody available this many times in a row stops (Bernoulli
 #: availability draws anew at every pick; the run ends when every slot has stopped)
 MAX_EMPTY_DRAWS = 1000
+#: this many updates in a row lost in an outage (``policy.outage_sinr_db`` above what
+#: the devices reach) and the slots stop: no server update would ever come
+MAX_LOST_IN_A_ROW = 1000
 
 
 def staleness_weight(kind: str, staleness: int, a: float = 0.5, b: float = 4.0) -> float:
@@ -112,6 +125,7 @@ class AsyncAlgorithm(Algorithm):
         self._live = 0
         self._stopped = False
         self._picks = 0
+        self._lost_in_a_row = 0
 
     # -- the slots ---------------------------------------------------------------
     def _start(self) -> None:
@@ -128,12 +142,21 @@ class AsyncAlgorithm(Algorithm):
             self._updates.put([])  # (no device in coverage: an empty round, then none)
 
     def _pick(self, slot: int) -> Generator[simpy.Event, Any, Node | None]:
-        """A device for ``slot``: uniform among the available devices not in flight."""
+        """A device for ``slot``: uniform among the available devices not in flight, or
+        the resource policy's choice among them (none chosen: as if none were idle)."""
         misses = 0
+        policy = self.world.policy
         while True:
             self._picks += 1
             on = self.world.available_devices(self._picks)
             idle = [d for d in on if d.name not in self.in_flight]
+            if idle and policy.name != "random":
+                chosen = policy.decide(self._picks, idle, 1, self.round_work())
+                if chosen:
+                    self.world.activities.restore(chosen[:1])
+                    return chosen[0]
+                policy.end_round(self._picks)
+                idle = []
             if idle:
                 rng = self.world.streams.generator("sampling", slot, self._picks)
                 device = idle[int(rng.integers(len(idle)))]
@@ -158,6 +181,14 @@ class AsyncAlgorithm(Algorithm):
         iteration = 0
         while True:
             device = yield from self._pick(slot)
+            if device is not None and self._lost_in_a_row >= MAX_LOST_IN_A_ROW:
+                log.warning(
+                    "%s: the last %d updates were all lost in an outage (policy."
+                    "outage_sinr_db): no server update can come, the run ends",
+                    self.name,
+                    MAX_LOST_IN_A_ROW,
+                )
+                device = None
             if device is None:
                 self._live -= 1
                 if not self._live and self._updates is not None:
@@ -165,11 +196,15 @@ class AsyncAlgorithm(Algorithm):
                     self._updates.put([])  # (every slot stopped: the run ends)
                 return
             iteration += 1
+            pick, policy = self._picks, self.world.policy
+            a = policy.allocation(pick, device)
+            policy.hold(device, a.share, a.power_w, a.frequency_hz)
             try:
-                yield from self._client(device, slot, iteration)
-            except DeviceCut:
-                pass  # (it left: its update is lost, the slot picks another)
+                yield from self._client(device, slot, iteration, pick)
+            except DeviceCut as cut:
+                policy.release(pick, device, cut.reason)  # (its update is lost)
             finally:
+                policy.end_round(pick)
                 self.in_flight.pop(device.name, None)
                 self.pending.pop(device.name, None)
                 self._forget_versions()
@@ -177,7 +212,9 @@ class AsyncAlgorithm(Algorithm):
                 if freed is not None:
                     freed.succeed()
 
-    def _client(self, device: Node, slot: int, iteration: int) -> Generator[simpy.Event, Any, None]:
+    def _client(
+        self, device: Node, slot: int, iteration: int, pick: int
+    ) -> Generator[simpy.Event, Any, None]:
         world, env = self.world, self.world.env
         activities, me = world.activities, env.active_process
         activities.enter((device,), me)
@@ -198,7 +235,28 @@ class AsyncAlgorithm(Algorithm):
             raise (stop.cause if isinstance(stop.cause, DeviceCut) else stop) from None
         finally:
             activities.leave((device,), me)
+        if not self.world.policy.release(pick, device, "arrived"):  # (lost in an outage)
+            self.pending.pop(device.name, None)
+            self._lost_in_a_row += 1
+            return
+        self._lost_in_a_row = 0
         yield from self.absorb(device.name, version)
+
+    def round_work(self) -> RoundWork:
+        """What one client's part costs, for a resource policy's estimates: the model
+        down and up, ``training.local_epochs`` epochs of its samples; no deadline."""
+        world = self.world
+        epochs = world.train_config.epochs
+
+        def samples(device: Node) -> float:
+            return float(world.num_samples(device) * epochs)
+
+        return RoundWork(
+            download_bits=lambda d: world.model.size_bits,
+            upload_bits=lambda d: world.model.size_bits,
+            train_flops=lambda d: world.device_model(d).flops.train_per_sample * samples(d),
+            train_samples=samples,
+        )
 
     def _train(
         self, device: Node, version: int, slot: int, iteration: int
@@ -256,6 +314,7 @@ class AsyncAlgorithm(Algorithm):
         return self.world.compute.run(self.world.bs, flops, "aggregate")
 
     # -- protocol ----------------------------------------------------------------
+    @honours("policy", "outage")
     def round(self, r: int) -> Generator[simpy.Event, Any, RoundSummary]:
         if self._updates is None:
             self._start()

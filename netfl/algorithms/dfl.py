@@ -125,7 +125,9 @@ class _SoftTargets(FedAvg):
 
         return int((self.soft.argmax(dim=1) == torch.arange(self.num_classes)).sum())
 
-    @honours("deadline_s", "policy")  # (FedAvg's round, a column added: its deadline kept)
+    @honours(
+        "deadline_s", "policy", "outage"
+    )  # (FedAvg's round, a column added: its deadline kept)
     def round(self, r: int) -> Generator[simpy.Event, Any, RoundSummary]:
         summary = yield from super().round(r)
         if self.world.learn:
@@ -183,7 +185,9 @@ class DFL(_SoftTargets):
                 self.soft, [(res.soft_targets, res.label_counts) for res in results]
             )
 
-    @honours("deadline_s", "policy")  # (FedAvg's round, a column added: its deadline kept)
+    @honours(
+        "deadline_s", "policy", "outage"
+    )  # (FedAvg's round, a column added: its deadline kept)
     def round(self, r: int) -> Generator[simpy.Event, Any, RoundSummary]:
         summary = yield from super().round(r)
         summary.extra["rho"] = self.rho(r)

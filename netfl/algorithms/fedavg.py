@@ -278,7 +278,9 @@ class FedAvg(Algorithm):
         self, r: int, index: int, device: Node, download: bool
     ) -> Generator[simpy.Event, Any, Any]:
         """:meth:`client_round`, its update folded into the round's aggregator when it
-        arrives (its state then let go: statistics kept) or dropped when it is cut."""
+        arrives (its state then let go: statistics kept) or dropped when it is cut; an
+        update lost in an outage (``policy.outage_sinr_db``) is dropped and its outcome
+        is the :class:`~netfl.core.activity.DeviceCut` that says so."""
         aggregator, policy = self._aggregator, self.world.policy
         try:
             result = yield from self.client_round(r, device, download)
@@ -288,7 +290,10 @@ class FedAvg(Algorithm):
             if aggregator is not None:
                 aggregator.drop(index)
             raise
-        policy.release(r, device, "arrived")
+        if not policy.release(r, device, "arrived"):  # (lost in an outage: not decoded)
+            if aggregator is not None:
+                aggregator.drop(index)
+            return DeviceCut(device.name, "outage", self.world.env.now)
         if aggregator is None:
             return result
         if result is not None and self.world.keep_finite([result], [device.name]):
@@ -440,7 +445,7 @@ class FedAvg(Algorithm):
                 )
 
     # -- protocol ------------------------------------------------------------
-    @honours("deadline_s", "policy")
+    @honours("deadline_s", "policy", "outage")
     def round(self, r: int) -> Generator[simpy.Event, Any, RoundSummary]:
         env = self.world.env
         clients = yield from self.wait_for_clients(r)

@@ -22,17 +22,20 @@ __all__ = ["Aggregator", "ClientConfig", "Payload", "is_cut", "cut_counts"]
 
 
 def is_cut(outcome: object) -> bool:
-    """Whether a client's outcome is the cut that stopped it (it left, or was late)."""
+    """Whether a client's outcome is the cut that stopped it (it left, was late, or its
+    update was lost in an outage)."""
     return isinstance(outcome, DeviceCut)
 
 
 def cut_counts(outcomes: list) -> dict[str, float]:
-    """``rounds.csv`` columns of a round's client outcomes: how many arrived, left, were late."""
+    """``rounds.csv`` columns of a round's client outcomes: how many arrived, left, were
+    late, had their update lost in an outage."""
     reasons = [o.reason for o in outcomes if is_cut(o)]
     return {
         "clients_arrived": float(len(outcomes) - len(reasons)),
         "clients_left": float(reasons.count("left")),
         "clients_late": float(reasons.count("late")),
+        "clients_outage": float(reasons.count("outage")),
     }
 
 

@@ -27,11 +27,13 @@ if TYPE_CHECKING:
 
 __all__ = ["Activities", "DeviceCut", "TransferCut", "CutReason", "quiet_cut"]
 
-CutReason = Literal["left", "late"]
+CutReason = Literal["left", "late", "outage"]
 
 
 class DeviceCut(Exception):
-    """A device's part of the round stopped at ``at_s``: it ``left`` or was ``late``."""
+    """A device's part of the round stopped at ``at_s``: it ``left``, was ``late``, or
+    its update was lost in an ``outage`` (its uplink SINR below the policy section's
+    ``outage_sinr_db``)."""
 
     def __init__(self, device: str, reason: CutReason, at_s: float):
         # (args are the fields: SimPy re-raises a failed process's exception as

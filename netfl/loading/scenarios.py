@@ -143,13 +143,30 @@ def _check_deadline(scenario: Scenario) -> list[tuple[str, str]]:
 def _check_policy(scenario: Scenario) -> list[tuple[str, str]]:
     """A resource policy other than ``random`` decides the rounds that declare it
     (``@honours("policy")``: FedAvg's, inherited or wrapped); a policy that fits a
-    deadline (``needs_deadline``) needs ``algorithm.deadline_s``."""
+    deadline (``needs_deadline``) needs ``algorithm.deadline_s``, one that sounds the
+    channel (``needs_block_snr``) fading drawn per link; the success rule
+    (``outage_sinr_db``) needs an SINR and a round that applies it
+    (``@honours("outage")``)."""
     from netfl.policies import POLICIES
 
     policy = scenario.policy.name
+    name = scenario.algorithm.name
+    ofdma = scenario.network is not None or scenario.cell.link.mode == "ofdma"
+    if scenario.policy.outage_sinr_db is not None:
+        if "outage" not in ALGORITHMS[name].round_honours():
+            able = ", ".join(
+                sorted(k for k, c in ALGORITHMS.items() if "outage" in c.round_honours())
+            )
+            return [
+                (
+                    "policy.outage_sinr_db",
+                    f"algorithm {name!r} does not apply the success rule (valid with: {able})",
+                )
+            ]
+        if not ofdma:
+            return [("policy.outage_sinr_db", "fixed-rate links have no SINR: needs an OFDMA cell")]
     if policy == "random":
         return []
-    name = scenario.algorithm.name
     if "policy" not in ALGORITHMS[name].round_honours():
         able = ", ".join(sorted(k for k, c in ALGORITHMS.items() if "policy" in c.round_honours()))
         return [
@@ -158,7 +175,25 @@ def _check_policy(scenario: Scenario) -> list[tuple[str, str]]:
                 f"algorithm {name!r} does not take a resource policy yet (valid with: {able})",
             )
         ]
+    if POLICIES[policy].needs_block_snr and not (
+        ofdma and scenario.cell.link.fading_draw == "per_link"
+    ):
+        return [
+            (
+                "policy.name",
+                f"policy {policy!r} sounds each device's channel in the block now: set "
+                "cell.link.fading_draw: per_link (an OFDMA cell)",
+            )
+        ]
     if POLICIES[policy].needs_deadline:
+        if "deadline_s" not in ALGORITHMS[name].round_honours():
+            return [
+                (
+                    "policy.name",
+                    f"policy {policy!r} fits clients to a round's deadline, and algorithm "
+                    f"{name!r} has none",
+                )
+            ]
         if scenario.algorithm.options().get("deadline_s") is None:
             return [
                 (

@@ -4,13 +4,16 @@
 :mod:`netfl.policies.resource_policy` (the policy protocol and its registry),
 :mod:`netfl.policies.control` (a run's policy checked, honoured and recorded), and one
 module per built-in policy: ``random`` (:mod:`~netfl.policies.random_selection`),
-``round_robin`` (:mod:`~netfl.policies.round_robin_turns`), ``best_channel``, ``fedcs``, ``min_energy``. docs/policies.md is the guide.
+``round_robin`` (:mod:`~netfl.policies.round_robin_turns`), ``proportional_fair``
+(:mod:`~netfl.policies.proportional_fair_selection`), ``best_channel``, ``fedcs``,
+``min_energy``. docs/policies.md is the guide.
 """
 
 from netfl.policies import (  # noqa: F401
     best_channel,
     fedcs,
     min_energy,
+    proportional_fair_selection,
     random_selection,
     round_robin_turns,
 )

@@ -53,9 +53,16 @@ class PolicyControl:
     """A run's policy, its checks, its grants and its records."""
 
     def __init__(
-        self, policy: ResourcePolicy, env: simpy.Environment, radio: Radio, compute: ComputeEngine
+        self,
+        policy: ResourcePolicy,
+        env: simpy.Environment,
+        radio: Radio,
+        compute: ComputeEngine,
+        outage_sinr_db: float | None = None,
     ):
         self.policy = policy
+        #: θ [dB]: an update whose upload's mean SINR is below it is lost (None: never)
+        self.outage_sinr_db = outage_sinr_db
         self.env = env
         self.radio = radio
         self.compute = compute
@@ -151,18 +158,32 @@ class PolicyControl:
         if device.compute.dvfs:
             self.compute.set_frequency(device, frequency_hz)
 
-    def release(self, r: int, device: Node, outcome: str) -> None:
+    def release(self, r: int, device: Node, outcome: str) -> bool:
         """``device``'s part of round ``r`` ended now (``outcome``: ``"arrived"`` or the
         cut's reason): its grant withdrawn, its frequency back to the maximum, its time
-        recorded."""
+        recorded. Returns whether an arrived update is decoded: False — outcome
+        ``"outage"`` — where its upload's SINR averaged over its airtime (the record's
+        ``mean_snr_db``) is below :attr:`outage_sinr_db` (Yang et al. 2020: an update
+        succeeds if its SINR exceeds θ)."""
         self.radio.grant(device, None)
         if device.compute.dvfs:
             self.compute.set_frequency(device, None)
+        decoded = outcome != "arrived" or self.decoded(device)
+        if not decoded:
+            outcome = "outage"
         row = self._open.pop((r, device.name), None)
         if row is not None:
             self._rows[row]["outcome"] = outcome
             if outcome == "arrived":
                 self._rows[row]["actual_time_s"] = self.env.now - self._start_s[r]
+        return decoded
+
+    def decoded(self, device: Node) -> bool:
+        """Whether ``device``'s last upload passes the success rule (no θ: yes)."""
+        if self.outage_sinr_db is None:
+            return True
+        record = self.radio.last_transfers.get((device.name, "uplink"))
+        return record is None or not record.mean_snr_db < self.outage_sinr_db
 
     def end_round(self, r: int) -> None:
         """Round ``r`` is over: forget its decision."""

@@ -115,6 +115,9 @@ class ResourcePolicy(ABC):
     Config: ClassVar[type[PolicyConfig] | None] = None
     #: it fits the round to ``algorithm.deadline_s`` (the scenario must give one)
     needs_deadline: ClassVar[bool] = False
+    #: it sounds the channel of the block now (``states.block_snr_db``: the scenario
+    #: must draw fading per link)
+    needs_block_snr: ClassVar[bool] = False
 
     def __init__(self, config: Any, states: DeviceStates, streams: Streams):
         self.config = config

@@ -11,7 +11,8 @@ fixed-rate links   no SNR (NaN); rates are the link profile's (× a share; where
                    BS's capacity is shared, what a transfer gets alone)
 OFDMA cell         the mean SNR as ``coverage`` reports it — the allocation SNR of one
                    RB at full power (:class:`~netfl.algorithms.context.LinkStates`) —
-                   and γ̃·M·B_RB·f for M = share × the carrier's data RBs
+                   and γ̃·M·B_RB·f for M = share × the carrier's data RBs; the current
+                   block's SNR where fading is drawn per link
 network            the same over the device's serving cell, with the interference now
                    (``coverage`` reports it at full load under ``interference:
                    activity``: what the device gets whatever the others do)
@@ -51,6 +52,8 @@ class MeasuredTransfer:
     end_s: float
     #: bits delivered [bit]
     bits: float
+    #: its SNR averaged over its airtime [dB] (NaN on fixed-rate links)
+    mean_snr_db: float = math.nan
 
 
 class DeviceStates:
@@ -84,6 +87,13 @@ class DeviceStates:
         power in one RB; a network: the SINR with the interference now); NaN on
         fixed-rate links."""
         return self.radio.mean_snr_db(*self._link(device, direction))
+
+    def block_snr_db(self, device: Node, direction: str = "uplink") -> float:
+        """SNR of ``device``'s link in the current fading block [dB]: :meth:`mean_snr_db`
+        plus the block's gain ``10·log10 |h|²`` — what a transfer on the link starting
+        now sees in its first block (a sounding). Known where fading is drawn per link
+        (``cell.link.fading_draw: per_link``); NaN otherwise and on fixed-rate links."""
+        return self.radio.block_snr_db(*self._link(device, direction))
 
     def expected_rate_bps(
         self,
@@ -130,7 +140,11 @@ class DeviceStates:
         if record is None:
             return None
         return MeasuredTransfer(
-            record.mean_rate_bps, record.duration_s, record.end_s, record.delivered_bits
+            record.mean_rate_bps,
+            record.duration_s,
+            record.end_s,
+            record.delivered_bits,
+            record.mean_snr_db,
         )
 
     # -- compute and energy --------------------------------------------------------

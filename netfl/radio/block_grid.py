@@ -151,6 +151,7 @@ class BlockGrid:
         self.width = 0  # columns drawn
         self.n_path = 0  # rows along a path
         self.n_multicast = 0  # multicast rows
+        self.n_keyed = 0  # rows with their link's keyed fading
         self._initial = dict(flow_state or {})
         clash = sorted(set(self._initial) & set(_SCALARS))
         if clash:
@@ -192,11 +193,14 @@ class BlockGrid:
     def insert(self, flow: Any, now_s: float) -> None:
         """Add ``flow`` as the last row at ``now_s``, drawing its fading up to the
         horizon; rated at ``min(mean_snr, snr_total)`` until its first share is known."""
-        special = flow.multicast_snrs is not None or flow.path is not None
+        special = (
+            flow.multicast_snrs is not None or flow.path is not None or flow.block_gains is not None
+        )
         if self.g > 1 and (special or not self.flows):  # (block by block again)
             self._regrid(1, now_s)
-        flow.k0 = int(math.floor(now_s / self.block_s))
+        flow.k0 = flow.next_block = int(math.floor(now_s / self.block_s))
         self.n_multicast += int(flow.multicast_snrs is not None)
+        self.n_keyed += int(flow.block_gains is not None)
         n = len(self.flows)
         if n == 0:
             self.kb, self.width = flow.k0, 0
@@ -246,6 +250,7 @@ class BlockGrid:
         f.rb_seconds, f.share = float(self.rbs[i]), 0.0
         self.n_path -= int(f.path is not None)
         self.n_multicast -= int(f.multicast_snrs is not None)
+        self.n_keyed -= int(f.block_gains is not None)
         f.airtime_s = float(self.air[i])
         f.snr_seconds = float(self.snracc[i]) + float(self.snr[i]) * (
             self._gain_integrals(np.array([i]), now_s)[0] - self.gstart[i]
@@ -263,7 +268,12 @@ class BlockGrid:
     def _draw(self, flow: Any, num_blocks: int) -> np.ndarray:
         """Fading gains of the next ``num_blocks`` columns of ``flow`` (multicast: the
         receivers' block-wise minimum of SNR_k·|h_k|², relative to the weakest mean
-        SNR; columns of G blocks: their mean gain)."""
+        SNR; columns of G blocks: their mean gain; a flow with keyed ``block_gains``:
+        its link's gains of those blocks, :mod:`netfl.radio.link_fading`)."""
+        if flow.block_gains is not None:  # (always block by block: a special flow)
+            k = flow.next_block
+            flow.next_block += num_blocks
+            return flow.block_gains(k, num_blocks)
         if flow.multicast_snrs is None:
             if self.g > 1:
                 return self.columns.mean_gains(flow, self.g, num_blocks)
@@ -440,7 +450,7 @@ class BlockGrid:
             self.rem[:n],
             self.snr[:n],
             self.bit_scale / self.g,
-            bool(self.n_path or self.n_multicast),
+            bool(self.n_path or self.n_multicast or self.n_keyed),
             self._horizon_due(now_s),
         )
 
@@ -460,6 +470,8 @@ class BlockGrid:
         self.block_s = g * self.fading.coherence_time_s
         self.bit_scale = self._rb_hz * self.block_s
         self.kb, self.width = int(math.floor(now_s / self.block_s)), 0
+        for f in self.flows:  # (keyed draws restart at the grid's first column)
+            f.next_block = self.kb
         if n:
             self.cum[:n, 0] = self.cumg[:n, 0] = self.bmax[:n] = 0.0
             self._grow(HORIZON_BLOCKS)

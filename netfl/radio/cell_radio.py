@@ -49,6 +49,7 @@ INTERFACE = (
     "cues",
     "cue_mean_snr",
     "mean_snr_db",
+    "block_snr_db",
     "expected_rate_bps",
     "grants",
     "last_transfers",

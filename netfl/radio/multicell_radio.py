@@ -116,6 +116,7 @@ class MultiCellRadio(Radio):
         bs_power: BsPowerModel | None = None,
         handover: dict[str, float] | None = None,
         aggregate_above_flows: int = 0,
+        fading_draw: str = "per_transfer",
     ):
         super().__init__(env, recorder)
         self.profile = profile
@@ -143,6 +144,7 @@ class MultiCellRadio(Radio):
                 max_rbs_per_transfer=max_rbs_per_transfer,
                 scheduler_options=scheduler_options,
                 aggregate_above_flows=aggregate_above_flows,
+                fading_draw=fading_draw,
                 bs=node,
                 bs_power=bs_power,
                 network=self,
@@ -313,6 +315,11 @@ class MultiCellRadio(Radio):
         """The link's mean SINR [dB] over its serving cell, with the interference now."""
         cell, a, b = self._served(src, dst)
         return cell.mean_snr_db(a, b)
+
+    def block_snr_db(self, src: Node, dst: Node) -> float:
+        """:meth:`OfdmaRadio.block_snr_db` over the serving cell (its mean SINR now)."""
+        cell, a, b = self._served(src, dst)
+        return cell.block_snr_db(a, b)
 
     def expected_rate_bps(
         self, src: Node, dst: Node, share: float = 1.0, power_w: float | None = None

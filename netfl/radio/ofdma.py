@@ -170,6 +170,7 @@ class OfdmaCarrier(SharedMedium):
         link: tuple | None = None,
         snr_scale: float = 1.0,
         path: LinkPath | None = None,
+        block_gains: Callable[[int, int], np.ndarray] | None = None,
     ) -> OfdmaFlow:
         """Start a flow; ``flow.done`` fires on delivery. ``background`` marks CUE traffic.
 
@@ -182,6 +183,8 @@ class OfdmaCarrier(SharedMedium):
         ``mean_snr`` is the per-RB SNR without fading; with ``snr_total`` finite
         (open-loop power control) the per-RB SNR is ``min(snr_total/M, mean_snr)``
         for a share of M RBs. ``multicast_snrs``: one mean SNR per receiver.
+        ``block_gains``: its link's fading per absolute block (fading drawn per link,
+        :mod:`netfl.radio.link_fading`) instead of draws from ``rng``.
 
         Raises :class:`~netfl.errors.LinkBudgetError` if even a fading peak exceeded
         with probability 1e-9 gives no rate (e.g. below the lowest CQI): such a
@@ -212,6 +215,7 @@ class OfdmaCarrier(SharedMedium):
             snr_scale=float(snr_scale),
             requested_cap=requested_cap,
             path=path,
+            block_gains=block_gains,
         )
         self.add_flow(flow)
         return flow

@@ -6,6 +6,7 @@ carrier's block grid (:mod:`netfl.radio.block_grid`)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,3 +50,8 @@ class OfdmaFlow(Flow):
     path_share: float = -1.0
     #: columns of G blocks: mean gains drawn ahead from ``rng`` (a chunk per draw call)
     drawn: np.ndarray | None = None
+    #: ``(k0, n) → gains`` of its link in absolute blocks k0…k0+n−1 (fading drawn per
+    #: link, :mod:`netfl.radio.link_fading`; None: from ``rng``, per transfer)
+    block_gains: Callable[[int, int], np.ndarray] | None = None
+    #: the absolute block of its next keyed draw
+    next_block: int = 0

@@ -21,6 +21,7 @@ Rayleigh (or Rician) block fading is drawn per transfer and block.
 
 from __future__ import annotations
 
+import functools
 import math
 import zlib
 from collections.abc import Callable, Generator, Mapping, Sequence
@@ -36,6 +37,7 @@ from channel_models.numerology import SUBFRAME_S
 from channel_models.units import dbm_to_w, linear_to_db
 from netfl.core.nodes import Node
 from netfl.core.records import Recorder
+from netfl.radio.link_fading import FADING_DRAWS, LinkBlockFading
 from netfl.radio.ofdma import OfdmaCarrier
 from netfl.radio.ofdma_flow import OfdmaFlow
 from netfl.radio.radio import COVERAGE_COLUMNS, LinkRadio, UplinkGrant, direction_of
@@ -79,6 +81,10 @@ class OfdmaRadio(LinkRadio):
     aggregate_above_flows : int
         A carrier with at least this many flows may rate its Rayleigh blocks G at a time
         (:class:`~netfl.radio.columns.ColumnRule`; 0: never).
+    fading_draw : str
+        ``"per_transfer"`` (each transfer's blocks from its own stream) or
+        ``"per_link"`` (a link's gain in a block is the same for every transfer on it,
+        and can be sounded: :mod:`netfl.radio.link_fading`).
     """
 
     mode = "ofdma"
@@ -96,6 +102,7 @@ class OfdmaRadio(LinkRadio):
         bs: Node | None = None,
         bs_power: BsPowerModel | None = None,
         aggregate_above_flows: int = 0,
+        fading_draw: str = "per_transfer",
     ):
         super().__init__(env, recorder, bs, bs_power)
         self.profile = profile
@@ -108,6 +115,14 @@ class OfdmaRadio(LinkRadio):
         self._laws_at: dict[tuple, Any] = {}
         #: the seed of the links' keyed-hash draws (LOS states, shadowing, rays)
         self.link_seed = np.uint64(self._rng_for_link(0).integers(2**63))
+        if fading_draw not in FADING_DRAWS:
+            raise ValueError(f"fading_draw must be one of {FADING_DRAWS}, got {fading_draw!r}")
+        #: fading per link and block (None: per transfer)
+        self.link_fading = (
+            LinkBlockFading(profile.build_fading(), int(self._rng_for_link(1).integers(2**63)))
+            if fading_draw == "per_link"
+            else None
+        )
         self._count = 0
         self.max_rbs_per_transfer = max_rbs_per_transfer
         self.cues = None  # the CueTraffic on these carriers, set by the world
@@ -431,6 +446,9 @@ class OfdmaRadio(LinkRadio):
         grant = self.grants.get(link[0].name) if link is not None and link[0].is_device else None
         if grant is not None and not link[1].is_device:  # (an uplink under a policy's grant)
             psd, total, cap = self._granted(carrier, psd, total, cap, grant)
+        if self.link_fading is not None and link is not None and kw.get("multicast_snrs") is None:
+            key = self.link_fading.link_key(link[0].name, link[1].name)
+            kw["block_gains"] = functools.partial(self.link_fading.gains, key)
         return carrier.send(size_bits, psd, rng, cap_rbs=cap, snr_total=total, **kw)
 
     def _granted(
@@ -454,6 +472,14 @@ class OfdmaRadio(LinkRadio):
 
     def mean_snr_db(self, src: Node, dst: Node) -> float:
         return float(linear_to_db(self.mean_snr(src, dst, 1.0)))
+
+    def block_snr_db(self, src: Node, dst: Node) -> float:
+        if self.link_fading is None:
+            return math.nan
+        key = self.link_fading.link_key(src.name, dst.name)
+        return self.mean_snr_db(src, dst) + float(
+            linear_to_db(self.link_fading.gain(key, self.env.now))
+        )
 
     def expected_rate_bps(
         self, src: Node, dst: Node, share: float = 1.0, power_w: float | None = None

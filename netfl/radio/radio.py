@@ -204,6 +204,14 @@ class Radio(ABC):
         have fixed rates."""
         return math.nan
 
+    def block_snr_db(self, src: Node, dst: Node) -> float:
+        """The link's SNR [dB] in the current fading block: :meth:`mean_snr_db` × the
+        block's gain ``|h|²``, what a transfer on it starting now sees in its first block;
+        NaN where no fading state exists between transfers (fixed rates, or fading drawn
+        per transfer: ``cell.link.fading_draw: per_link`` gives one,
+        :mod:`netfl.radio.link_fading`)."""
+        return math.nan
+
     @abstractmethod
     def expected_rate_bps(
         self, src: Node, dst: Node, share: float = 1.0, power_w: float | None = None

@@ -60,6 +60,7 @@ _OFDMA_KEYS = {
     "numerology",
     "fading",
     "coherence_time_s",
+    "fading_draw",
     "ue_tx_power_dbm",
     "bs_tx_power_dbm",
     "noise_figure_ue_db",
@@ -188,6 +189,13 @@ class LinkSection(_Strict):
         description="fading block length [s]; at least 0.1 ms (a µ = 3 slot): shorter "
         "blocks only multiply events",
         le=1e3,
+    )
+    fading_draw: Literal["per_transfer", "per_link"] = Field(
+        "per_transfer",
+        description="per_transfer: each transfer draws its fading blocks from its own "
+        "stream; per_link: a link's gain in a block is the same for every transfer on it "
+        "and a policy can sound it (context.states.block_snr_db: the instantaneous SNR "
+        "of proportional-fair scheduling)",
     )
     ue_tx_power_dbm: float | None = Field(None, ge=-50.0, le=60.0, description="[dBm]")
     bs_tx_power_dbm: float | None = Field(None, ge=-50.0, le=60.0, description="[dBm]")

@@ -26,6 +26,15 @@ class PolicySection(_Strict):
     options: dict[str, Any] | None = Field(
         None, description="the policy's options (its Config: `netfl list policies`)"
     )
+    outage_sinr_db: float | None = Field(
+        None,
+        ge=-30.0,
+        le=60.0,
+        description="θ of Yang et al. 2020's success rule [dB]: an update whose upload's "
+        "SINR, averaged over its airtime, is below θ is not decoded — lost, its time and "
+        "energy spent (rounds.csv clients_outage; OFDMA cells and networks); null: every "
+        "delivered update is decoded",
+    )
 
     _n = field_validator("name")(lambda v: _check_name("resource policy", v, POLICIES))
 

@@ -141,6 +141,7 @@ def _ofdma(spec: RadioSpec, streams: Streams) -> dict[str, Any]:
         "max_rbs_per_transfer": spec.max_rbs_per_transfer,
         "scheduler_options": spec.scheduler_options,
         "aggregate_above_flows": spec.aggregate_above_flows,
+        "fading_draw": spec.fading_draw,
         "bs_power": spec.bs_power,
     }
 
@@ -250,7 +251,9 @@ def build_policy(section: Any, env: Any, states: Any, streams: Streams) -> Polic
     kind = POLICIES[section.name]
     config = kind.Config(**(section.options or {})) if kind.Config is not None else None
     policy = kind(config, states, streams)
-    return PolicyControl(policy, env, states.radio, states.compute)
+    return PolicyControl(
+        policy, env, states.radio, states.compute, outage_sinr_db=section.outage_sinr_db
+    )
 
 
 def model_info(m: ModelSection, dataset: Dataset, name: str) -> ModelInfo:

@@ -94,6 +94,7 @@ class RadioSpec:
     scheduler_options: dict[str, Any] | None = None
     max_rbs_per_transfer: float = math.inf
     aggregate_above_flows: int = AGGREGATE_ABOVE_FLOWS
+    fading_draw: str = "per_transfer"
     cues: CueTrafficConfig | None = None
 
 
@@ -170,6 +171,7 @@ def _radio(scenario: Scenario, channel: ChannelProfile | None) -> RadioSpec:
             if link.aggregate_above_flows is None
             else link.aggregate_above_flows
         ),
+        fading_draw=link.fading_draw,
         cues=CueTrafficConfig(
             c.density_per_km2,
             c.session_rate_per_s,

@@ -370,3 +370,73 @@ def test_rows_account_for_the_steps_that_run_across_them(name):
     assert rows["device_idle_energy_j"].sum() == pytest.approx(
         devices["idle_energy_j"].sum(), rel=1e-12
     )
+
+
+def test_a_resource_policy_picks_each_slots_device():
+    """Under ``round_robin`` with one slot the devices take turns in index order (each
+    pick a decision recorded in the policy table); under ``best_channel`` with one slot
+    the device with the fastest expected uplink is picked every time."""
+    base = tiny_scenario(
+        devices={"count": 4},
+        cell={"link": {"mode": "ofdma", "channel_profile": "feddif", "fading": "none"}},
+        training={"rounds": 6},
+        algorithm={"name": "fedasync", "concurrency": 1},
+    )
+    turns = run(parse_scenario({**base, "policy": {"name": "round_robin"}}))
+    ups = turns.transfers[turns.transfers["kind"] == "model_up"].sort_values("end_s")
+    assert list(ups["src"][:6]) == ["ue0", "ue1", "ue2", "ue3", "ue0", "ue1"]
+    table = turns.tables["policy"]
+    picked = table[table["selected"]].sort_values("round")
+    assert list(picked["device"][:6]) == list(ups["src"][:6])
+    assert (picked["outcome"][:6] == "arrived").all()
+    assert (table.groupby("round").size() == 4).all()  # (one slot: every device idle)
+    best = run(parse_scenario({**base, "policy": {"name": "best_channel"}}))
+    world = World(parse_scenario(base))
+    rate = {d.name: world.states.expected_rate_bps(d, "uplink", 1.0) for d in world.devices}
+    world.close()
+    ups = best.transfers[best.transfers["kind"] == "model_up"]
+    assert set(ups["src"]) == {max(rate, key=rate.get)}
+
+
+def test_updates_lost_in_an_outage_never_reach_the_async_server():
+    """θ between the uploads' SINRs: FedAsync absorbs exactly the updates at or above θ
+    (one server update each); the lost ones are ``outage`` rows in the policy table."""
+    cell = {
+        "link": {
+            "mode": "ofdma",
+            "channel_profile": "feddif",
+            "fading": "rayleigh",
+            "coherence_time_s": 0.05,
+            "fading_draw": "per_link",
+        }
+    }
+    base = tiny_scenario(
+        devices={"count": 4}, cell=cell, training={"rounds": 5}, algorithm={"name": "fedasync"}
+    )
+    free = run(parse_scenario(base))
+    ups = free.transfers[free.transfers["kind"] == "model_up"].sort_values("end_s")
+    theta = float(ups["mean_snr_db"].median())
+    ruled = run(parse_scenario({**base, "policy": {"outage_sinr_db": theta}}))
+    ups = ruled.transfers[ruled.transfers["kind"] == "model_up"].sort_values("end_s")
+    passed = ups[ups["mean_snr_db"] >= theta]
+    assert 0 < len(passed) < len(ups)
+    # (each update absorbed is one server update: round k ends at the k-th passed upload)
+    ends = ruled.rounds["sim_time_s"].to_numpy()
+    assert np.all(ends >= passed["end_s"].to_numpy()[: len(ends)] - 1e-12)
+    assert len(passed) >= len(ruled.rounds)
+    before = ups[ups["end_s"] <= ends[-1] + 1e-12]
+    assert (before["mean_snr_db"] >= theta).sum() == len(ruled.rounds)
+
+
+def test_an_async_run_whose_every_update_is_lost_ends():
+    scenario = parse_scenario(
+        tiny_scenario(
+            devices={"count": 2},
+            cell={"link": {"mode": "ofdma", "channel_profile": "feddif"}},
+            training={"rounds": 3},
+            algorithm={"name": "fedasync"},
+            policy={"outage_sinr_db": 60.0},
+        )
+    )
+    result = run(scenario)
+    assert (result.rounds["num_clients"] == 0).all()

@@ -266,11 +266,11 @@ def test_what_a_round_honours_is_declared_by_the_round_written():
             return (yield from super().round(r))
 
     class Wraps(FedAvg):
-        @honours("deadline_s", "policy")
+        @honours("deadline_s", "policy", "outage")
         def round(self, r):
             return (yield from super().round(r))
 
-    deadline = frozenset({"deadline_s", "policy"})
+    deadline = frozenset({"deadline_s", "policy", "outage"})
     assert FedAvg.round_honours() == Inherits.round_honours() == Wraps.round_honours()
     assert FedAvg.round_honours() == deadline and Replaces.round_honours() == frozenset()
     for cls in (DFL, FD, VanillaDPFL, LocalLossDPFL):

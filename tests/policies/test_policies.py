@@ -207,9 +207,14 @@ def test_a_wrong_decision_is_one_line_naming_the_plugin(tmp_path, capsys):
             "overhead_s",
         ),
         (
-            {"policy": {"name": "best_channel"}, "algorithm": {"name": "fedasync"}},
+            {"policy": {"name": "best_channel"}, "algorithm": {"name": "fedzkt"}},
             "policy.name",
             "does not take a resource policy",
+        ),
+        (
+            {"policy": {"name": "fedcs"}, "algorithm": {"name": "fedasync"}},
+            "policy.name",
+            "'fedasync' has none",
         ),
     ],
 )
