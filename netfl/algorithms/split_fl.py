@@ -26,6 +26,7 @@ cut, ``value_bits`` per value):
 from __future__ import annotations
 
 from collections.abc import Generator
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import simpy
@@ -37,6 +38,7 @@ from netfl.algorithms.fedavg import FedAvg, FedAvgConfig
 from netfl.core.activity import DeviceCut, quiet_cut
 from netfl.core.nodes import Node
 from netfl.learning.tasks import SplitTask, TrainTask
+from netfl.policies.resource_policy import RoundWork
 
 if TYPE_CHECKING:
     import torch
@@ -129,6 +131,32 @@ class SplitFL(FedAvg):
     def aggregator(self, r: int, clients: list[Node]) -> None:
         """None: the parts are merged from every update at once."""
         return None
+
+    def device_flops_per_sample(self) -> float:
+        """The device's training FLOPs per sample: its part forward and backward."""
+        return self.device_flops.train_per_sample
+
+    def round_work(self) -> RoundWork:
+        """What a client's part of the round moves and computes, for a resource policy's
+        estimates: its part down and up (:meth:`model_bits`), every epoch's activations
+        up and — where the server sends the cut's gradient back (vanilla DPFL) — as many
+        gradient bits down, and the device-side FLOPs. The server's steps are not the
+        device's work and are not in it; the per-batch transfers are counted as one
+        volume (their bits at the expected rate)."""
+        work = super().round_work()
+        epochs = self.world.train_config.epochs
+        per_sample = self.device_flops_per_sample()
+
+        def activations(device: Node) -> float:
+            return self.activation_bits(self.world.num_samples(device)) * epochs
+
+        back = self.server_input_grad
+        return replace(
+            work,
+            download_bits=lambda d: work.download_bits(d) + (activations(d) if back else 0.0),
+            upload_bits=lambda d: self.model_bits(d) + activations(d),
+            train_flops=lambda d: per_sample * work.train_samples(d),
+        )
 
     # -- state helpers ---------------------------------------------------------------
     def part_state(self, keys: dict[str, str], whole: dict | None = None) -> dict | None:
@@ -268,6 +296,10 @@ class LocalLossDPFL(SplitFL):
 
     def model_bits(self, device: Node | None = None) -> float:
         return self.device_bits + self.aux_bits
+
+    def device_flops_per_sample(self) -> float:
+        """Its part and the auxiliary head, forward and backward."""
+        return self.device_flops.train_per_sample + self.aux_flops.train_per_sample
 
     def client_round(
         self, r: int, device: Node, download: bool = True

@@ -325,3 +325,22 @@ def test_ecofed_quantises_each_uploaded_batch_with_its_own_scale():
     per_batch = [stored.scales[lo:hi].unique() for lo, hi in zip(bounds, bounds[1:], strict=False)]
     assert all(len(s) == 1 for s in per_batch)
     assert len({float(s) for s in per_batch}) > 1
+
+
+@pytest.mark.parametrize("name", ["fedavg", "vanilla_dpfl", "local_loss_dpfl"])
+def test_round_work_is_what_a_client_moves_and_computes(name):
+    """The estimates a resource policy gets (``round_work``) are each device's round as it
+    ran: its bits down and up and its FLOPs (the records of one timing round)."""
+    algo = {"name": name} if name == "fedavg" else {"name": name, "partition_point": "PP2"}
+    scenario = _scenario(algo, training={"rounds": 1, "batch_size": 16, "local_epochs": 2})
+    result = run(scenario)
+    world, alg = _algorithm(scenario)
+    work = alg.round_work()
+    c = result.computes
+    for d in world.devices:
+        bits = _per_device_bits(result, 0, d.name)
+        assert work.download_bits(d) == pytest.approx(bits["down"], rel=1e-12)
+        assert work.upload_bits(d) == pytest.approx(bits["up"], rel=1e-12)
+        flops = float(c.loc[c["node"] == d.name, "flops"].sum())
+        assert work.train_flops(d) == pytest.approx(flops, rel=1e-9)
+    world.close()
