@@ -126,6 +126,7 @@ class AsyncAlgorithm(Algorithm):
         self._stopped = False
         self._picks = 0
         self._lost_in_a_row = 0
+        self._stopped_lost = False
 
     # -- the slots ---------------------------------------------------------------
     def _start(self) -> None:
@@ -180,15 +181,16 @@ class AsyncAlgorithm(Algorithm):
     def _slot(self, slot: int) -> Generator[simpy.Event, Any, None]:
         iteration = 0
         while True:
-            device = yield from self._pick(slot)
-            if device is not None and self._lost_in_a_row >= MAX_LOST_IN_A_ROW:
+            hopeless = self._lost_in_a_row >= MAX_LOST_IN_A_ROW
+            if hopeless and not self._stopped_lost:
+                self._stopped_lost = True
                 log.warning(
                     "%s: the last %d updates were all lost in an outage (policy."
                     "outage_sinr_db): no server update can come, the run ends",
                     self.name,
                     MAX_LOST_IN_A_ROW,
                 )
-                device = None
+            device = None if hopeless else (yield from self._pick(slot))
             if device is None:
                 self._live -= 1
                 if not self._live and self._updates is not None:

@@ -14,7 +14,9 @@ keeps SNR̄_k as an exponentially weighted average of the soundings, in linear u
 SNR̄_k ← (1 − 1/t_c)·SNR̄_k + SNR_k(t)/t_c over the rounds where k is a candidate,
 starting from its mean SNR (E|h|² = 1) — the classical PF averaging with window t_c
 (``window_rounds``), which tracks a moving device's mean; the averages are in every
-checkpoint. Ties (a device's first round) in device order; nothing allocated.
+checkpoint. Ties in device order; nothing allocated. Under FedAsync/FedBuff a decision
+is a pick (one device as a slot frees): every idle candidate's average then takes a
+sounding per pick, so ``window_rounds`` counts picks.
 """
 
 from __future__ import annotations

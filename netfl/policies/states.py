@@ -90,8 +90,9 @@ class DeviceStates:
 
     def block_snr_db(self, device: Node, direction: str = "uplink") -> float:
         """SNR of ``device``'s link in the current fading block [dB]: :meth:`mean_snr_db`
-        plus the block's gain ``10·log10 |h|²`` — what a transfer on the link starting
-        now sees in its first block (a sounding). Known where fading is drawn per link
+        plus the block's gain ``10·log10 |h|²`` — a sounding: a transfer on the link
+        starting now has that gain in its first block (its per-RB SNR the sounding where
+        its power is not spread over more RBs, docs/policies.md). Known where fading is drawn per link
         (``cell.link.fading_draw: per_link``); NaN otherwise and on fixed-rate links."""
         return self.radio.block_snr_db(*self._link(device, direction))
 

@@ -206,8 +206,8 @@ class Radio(ABC):
 
     def block_snr_db(self, src: Node, dst: Node) -> float:
         """The link's SNR [dB] in the current fading block: :meth:`mean_snr_db` × the
-        block's gain ``|h|²``, what a transfer on it starting now sees in its first block;
-        NaN where no fading state exists between transfers (fixed rates, or fading drawn
+        block's gain ``|h|²`` (a transfer on it starting now has that gain in its first
+        block; its per-RB SNR also depends on how its power spreads over its RBs); NaN where no fading state exists between transfers (fixed rates, or fading drawn
         per transfer: ``cell.link.fading_draw: per_link`` gives one,
         :mod:`netfl.radio.link_fading`)."""
         return math.nan

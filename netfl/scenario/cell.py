@@ -195,7 +195,8 @@ class LinkSection(_Strict):
         description="per_transfer: each transfer draws its fading blocks from its own "
         "stream; per_link: a link's gain in a block is the same for every transfer on it "
         "and a policy can sound it (context.states.block_snr_db: the instantaneous SNR "
-        "of proportional-fair scheduling)",
+        "of proportional-fair scheduling); its flows are rated block by block "
+        "(aggregate_above_flows has no effect on them)",
     )
     ue_tx_power_dbm: float | None = Field(None, ge=-50.0, le=60.0, description="[dBm]")
     bs_tx_power_dbm: float | None = Field(None, ge=-50.0, le=60.0, description="[dBm]")

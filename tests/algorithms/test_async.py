@@ -418,6 +418,15 @@ def test_updates_lost_in_an_outage_never_reach_the_async_server():
     theta = float(ups["mean_snr_db"].median())
     ruled = run(parse_scenario({**base, "policy": {"outage_sinr_db": theta}}))
     ups = ruled.transfers[ruled.transfers["kind"] == "model_up"].sort_values("end_s")
+    turns = run(
+        parse_scenario({**base, "policy": {"name": "round_robin", "outage_sinr_db": theta}})
+    )
+    up = turns.transfers[turns.transfers["kind"] == "model_up"]
+    rows = turns.tables["policy"].query("selected and outcome != ''")
+    by_device = {d: g.sort_values("round") for d, g in rows.groupby("device")}
+    for device, g in up.groupby("src"):  # (each device's uploads in order: its picks')
+        lost = (g.sort_values("end_s")["mean_snr_db"] < theta).tolist()
+        assert (by_device[device]["outcome"] == "outage").tolist()[: len(lost)] == lost
     passed = ups[ups["mean_snr_db"] >= theta]
     assert 0 < len(passed) < len(ups)
     # (each update absorbed is one server update: round k ends at the k-th passed upload)

@@ -72,13 +72,27 @@ def test_a_sounded_block_is_what_the_transfer_sees():
 
 
 def test_a_links_gain_depends_on_the_seed_the_link_and_the_block_alone():
-    """Two worlds of the same seed sound the same SNRs whatever ran before; the four
-    devices' uploads in one round each see their own sounded block."""
+    """Two worlds of the same seed sound the same SNRs at the same instant, one after a
+    round of transfers and one idle until then; the four devices' uploads in one round
+    each see their own sounded block."""
+    from netfl.algorithms.fedavg import FedAvg
+    from netfl.sim.runner import simulate_round
+    from netfl.sim.world import World
+
     sounded, _, frame = _one_round(_cell(), devices=4)
-    again, _, _ = _one_round(_cell(), devices=4)
-    assert sounded == again
     for _, up in frame[frame.kind == "model_up"].iterrows():
         assert up.mean_snr_db == pytest.approx(sounded[up.src], abs=1e-6)
+    scenario = parse_scenario(tiny_scenario(cell=_cell(coherence_s=1e-3), devices={"count": 4}))
+    busy, idle = World(scenario), World(scenario)
+    first = [busy.states.block_snr_db(d) for d in busy.devices]
+    simulate_round(busy, FedAvg(busy, algorithm_config(scenario)), 0)
+    idle.env.run(until=busy.env.now)
+    assert busy.env.now > 1e-3  # (a later block than the first)
+    after = [busy.states.block_snr_db(d) for d in busy.devices]
+    assert after == [idle.states.block_snr_db(d) for d in idle.devices]
+    assert after != first
+    busy.close()
+    idle.close()
 
 
 def test_keyed_gains_follow_the_law_and_are_independent_between_links():
@@ -133,8 +147,16 @@ def test_proportional_fair_ranks_by_instantaneous_to_average_snr_by_hand():
     states.r = 1
     ratio = {f"ue{i}": lin(block[i][1]) / avg[f"ue{i}"] for i in range(5)}
     best = sorted(ratio, key=lambda k: -ratio[k])[:2]
+    saved = pf.state_dict()
     chosen = pf.decide(1, nodes, 2, _WORK).participants
     assert sorted(d.name for d in chosen) == sorted(best) == ["ue1", "ue3"]
+    # the averages are its state: restored, the same choice; others, another
+    again = ProportionalFair(ProportionalFairConfig(window_rounds=4), states, None)
+    again.load_state_dict(saved)
+    assert again.decide(1, nodes, 2, _WORK).participants == chosen
+    other = ProportionalFair(ProportionalFairConfig(window_rounds=4), states, None)
+    other.load_state_dict({"average": {**saved["average"], "ue1": 1e6}})
+    assert "ue1" not in [d.name for d in other.decide(1, nodes, 2, _WORK).participants]
 
 
 def test_proportional_fair_resumes_its_averages_from_a_checkpoint(tmp_path):
