@@ -37,6 +37,9 @@ _EXPORTS = {
     "register_fading": "netfl.scenario.registries",
     "register_availability": "netfl.scenario.registries",
     "register_policy": "netfl.scenario.registries",
+    "register_codec": "netfl.scenario.registries",
+    "UpdateCodec": "netfl.codecs",
+    "CodecConfig": "netfl.codecs",
     "ResourcePolicy": "netfl.policies",
     "PolicyConfig": "netfl.policies",
     "Decision": "netfl.policies",
@@ -71,6 +74,7 @@ if TYPE_CHECKING:  # what type checkers and editors see
     from channel_models.fading import BlockFading
     from channel_models.pathloss import PathLoss
     from netfl.algorithms import ALGORITHMS, Algorithm, FedAvg, RoundContext, RoundSummary, register
+    from netfl.codecs import CodecConfig, UpdateCodec
     from netfl.core.availability import AvailabilityModel
     from netfl.errors import ScenarioError, UserError, WorkerLost
     from netfl.loading.scenarios import load_scenario, parse_scenario
@@ -89,6 +93,7 @@ if TYPE_CHECKING:  # what type checkers and editors see
     from netfl.radio.schedulers import Demands, Scheduler, SchedulerConfig
     from netfl.scenario.registries import (
         register_availability,
+        register_codec,
         register_compute_profile,
         register_dataset,
         register_fading,

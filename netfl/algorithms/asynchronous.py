@@ -43,7 +43,8 @@ import numpy as np
 import simpy
 from pydantic import Field
 
-from netfl.algorithms.algorithm import Algorithm, AlgorithmConfig, RoundSummary, honours
+from netfl.algorithms.algorithm import Algorithm, RoundSummary, honours
+from netfl.algorithms.update_coding import CodedConfig, UpdateCoding
 from netfl.core.activity import DeviceCut
 from netfl.core.nodes import Node
 from netfl.learning.tasks import TrainTask
@@ -79,7 +80,7 @@ def staleness_weight(kind: str, staleness: int, a: float = 0.5, b: float = 4.0) 
     raise ValueError(f"staleness function {kind!r}")
 
 
-class AsyncConfig(AlgorithmConfig):
+class AsyncConfig(CodedConfig):
     concurrency: int | None = Field(
         None,
         ge=1,
@@ -106,6 +107,8 @@ class AsyncAlgorithm(Algorithm):
     one-update rounds (see the module docstring). Subclasses implement :meth:`absorb`."""
 
     supports_availability: ClassVar[bool] = True
+    #: the directions whose codec it applies (docs/codecs.md)
+    codec_directions: ClassVar[frozenset[str]] = frozenset({"uplink", "downlink"})
     config: AsyncConfig
 
     def __init__(self, world: RoundContext, config: AsyncConfig):
@@ -125,6 +128,9 @@ class AsyncAlgorithm(Algorithm):
         self._live = 0
         self._stopped = False
         self._picks = 0
+        #: the update codecs at work: a version's download encoded once, an upload
+        #: against the version it trained from (:mod:`netfl.algorithms.update_coding`)
+        self.coding = UpdateCoding(world, config, lambda _device: world.model.size_bits)
         self._lost_in_a_row = 0
         self._stopped_lost = False
 
@@ -205,6 +211,8 @@ class AsyncAlgorithm(Algorithm):
                 yield from self._client(device, slot, iteration, pick)
             except DeviceCut as cut:
                 policy.release(pick, device, cut.reason)  # (its update is lost)
+                if cut.reason == "left":  # (its state, codec memory included, is lost)
+                    self.coding.forget(device)
             finally:
                 policy.end_round(pick)
                 self.in_flight.pop(device.name, None)
@@ -223,16 +231,20 @@ class AsyncAlgorithm(Algorithm):
         version = self.version
         self.in_flight[device.name] = version
         try:
-            bits = world.model.size_bits
             # (it receives the model of the version current when the download starts)
-            yield world.radio.transfer(world.bs, device, bits, "model_down", num_models=1)
+            down = self.coding.download((version,), self.versions.get(version), device)[0]
+            yield world.radio.transfer(world.bs, device, down, "model_down", num_models=1)
             result = yield from self._train(device, version, slot, iteration)
             state, loss = None, float("nan")
             if result is not None:
                 loss = float(result.mean_loss)
                 state = result.state if world.keep_finite([result], [device.name]) else None
+            # (what it trained from, decoded anew: a resume's replay had no values)
+            base = self.versions.get(version)
+            start = self.coding.download((version,), base, device)[1]
+            up, state = self.coding.upload((version, slot, iteration), device, state, start, base)
             self.pending[device.name] = (state, loss)
-            yield world.radio.transfer(device, world.bs, bits, "model_up", num_models=1)
+            yield world.radio.transfer(device, world.bs, up, "model_up", num_models=1)
         except simpy.Interrupt as stop:
             raise (stop.cause if isinstance(stop.cause, DeviceCut) else stop) from None
         finally:
@@ -272,9 +284,8 @@ class AsyncAlgorithm(Algorithm):
         key = (version, slot, iteration)
 
         def submit():
-            return world.submit_device_job(
-                TrainTask, 0, device, seed_key=key, state=self.versions[version]
-            )
+            start = self.coding.download((version,), self.versions[version], device)[1]
+            return world.submit_device_job(TrainTask, 0, device, seed_key=key, state=start)
 
         future = submit() if world.learn else None
         yield world.compute.run(device, flops * cfg.epochs, "train")
@@ -368,6 +379,7 @@ class AsyncAlgorithm(Algorithm):
             },
             # (updates published at the checkpoint's instant that rounds have yet to report)
             "queued_losses": [[a.loss for a in q] for q in self._queued()],
+            "codec_memory": self.coding.state_dict(),
         }
 
     def _queued(self) -> list[list[Arrival]]:
@@ -377,6 +389,7 @@ class AsyncAlgorithm(Algorithm):
         self.global_state = state["global_state"]
         self.versions = dict(state["versions"])
         self.pending = {d: (st, float(loss)) for d, (st, loss) in state["pending"].items()}
+        self.coding.load_state_dict(state.get("codec_memory", {}))
         for queued, losses in zip(self._queued(), state["queued_losses"], strict=True):
             for arrival, loss in zip(queued, losses, strict=True):
                 arrival.loss = float(loss)

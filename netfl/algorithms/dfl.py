@@ -67,6 +67,8 @@ class DFLConfig(FedAvgConfig):
 class _SoftTargets(FedAvg):
     """What DFL and FD share: the global soft targets and their payload."""
 
+    codec_directions = frozenset()  # (its own payloads: no update codec yet)
+
     def __init__(self, world: RoundContext, config):
         from netfl.learning.distill import uniform_soft_targets
 

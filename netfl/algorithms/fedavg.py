@@ -36,8 +36,9 @@ import numpy as np
 import simpy
 from pydantic import Field
 
-from netfl.algorithms.algorithm import Algorithm, AlgorithmConfig, RoundSummary, honours, register
+from netfl.algorithms.algorithm import Algorithm, RoundSummary, honours, register
 from netfl.algorithms.hooks import Aggregator, ClientConfig, Payload, cut_counts, is_cut
+from netfl.algorithms.update_coding import CodedConfig, UpdateCoding
 from netfl.core.activity import DeviceCut
 from netfl.core.nodes import Node
 from netfl.learning.tasks import TrainTask
@@ -50,7 +51,7 @@ if TYPE_CHECKING:
 __all__ = ["FedAvg", "FedAvgConfig", "is_cut", "cut_counts"]
 
 
-class FedAvgConfig(AlgorithmConfig):
+class FedAvgConfig(CodedConfig):
     fraction: float = Field(1.0, gt=0.0, le=1.0, description="share of devices sampled per round")
     min_clients: int = Field(
         1, ge=1, description="at least this many devices per round", le=100_000
@@ -82,6 +83,10 @@ class FedAvg(Algorithm):
     #: variant whose payload is no model says so)
     download_kind: ClassVar[str] = "model_down"
     download_models: ClassVar[int] = 1
+    #: the directions whose codec (``uplink_codec``, ``downlink_codec``) this class
+    #: applies in its :meth:`download` and :meth:`payload`; a variant that moves other
+    #: payloads declares none (``netfl validate`` then refuses a codec)
+    codec_directions: ClassVar[frozenset[str]] = frozenset({"uplink", "downlink"})
     name = "fedavg"
     Config = FedAvgConfig
     config: FedAvgConfig
@@ -91,6 +96,8 @@ class FedAvg(Algorithm):
         self.global_state = world.init_model_state() if world.learn else None
         #: the round's aggregator (:meth:`aggregator`) while the round runs
         self._aggregator: Aggregator | None = None
+        #: the update codecs at work (a part: :mod:`netfl.algorithms.update_coding`)
+        self.coding = UpdateCoding(world, config, self.model_bits)
 
     # -- steps a variant may override ------------------------------------
     def select_clients(self, r: int) -> list[Node]:
@@ -135,8 +142,10 @@ class FedAvg(Algorithm):
             return float(world.num_samples(device) * epochs)
 
         return RoundWork(
-            download_bits=lambda d: self.model_bits(None if self.multicast else d),
-            upload_bits=self.model_bits,
+            download_bits=lambda d: self.coding.estimated_bits(
+                "downlink", None if self.multicast else d
+            ),
+            upload_bits=lambda d: self.coding.estimated_bits("uplink", d),
             train_flops=lambda d: world.device_model(d).flops.train_per_sample * samples(d),
             train_samples=samples,
             multicast=self.multicast,
@@ -228,9 +237,29 @@ class FedAvg(Algorithm):
         """Client ``device``'s update ``result`` (None in timing mode) as it goes on air
         (the payload hook, where an update codec plugs in): :meth:`client_round` uploads
         ``bits`` and the server receives its ``result``. Asked once the local update is
-        done, before its upload; it yields nothing. FedAvg's: ``model_bits(device)``
-        bits, ``result`` as it is."""
-        return Payload(self.model_bits(device), result)
+        done, before its upload; it yields nothing. FedAvg's: without an
+        ``uplink_codec``, ``model_bits(device)`` bits and ``result`` as it is; with one,
+        the update Δ = w_k − w̃ (w̃ the model it trained from) encoded — its memory added
+        and kept under error feedback — the encoding's exact size on air, and the server
+        receives w + Δ̂ (w its own global model, Δ̂ what it decodes); in timing mode the
+        size from the tensors' shapes."""
+        start = self.download(r, device)[1]
+        bits, state = self.coding.upload(
+            (r, device.index),
+            device,
+            None if result is None else result.state,
+            start,
+            self.global_state,
+        )
+        return Payload(bits, result if state is None else replace(result, state=state))
+
+    def download(self, r: int, device: Node | None) -> tuple[float, dict | None]:
+        """Round ``r``'s global model on the way to ``device`` (None: the multicast to
+        every client): its bits on air and the state the client trains from. Without a
+        ``downlink_codec``: ``model_bits(device)`` and the global model; with one, the
+        model encoded once per round (its size from the shapes in timing mode) and what
+        a client decodes."""
+        return self.coding.download((r,), self.global_state, device)
 
     def client_round(
         self, r: int, device: Node, download: bool = True
@@ -261,15 +290,12 @@ class FedAvg(Algorithm):
         """
         world = self.world
         settings = self.begin_client(r, device)
+        bits, start = self.download(r, device)
         if download:
             yield world.radio.transfer(
-                world.bs,
-                device,
-                self.model_bits(device),
-                self.download_kind,
-                num_models=self.download_models,
+                world.bs, device, bits, self.download_kind, num_models=self.download_models
             )
-        result = yield from self.local_update(r, device, self.global_state, epochs=settings.epochs)
+        result = yield from self.local_update(r, device, start, epochs=settings.epochs)
         upload = self.payload(r, device, result)
         yield world.radio.transfer(device, world.bs, upload.bits, "model_up", num_models=1)
         return upload.result
@@ -286,7 +312,10 @@ class FedAvg(Algorithm):
             result = yield from self.client_round(r, device, download)
         except (DeviceCut, simpy.Interrupt) as stop:
             cut = stop if isinstance(stop, DeviceCut) else stop.cause
-            policy.release(r, device, getattr(cut, "reason", "cut"))
+            reason = getattr(cut, "reason", "cut")
+            policy.release(r, device, reason)
+            if reason == "left":  # (the device's state is lost: its codec memory too)
+                self.coding.forget(device)
             if aggregator is not None:
                 aggregator.drop(index)
             raise
@@ -406,6 +435,10 @@ class FedAvg(Algorithm):
         every update returns (DFL, FD, the split family)."""
         if not self.world.learn:
             return None
+        if self.coding.vote:
+            from netfl.codecs.sign_sgd import MajorityVote
+
+            return MajorityVote(self.global_state)
         from netfl.learning.params import OrderedAverage
 
         return OrderedAverage([self.world.num_samples(d) for d in clients])
@@ -461,7 +494,7 @@ class FedAvg(Algorithm):
             sent = self.world.radio.broadcast(
                 self.world.bs,
                 clients,
-                self.model_bits(),
+                self.download(r, None)[0],
                 self.download_kind,
                 num_models=self.download_models,
             )
@@ -497,7 +530,11 @@ class FedAvg(Algorithm):
     def state_dict(self) -> dict[str, Any]:
         from netfl.learning.params import clone_state
 
-        return {"global_state": clone_state(self.global_state) if self.global_state else None}
+        return {
+            "global_state": clone_state(self.global_state) if self.global_state else None,
+            "codec_memory": self.coding.state_dict(),
+        }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.global_state = state["global_state"]
+        self.coding.load_state_dict(state.get("codec_memory", {}))

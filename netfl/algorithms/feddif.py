@@ -105,6 +105,8 @@ DIFFUSION_STOP = {"none_planned": 0, "iid": 1, "no_pair": 2, "max_rounds": 3, "e
 class FedDif(FedAvg):
     """FedDif (Ahn et al., Algorithms 1-2): diffuse local models over D2D before aggregating."""
 
+    codec_directions = frozenset()  # (its own payloads: no update codec yet)
+
     supports_availability = False  # (its own rounds: availability not yet applied)
 
     name = "feddif"

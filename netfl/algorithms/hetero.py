@@ -28,6 +28,8 @@ State = dict[str, "torch.Tensor"]
 class HeterogeneousFL(FedAvg):
     """Base of algorithms whose devices run different architectures."""
 
+    codec_directions = frozenset()  # (its own payloads: no update codec yet)
+
     supports_availability = False  # (its own rounds: availability not yet applied)
 
     heterogeneous_models = True

@@ -58,6 +58,8 @@ class HierFAVGConfig(FedAvgConfig):
 class HierFAVG(FedAvg):
     """Client-edge-cloud hierarchical FedAvg (Liu et al., ICC 2020, Algorithm 1)."""
 
+    codec_directions = frozenset()  # (its own payloads: no update codec yet)
+
     #: a client that leaves is out of its edge's later edge rounds (and of this one's)
     supports_availability = True
 

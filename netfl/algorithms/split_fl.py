@@ -66,6 +66,8 @@ def _keymap(part: torch.nn.Module, whole: torch.nn.Module) -> dict[str, str]:
 class SplitFL(FedAvg):
     """What the three split schemes share: the split, its sizes and FLOPs, state maps."""
 
+    codec_directions = frozenset()  # (its own payloads: no update codec yet)
+
     config: SplitConfig
     #: whether the server's backward pass computes the cut's gradient (vanilla DPFL)
     server_input_grad: ClassVar[bool] = False

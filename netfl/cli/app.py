@@ -70,6 +70,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
     from channel_models.pathloss_laws import PATHLOSS_MODELS, pathloss_parameters
     from channel_models.profile_catalog import channel_profiles
     from netfl.algorithms import ALGORITHMS
+    from netfl.codecs import CODECS
     from netfl.compute import compute_profiles
     from netfl.core.availability import AVAILABILITY_MODELS
     from netfl.learning.catalog import MODEL_CATALOG
@@ -157,6 +158,12 @@ def _cmd_list(args: argparse.Namespace) -> int:
             + (f"  (options: {', '.join(c.Config.model_fields)})" if c.Config else "")
             for n, c in POLICIES.items()
         },
+        "codecs": {
+            n: c.description
+            + (f"  (options: {', '.join(c.Config.model_fields)})" if c.Config else "")
+            + ("" if "downlink" in c.directions else "  [uplink only]")
+            for n, c in CODECS.items()
+        },
     }
     kinds = {
         "algorithms": "algorithm",
@@ -171,6 +178,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
         "fading-models": "fading model",
         "availability-models": "availability model",
         "policies": "resource policy",
+        "codecs": "update codec",
     }
     for what in [args.what] if args.what else list(tables):
         print(f"{what}:")
@@ -270,6 +278,7 @@ def build_parser() -> argparse.ArgumentParser:
             "fading-models",
             "availability-models",
             "policies",
+            "codecs",
         ],
     )
     ls.add_argument(

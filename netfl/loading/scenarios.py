@@ -98,6 +98,7 @@ def parse_scenario(
         + _check_availability(scenario)
         + _check_deadline(scenario)
         + _check_policy(scenario)
+        + _check_codecs(scenario)
         + ALGORITHMS[name].check_scenario(scenario)
     )
     if probs:
@@ -138,6 +139,54 @@ def _check_deadline(scenario: Scenario) -> list[tuple[str, str]]:
             f"round (valid with: {able})",
         )
     ]
+
+
+def _check_codecs(scenario: Scenario) -> list[tuple[str, str]]:
+    """A codec other than ``none`` runs where the algorithm applies it
+    (``codec_directions``), and one whose size depends on the values in learning mode."""
+    from netfl.codecs import CODECS, build_codec
+
+    name, options = scenario.algorithm.name, scenario.algorithm.options()
+    kind = ALGORITHMS[name]
+    for direction in ("uplink", "downlink"):
+        section = options.get(f"{direction}_codec") or {}
+        codec = section.get("name", "none") if isinstance(section, dict) else "none"
+        if codec == "none" or codec not in CODECS:
+            continue
+        key = f"algorithm.{direction}_codec.name"
+        if direction not in getattr(kind, "codec_directions", frozenset()):
+            able = ", ".join(
+                sorted(
+                    k
+                    for k, c in ALGORITHMS.items()
+                    if direction in getattr(c, "codec_directions", ())
+                )
+            )
+            return [
+                (
+                    key,
+                    f"algorithm {name!r} does not apply a {direction} codec yet (valid with: {able})",
+                )
+            ]
+        built = build_codec(codec, section.get("options"))
+        if built is not None and built.value_dependent:
+            if scenario.learning.mode != "learn":
+                return [
+                    (
+                        key,
+                        f"codec {codec!r} with these options sizes its encoding from the "
+                        "values: needs learning.mode: learn",
+                    )
+                ]
+            if scenario.outputs.checkpoint_every:
+                return [
+                    (
+                        key,
+                        f"codec {codec!r} with these options sizes its encoding from the "
+                        "values, which a resume cannot replay: unset outputs.checkpoint_every",
+                    )
+                ]
+    return []
 
 
 def _check_policy(scenario: Scenario) -> list[tuple[str, str]]:

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import Field, field_validator, model_validator
 
 from netfl.policies import POLICIES
-from netfl.scenario.strict import _check_name, _Strict, check_options
+from netfl.scenario.strict import _check_name, _Strict, check_registered_options
 
 __all__ = ["PolicySection"]
 
@@ -40,10 +40,5 @@ class PolicySection(_Strict):
 
     @model_validator(mode="after")
     def _options(self) -> PolicySection:
-        kind = POLICIES[self.name]
-        if kind.Config is None:
-            if self.options:
-                raise ValueError(f"options: policy {self.name!r} takes none")
-        else:
-            check_options(kind.Config, self.options, "options", f"policy {self.name!r}")
+        check_registered_options(POLICIES[self.name], self.options, f"policy {self.name!r}")
         return self

@@ -68,6 +68,7 @@ def registries() -> dict[str, dict[str, Any]]:
     from channel_models.fading import FADING_MODELS
     from channel_models.link_profiles import link_profiles
     from channel_models.pathloss_laws import PATHLOSS_MODELS
+    from netfl.codecs import CODECS
     from netfl.compute.profiles import compute_profiles
     from netfl.core.availability import AVAILABILITY_MODELS
     from netfl.learning.catalog import MODEL_CATALOG
@@ -89,6 +90,7 @@ def registries() -> dict[str, dict[str, Any]]:
         "fading model": FADING_MODELS,
         "availability model": AVAILABILITY_MODELS,
         "resource policy": POLICIES,
+        "update codec": CODECS,
     }
 
 
@@ -321,6 +323,17 @@ def register_policy(policy: Any) -> Any:
 
     _claim("resource policy", vars(policy).get("name") if isinstance(policy, type) else None)
     return add(policy)
+
+
+def register_codec(codec: Any) -> Any:
+    """An update codec: a :class:`~netfl.codecs.UpdateCodec` subclass with a ``name``, an
+    optional ``Config`` (a :class:`~netfl.codecs.CodecConfig`: the codec section's
+    ``options``), ``encode(x, rng) -> (decoded, bits)`` and ``nominal_bits(numel)``
+    (usable as a class decorator; docs/codecs.md)."""
+    from netfl.codecs.update_codec import register_codec as add
+
+    _claim("update codec", vars(codec).get("name") if isinstance(codec, type) else None)
+    return add(codec)
 
 
 def _user(fn: Callable[..., Any], what: str, check: Any = None) -> UserCallable:

@@ -130,6 +130,16 @@ def check_options(config: type[BaseModel], options: Any, prefix: str, owner: str
         ) from None
 
 
+def check_registered_options(kind: Any, options: Any, owner: str) -> None:
+    """``options`` of a registered class ``kind`` (its ``Config``, or None: it takes
+    none) — :func:`check_options` under the key ``options``."""
+    if kind.Config is None:
+        if options:
+            raise ValueError(f"options: {owner} takes none")
+    else:
+        check_options(kind.Config, options, "options", owner)
+
+
 def beside(path: Any, base_dir: Any = None) -> str:
     """``path`` (``~`` expanded) made absolute against ``base_dir`` — the scenario file's
     folder; None: the working directory — so the resolved scenario names the same file

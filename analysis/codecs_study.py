@@ -1,0 +1,161 @@
+"""Update-codec study (a): accuracy against the bits on air and the simulated time for
+none / fp16 / QSGD / top-k with error feedback / signSGD on one LTE cell (public API).
+
+Alistarh et al. (QSGD, NeurIPS 2017) and Stich, Cordonnier & Jaggi (Sparsified SGD
+with Memory, NeurIPS 2018) report "the same accuracy for a fraction of the bits";
+Bernstein et al. (signSGD with majority vote, ICLR 2019) 32× fewer bits per value.
+Runs ``scenarios/codecs/compress.sweep.yaml`` with ``netfl.sweep`` (FedAvg, the uplink
+codec the variable) and draws from the run directories:
+
+- test accuracy against the cumulative uplink bits and against simulated time, mean ±
+  std over seeds (``accuracy_vs_bits_and_time.png``);
+- per codec (mean ± std over seeds): the bits of one upload, the accuracy over the last
+  five rounds, the rounds, uplink bits, simulated time and device energy to a target
+  accuracy (``summary.csv``, per run ``runs.csv``), and each codec's ratios to ``none``
+  on the same seed (``paired.csv``).
+
+    .venv/bin/python analysis/codecs_study.py [--workers 1] [--target 0.9]
+"""
+
+from __future__ import annotations
+
+import argparse
+import warnings
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from hierfavg_study import summary  # noqa: E402  (the same per-variant table)
+
+from netfl import read_run  # noqa: E402
+from netfl.sweep import expand, load_sweep, run_sweep  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "analysis" / "codecs"
+VARIANTS = ["none", "fp16", "qsgd", "topk", "sign"]
+
+
+def run_study(workers: int, out: Path) -> tuple[pd.DataFrame, Path]:
+    spec, path = load_sweep(ROOT / "scenarios" / "codecs" / "compress.sweep.yaml")
+    runs = expand(spec, path, {"outputs.figures": False})
+    where = out / spec.name
+    index = run_sweep(runs, where, workers, None, lambda n, s: print(f"  {n}: {s}", flush=True))
+    return index, where
+
+
+def per_run(index: pd.DataFrame, where: Path, target: float) -> pd.DataFrame:
+    rows = []
+    for _, row in index[index["status"] == "complete"].iterrows():
+        run = read_run(where / row["run"])
+        r = run.rounds
+        up = run.transfers[run.transfers["kind"] == "model_up"]
+        hit = r.index[r["accuracy"] >= target]
+        upto = r.loc[: hit[0]] if len(hit) else None
+
+        def to_target(col: str, upto=upto) -> float:
+            return float(upto[col].sum()) if upto is not None else np.nan
+
+        rows.append(
+            {
+                "variant": row["variant"],
+                "seed": row["seed"],
+                "upload_bits": float(up["size_bits"].mean()),
+                "last5_accuracy": float(r["accuracy"].tail(5).mean()),
+                "rounds_to_target": float(r.loc[hit[0], "round"] + 1) if len(hit) else np.nan,
+                "uplink_bits_to_target": to_target("uplink_bits"),
+                "time_to_target_s": float(r.loc[hit[0], "sim_time_s"]) if len(hit) else np.nan,
+                "energy_to_target_j": to_target("device_active_energy_j"),
+                "uplink_bits": float(r["uplink_bits"].sum()),
+                "sim_time_s": float(r["sim_time_s"].iloc[-1]),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def paired(runs: pd.DataFrame, baseline: str = "none") -> pd.DataFrame:
+    """Per codec, mean ± std over seeds of its ratio to ``none`` on the same seed (the
+    same drop, data split and initial model) of the bits per upload and of the uplink
+    bits, time and device energy to the target, and its accuracy difference."""
+    base = runs[runs["variant"] == baseline].set_index("seed")
+    rows = []
+    for variant in VARIANTS:
+        g = runs[runs["variant"] == variant].set_index("seed")
+        if g.empty:
+            continue
+        row = {"variant": variant}
+        for col in (
+            "upload_bits",
+            "uplink_bits_to_target",
+            "time_to_target_s",
+            "energy_to_target_j",
+        ):
+            ratio = g[col] / base[col].reindex(g.index)
+            row[f"{col}_ratio_mean"], row[f"{col}_ratio_std"] = ratio.mean(), ratio.std()
+        diff = g["last5_accuracy"] - base["last5_accuracy"].reindex(g.index)
+        row["last5_accuracy_minus_none_mean"] = diff.mean()
+        row["last5_accuracy_minus_none_std"] = diff.std()
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def figure(index: pd.DataFrame, where: Path, target: float) -> None:
+    fig, (by_bits, by_time) = plt.subplots(1, 2, figsize=(11, 4))
+    done = index[index["status"] == "complete"]
+    for c, variant in enumerate(v for v in VARIANTS if v in set(done["variant"])):
+        curves = [read_run(where / n).rounds for n in done.loc[done["variant"] == variant, "run"]]
+        acc = np.array([r["accuracy"].to_numpy() for r in curves])
+        bits = np.array([r["uplink_bits"].cumsum().to_numpy() for r in curves]).mean(axis=0)
+        mean, std = acc.mean(axis=0), acc.std(axis=0)
+        label = f"{variant} ({len(curves)} seeds)"
+        by_bits.plot(bits, mean, color=f"C{c}", label=label)
+        by_bits.fill_between(bits, mean - std, mean + std, color=f"C{c}", alpha=0.2, lw=0)
+        grid = np.linspace(0.0, min(float(r["sim_time_s"].iloc[-1]) for r in curves), 200)
+        on_grid = np.array(
+            [np.interp(grid, r["sim_time_s"], r["accuracy"], left=np.nan) for r in curves]
+        )
+        with warnings.catch_warnings():  # (before a seed's first round: no value)
+            warnings.simplefilter("ignore", RuntimeWarning)
+            m, s = np.nanmean(on_grid, axis=0), np.nanstd(on_grid, axis=0)
+        by_time.plot(grid, m, color=f"C{c}", label=label)
+        by_time.fill_between(grid, m - s, m + s, color=f"C{c}", alpha=0.2, lw=0)
+    by_bits.set_xscale("log")
+    by_bits.set_xlabel("uplink bits on air, cumulative (all devices)")
+    by_time.set_xlabel("simulated time [s]")
+    for ax in (by_bits, by_time):
+        ax.axhline(target, color="k", ls=":", lw=1)
+        ax.set_ylabel("test accuracy")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    OUT.mkdir(parents=True, exist_ok=True)
+    fig.savefig(OUT / "accuracy_vs_bits_and_time.png", dpi=120)
+    plt.close(fig)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--target", type=float, default=0.9, help="fixed target accuracy")
+    ap.add_argument("--out", default=str(ROOT / "runs" / "codecs_study"))
+    args = ap.parse_args()
+    index, where = run_study(args.workers, Path(args.out))
+    runs = per_run(index, where, args.target)
+    table = summary(runs).set_index("variant").reindex(VARIANTS).reset_index()
+    ratios = paired(runs)
+    figure(index, where, args.target)
+    OUT.mkdir(parents=True, exist_ok=True)
+    runs.to_csv(OUT / "runs.csv", index=False)
+    table.to_csv(OUT / "summary.csv", index=False)
+    ratios.to_csv(OUT / "paired.csv", index=False)
+    pd.set_option("display.width", 250)
+    print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    print(ratios.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    print(f"figures: {OUT}")
+
+
+if __name__ == "__main__":
+    main()

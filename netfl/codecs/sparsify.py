@@ -1,0 +1,86 @@
+"""``topk`` and ``randk``: k values of a tensor, with error feedback on the device.
+
+Stich, Cordonnier & Jaggi, "Sparsified SGD with Memory", NeurIPS 2018: the device sends
+C(m + g) — top-k: the k values of largest magnitude; random-k: k positions drawn
+uniformly without replacement — and keeps m ← m + g − C(m + g) for its next update
+(``error_feedback``, on by default; Lin et al.'s Deep Gradient Compression accumulates
+the same way). k = max(1, ⌈fraction · n⌉) per tensor.
+
+Bits per tensor: k float32 values; top-k adds their positions, k·⌈log2 n⌉ bits or an
+n-bit map, whichever is smaller; random-k's positions follow from a 64-bit seed sent
+once per update. Update-side only: the downlink carries the model, not an update.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from pydantic import Field
+
+from netfl.codecs.update_codec import (
+    FLOAT_BITS,
+    CodecConfig,
+    UpdateCodec,
+    index_bits,
+    register_codec,
+)
+
+__all__ = ["RandK", "SparsifyConfig", "TopK"]
+
+
+class SparsifyConfig(CodecConfig):
+    fraction: float = Field(0.01, gt=0.0, le=1.0, description="k / n per tensor")
+    error_feedback: bool = Field(True, description="keep what was not sent (Stich et al.)")
+
+
+class _Sparsify(UpdateCodec):
+    Config = SparsifyConfig
+    config: SparsifyConfig
+    directions = frozenset({"uplink"})
+
+    def k(self, numel: int) -> int:
+        return max(1, math.ceil(self.config.fraction * numel)) if numel else 0
+
+    def _positions(self, x: torch.Tensor, k: int, rng: np.random.Generator) -> torch.Tensor:
+        raise NotImplementedError
+
+    def encode(self, x: torch.Tensor, rng: np.random.Generator) -> tuple[torch.Tensor, float]:
+        n = x.numel()
+        k = self.k(n)
+        out = torch.zeros_like(x)
+        if k:
+            idx = self._positions(x, k, rng)
+            out[idx] = x[idx]
+        return out, self.nominal_bits(n)
+
+
+@register_codec
+class TopK(_Sparsify):
+    """The k values of largest magnitude and their positions."""
+
+    name = "topk"
+    description = "the k largest-magnitude values and their positions, error feedback"
+
+    def _positions(self, x: torch.Tensor, k: int, rng: np.random.Generator) -> torch.Tensor:
+        return torch.topk(x.abs(), k, sorted=False).indices
+
+    def nominal_bits(self, numel: int) -> float:
+        k = self.k(numel)
+        return float(FLOAT_BITS * k + min(k * index_bits(numel), numel))
+
+
+@register_codec
+class RandK(_Sparsify):
+    """k values at positions drawn from a seed both ends know."""
+
+    name = "randk"
+    description = "k values at random positions (a 64-bit seed per update), error feedback"
+    update_header_bits = 64.0
+
+    def _positions(self, x: torch.Tensor, k: int, rng: np.random.Generator) -> torch.Tensor:
+        return torch.from_numpy(rng.choice(x.numel(), size=k, replace=False))
+
+    def nominal_bits(self, numel: int) -> float:
+        return float(FLOAT_BITS * self.k(numel))

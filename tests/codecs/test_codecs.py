@@ -1,0 +1,349 @@
+"""Update codecs (issue 52): sizes by hand, decode error bounds, QSGD's unbiasedness,
+error feedback's conservation, bits on air as recorded, the majority vote, a plugin, a
+resume with error-feedback memory, and scenarios refused in one line."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+import yaml
+from scipy import stats
+
+from netfl.cli.app import main
+from netfl.codecs import CODECS, build_codec, encode_state, nominal_bits
+from netfl.codecs.update_codec import elias_omega_bits
+from netfl.loading.scenarios import parse_scenario
+from netfl.sim.runner import run
+from tests.conftest import tiny_scenario
+from tests.test_plugins import clean_registry  # noqa: F401  (the fixture: autouse there)
+
+X = torch.tensor([0.5, -2.0, 0.0, 1.0, -0.25, 3.0, 0.125, -1.5, 0.75, 2.5])
+
+
+def _enc(name, **options):
+    return build_codec(name, options)
+
+
+def test_elias_omega_lengths_by_hand():
+    # 1 → "0"; 2 → "10 0"; 3 → "11 0"; 4 → "10 100 0"; 16 → "10 100 10000 0"
+    assert elias_omega_bits(np.array([1, 2, 3, 4, 7, 8, 16])).tolist() == [1, 3, 3, 6, 6, 7, 11]
+
+
+@pytest.mark.parametrize(
+    ("name", "options", "bits"),
+    [
+        ("fp16", {}, 16 * 10),
+        ("bf16", {}, 16 * 10),
+        ("uniform", {"bits": 4}, 4 * 10 + 64),  # b bits each, min and max
+        ("uniform", {"bits": 4, "block": 4}, 4 * 10 + 64 * 3),  # ⌈10/4⌉ scales
+        ("qsgd", {"levels": 3}, 32 + 10 * (1 + 2)),  # norm; sign + ⌈log2 4⌉ per value
+        ("qsgd", {"levels": 7, "bucket": 4}, 3 * 32 + 10 * (1 + 3)),
+        ("topk", {"fraction": 0.2}, 2 * 32 + min(2 * 4, 10)),  # k values, ⌈log2 10⌉ each
+        ("topk", {"fraction": 0.5}, 5 * 32 + 10),  # a 10-bit map beats 5·4 bits
+        ("randk", {"fraction": 0.3}, 3 * 32 + 64),  # k values, one 64-bit seed
+        ("sign", {}, 10 + 32),  # a bit each and the mean magnitude
+    ],
+)
+def test_each_codecs_size_by_hand(name, options, bits):
+    codec = _enc(name, **options)
+    _, got = codec.encode(X.clone(), np.random.default_rng(0))
+    got += codec.update_header_bits
+    assert got == bits
+    assert nominal_bits(codec, [(10, True, 32)]) == bits
+    assert encode_state(codec, {"w": X}, np.random.default_rng(0)).bits == bits
+
+
+def test_qsgd_with_elias_counts_what_the_encoding_produced():
+    """Levels (0, 2, 0, 0, 1) after the draw: positions 1 and 4 are sent, gaps 2 and 3,
+    levels 2 and 1: 32 + ω(2) + 1 + ω(2) + ω(3) + 1 + ω(1) = 32 + 3+1+3 + 3+1+1."""
+    codec = _enc("qsgd", levels=2, bucket=None, elias=True)
+    x = torch.tensor([0.0, 0.8, 0.0, 0.0, 0.6])  # ‖x‖ = 1: r = (0, 1.6, 0, 0, 1.2)
+    for seed in range(20):
+        out, bits = codec.encode(x, np.random.default_rng(seed))
+        levels = (out.abs() * 2).round().to(torch.int64).numpy()
+        nz = np.flatnonzero(levels)
+        gaps = np.diff(nz, prepend=-1)
+        want = 32 + elias_omega_bits(gaps).sum() + len(nz) + elias_omega_bits(levels[nz]).sum()
+        assert bits == want
+    assert codec.nominal_bits(5) is None and codec.value_dependent
+
+
+def test_decode_error_bounds():
+    rng = np.random.default_rng(1)
+    x = torch.from_numpy(rng.normal(size=1000).astype(np.float32))
+    half, _ = _enc("fp16").encode(x, rng)
+    assert torch.all((half - x).abs() <= x.abs() * 2**-11)
+    bf, _ = _enc("bf16").encode(x, rng)
+    assert torch.all((bf - x).abs() <= x.abs() * 2**-8)
+    for block in (None, 64):
+        u = _enc("uniform", bits=6, block=block)
+        out, _ = u.encode(x, rng)
+        size = block or 1000
+        for a in range(0, 1000, size):
+            seg = x[a : a + size]
+            step = (seg.max() - seg.min()) / 63
+            assert torch.all((out[a : a + size] - seg).abs() <= step / 2 + 1e-6)
+    q = _enc("qsgd", levels=8, bucket=100)
+    out, _ = q.encode(x, rng)
+    norms = torch.linalg.vector_norm(x.reshape(10, 100), dim=1).repeat_interleave(100)
+    assert torch.all((out - x).abs() <= norms / 8 + 1e-6)  # (one level at most)
+    k = _enc("topk", fraction=0.05)
+    out, _ = k.encode(x, rng)
+    kept = out != 0
+    assert kept.sum() == 50 and x.abs()[kept].min() >= x.abs()[~kept].max()
+    assert torch.equal(out[kept], x[kept])
+    s, _ = _enc("sign").encode(x, rng)
+    assert torch.allclose(s, x.abs().mean() * torch.sign(x))
+
+
+def test_qsgd_and_stochastic_uniform_are_unbiased():
+    """The mean of 4000 encodings of one vector is the vector: per coordinate a
+    one-sample t-test, none below 0.001 / d (Bonferroni)."""
+    x = torch.tensor([0.3, -1.2, 0.05, 2.0, -0.7, 0.0, 1.1, -0.01])
+    for codec in (_enc("qsgd", levels=2, bucket=None), _enc("uniform", bits=2, stochastic=True)):
+        rng = np.random.default_rng(7)
+        draws = torch.stack([codec.encode(x, rng)[0] for _ in range(4000)]).numpy()
+        varying = draws.std(axis=0) > 1e-4
+        p = stats.ttest_1samp(draws[:, varying], x.numpy()[varying]).pvalue
+        assert p.min() > 0.001 / len(x), (codec.name, p)
+        assert np.allclose(draws[:, ~varying], x.numpy()[~varying], atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["topk", "randk", "sign"])
+def test_error_feedback_conserves_the_updates(name):
+    """Σ transmitted + memory = Σ true updates, after every step (Stich et al.)."""
+    codec = _enc(name, error_feedback=True) if name == "sign" else _enc(name, fraction=0.1)
+    rng = np.random.default_rng(3)
+    memory, sent, true = None, torch.zeros(200), torch.zeros(200)
+    for _ in range(12):
+        g = torch.from_numpy(rng.normal(size=200).astype(np.float32))
+        enc = encode_state(codec, {"w": g}, rng, memory)
+        memory = enc.memory
+        sent += enc.decoded["w"]
+        true += g
+        torch.testing.assert_close(sent + memory["w"], true, atol=1e-4, rtol=0)
+
+
+def test_integer_tensors_go_as_they_are():
+    state = {"w": X, "n": torch.tensor(7, dtype=torch.int64)}
+    enc = encode_state(_enc("fp16"), state, np.random.default_rng(0))
+    assert enc.bits == 160 + 64 and enc.decoded["n"].item() == 7
+
+
+def test_the_majority_vote_by_hand():
+    from netfl.codecs.sign_sgd import MajorityVote
+
+    base = {"w": torch.zeros(3), "n": torch.tensor(1)}
+    vote = MajorityVote(base)
+    vote.add(0, {"w": torch.tensor([0.1, -0.1, 0.1]), "n": torch.tensor(2)})
+    vote.add(1, {"w": torch.tensor([0.3, 0.3, -0.3]), "n": torch.tensor(2)})
+    vote.drop(2)
+    vote.add(3, {"w": torch.tensor([-0.2, -0.2, -0.2]), "n": torch.tensor(2)})
+    out = vote.result()
+    a = (0.1 + 0.3 + 0.2) / 3  # (the mean magnitude)
+    torch.testing.assert_close(out["w"], torch.tensor([a, -a, -a]))
+    assert out["n"].item() == 2
+
+
+def _learn(**algorithm):
+    return tiny_scenario(
+        algorithm={"name": "fedavg", **algorithm},
+        learning={"mode": "learn"},
+        training={"rounds": 3, "batch_size": 16},
+    )
+
+
+def test_the_bits_on_air_are_the_encodings(monkeypatch):
+    """Every upload's record is the size its payload's encoding counted (QSGD with Elias
+    coding: a different size per device), every download the model's encoding."""
+    from netfl.algorithms.fedavg import FedAvg
+
+    sizes = []
+    original = FedAvg.payload
+
+    def spy(self, r, device, result):
+        got = original(self, r, device, result)
+        sizes.append(((r, device.name), got.bits))
+        return got
+
+    monkeypatch.setattr(FedAvg, "payload", spy)
+    result = run(
+        parse_scenario(
+            _learn(
+                uplink_codec={"name": "qsgd", "options": {"levels": 4, "elias": True}},
+                downlink_codec={"name": "uniform", "options": {"bits": 8}},
+            )
+        )
+    )
+    t = result.transfers
+    up = t[t.kind == "model_up"]
+    assert dict(zip(zip(up["round"], up.src, strict=True), up.size_bits, strict=True)) == dict(
+        sizes
+    )
+    assert up.size_bits.nunique() > 1
+    # logistic regression on the 8×8 digits: a 64×10 weight and 10 biases at 8 bits
+    assert (t[t.kind == "model_down"].size_bits == 8 * 650 + 64 * 2).all()
+
+
+def test_none_is_no_codec_and_a_codec_changes_what_is_learned():
+    plain = run(parse_scenario(_learn()))
+    named = run(parse_scenario(_learn(uplink_codec={"name": "none"})))
+    pd.testing.assert_frame_equal(plain.transfers, named.transfers)
+    assert plain.rounds["accuracy"].tolist() == named.rounds["accuracy"].tolist()
+    coarse = run(parse_scenario(_learn(uplink_codec={"name": "uniform", "options": {"bits": 1}})))
+    assert coarse.rounds["accuracy"].tolist() != plain.rounds["accuracy"].tolist()
+
+
+def test_timing_mode_sizes_from_the_shapes():
+    result = run(
+        parse_scenario(
+            tiny_scenario(algorithm={"name": "fedavg", "uplink_codec": {"name": "sign"}})
+        )
+    )
+    ups = result.transfers[result.transfers.kind == "model_up"]
+    assert (ups.size_bits == (640 + 32) + (10 + 32)).all()
+
+
+def test_resume_with_error_feedback_memory_is_byte_identical(tmp_path):
+    from netfl.output.rundir import write_run
+    from netfl.sim.checkpoint import load_checkpoint
+
+    class Killed(Exception):
+        pass
+
+    def kill_after_1(row):
+        if row["round"] == 1:
+            raise Killed()
+
+    data = _learn(uplink_codec={"name": "topk", "options": {"fraction": 0.05}}, fraction=0.5)
+    data["training"]["rounds"] = 4
+    data["outputs"] = {"checkpoint_every": 1, "figures": False, "progress": False}
+    scenario = parse_scenario(data)
+    whole = write_run(run(scenario), tmp_path / "whole", figures=False)
+    run_dir = tmp_path / "killed"
+    run_dir.mkdir()
+    with pytest.raises(Killed):
+        run(scenario, on_round=kill_after_1, run_dir=run_dir)
+    saved = load_checkpoint(run_dir)["algorithm"]["codec_memory"]
+    assert saved and all(any(t.abs().sum() > 0 for t in m.values()) for m in saved.values())
+    resumed = write_run(run(scenario, run_dir=run_dir, resume=True), tmp_path / "r", figures=False)
+    for name in ("transfers", "computes"):
+        pd.testing.assert_frame_equal(
+            pd.read_parquet(resumed / f"{name}.parquet"), pd.read_parquet(whole / f"{name}.parquet")
+        )
+    cols = ["round", "accuracy", "loss", "train_loss", "uplink_bits"]
+    pd.testing.assert_frame_equal(
+        pd.read_csv(resumed / "rounds.csv")[cols], pd.read_csv(whole / "rounds.csv")[cols]
+    )
+
+
+HALVES = """
+import netfl
+import torch
+
+
+@netfl.register_codec
+class Halves(netfl.UpdateCodec):
+    name = "halves"
+    description = "every other value, at 32 bits"
+
+    def encode(self, x, rng):
+        out = torch.zeros_like(x)
+        out[::2] = x[::2]
+        return out, 32.0 * len(x[::2])
+
+    def nominal_bits(self, numel):
+        return 32.0 * ((numel + 1) // 2)
+"""
+
+
+def test_a_codec_plugin_from_a_file(tmp_path):
+    (tmp_path / "lab.py").write_text(HALVES)
+    data = tiny_scenario(
+        plugins=[str(tmp_path / "lab.py")],
+        algorithm={"name": "fedavg", "uplink_codec": {"name": "halves"}},
+    )
+    result = run(parse_scenario(data))
+    ups = result.transfers[result.transfers.kind == "model_up"]
+    assert (ups.size_bits == 32 * (320 + 5)).all()
+    assert "halves" in CODECS
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "extra", "key", "words"),
+    [
+        ({"downlink_codec": {"name": "topk"}}, {}, "downlink_codec", "compresses an update"),
+        ({"uplink_codec": {"name": "nope"}}, {}, "uplink_codec.name", "qsgd"),
+        (
+            {"uplink_codec": {"name": "qsgd", "options": {"levels": 0}}},
+            {},
+            "uplink_codec",
+            "levels",
+        ),
+        (
+            {"uplink_codec": {"name": "qsgd", "options": {"elias": True}}},
+            {},
+            "algorithm.uplink_codec.name",
+            "needs learning.mode: learn",
+        ),
+        (
+            {"name": "dfl", "uplink_codec": {"name": "fp16"}},
+            {},
+            "algorithm.uplink_codec.name",
+            "does not apply",
+        ),
+    ],
+)
+def test_bad_codec_sections_are_one_line(tmp_path, capsys, algorithm, extra, key, words):
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        yaml.safe_dump(tiny_scenario(algorithm={"name": "fedavg", **algorithm}, **extra))
+    )
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and key in err[0] and words in err[0], err
+
+
+def test_fedasync_and_fedbuff_encode_both_directions():
+    """Timing mode: every upload fp16's size, every download 8-bit uniform's."""
+    for name in ("fedasync", "fedbuff"):
+        result = run(
+            parse_scenario(
+                tiny_scenario(
+                    algorithm={
+                        "name": name,
+                        "uplink_codec": {"name": "fp16"},
+                        "downlink_codec": {"name": "uniform", "options": {"bits": 8}},
+                    },
+                    training={"rounds": 4},
+                )
+            )
+        )
+        t = result.transfers
+        assert (t[t.kind == "model_up"].size_bits == 16 * 650).all()
+        assert (t[t.kind == "model_down"].size_bits == 8 * 650 + 64 * 2).all()
+
+
+@pytest.mark.parametrize("name", ["fedasync", "fedbuff"])
+def test_an_async_run_with_error_feedback_resumes_as_it_ran(name, tmp_path):
+    """Killed after an update and resumed: the devices in flight train from the decoded
+    versions and the memories come back from the checkpoint; every row is the
+    uninterrupted one."""
+    from tests.algorithms.test_async import _learning
+    from tests.test_checkpoint import _interrupted_and_resumed
+
+    options = {"name": name, "uplink_codec": {"name": "topk", "options": {"fraction": 0.2}}}
+    options |= {"downlink_codec": {"name": "fp16"}}
+    if name == "fedbuff":
+        options["buffer_size"] = 2
+    sc = _learning(
+        options, rounds=5, outputs={"figures": False, "progress": False, "checkpoint_every": 1}
+    )
+    whole = run(sc)
+    resumed, _ = _interrupted_and_resumed(sc, tmp_path, 2)
+    cols = ["round", "sim_time_s", "accuracy", "loss", "train_loss", "uplink_bits"]
+    pd.testing.assert_frame_equal(resumed.rounds[cols], whole.rounds[cols])
+    plain = run(_learning({k: v for k, v in options.items() if "codec" not in k}, rounds=5))
+    assert plain.rounds["accuracy"].tolist() != whole.rounds["accuracy"].tolist()
