@@ -44,7 +44,7 @@ import simpy
 from pydantic import Field
 
 from netfl.algorithms.algorithm import Algorithm, RoundSummary, honours
-from netfl.algorithms.update_coding import CodedConfig, UpdateCoding
+from netfl.algorithms.update_coding import CodedConfig
 from netfl.core.activity import DeviceCut
 from netfl.core.nodes import Node
 from netfl.learning.tasks import TrainTask
@@ -130,7 +130,7 @@ class AsyncAlgorithm(Algorithm):
         self._picks = 0
         #: the update codecs at work: a version's download encoded once, an upload
         #: against the version it trained from (:mod:`netfl.algorithms.update_coding`)
-        self.coding = UpdateCoding(world, config, lambda _device: world.model.size_bits)
+        self.coding = CodedConfig.coding(world, config, lambda _device: world.model.size_bits)
         self._lost_in_a_row = 0
         self._stopped_lost = False
 

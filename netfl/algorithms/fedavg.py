@@ -38,7 +38,7 @@ from pydantic import Field
 
 from netfl.algorithms.algorithm import Algorithm, RoundSummary, honours, register
 from netfl.algorithms.hooks import Aggregator, ClientConfig, Payload, cut_counts, is_cut
-from netfl.algorithms.update_coding import CodedConfig, UpdateCoding
+from netfl.algorithms.update_coding import CodedConfig
 from netfl.core.activity import DeviceCut
 from netfl.core.nodes import Node
 from netfl.learning.tasks import TrainTask
@@ -97,7 +97,7 @@ class FedAvg(Algorithm):
         #: the round's aggregator (:meth:`aggregator`) while the round runs
         self._aggregator: Aggregator | None = None
         #: the update codecs at work (a part: :mod:`netfl.algorithms.update_coding`)
-        self.coding = UpdateCoding(world, config, self.model_bits)
+        self.coding = CodedConfig.coding(world, config, self.model_bits)
 
     # -- steps a variant may override ------------------------------------
     def select_clients(self, r: int) -> list[Node]:

@@ -25,6 +25,7 @@ columns: ``edges`` (edge servers with clients) and ``edge_aggregations`` (κ2).
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Generator
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -35,13 +36,20 @@ from pydantic import Field
 
 from netfl.algorithms.algorithm import RoundSummary, honours, register
 from netfl.algorithms.fedavg import FedAvg, FedAvgConfig, cut_counts, is_cut
+from netfl.algorithms.update_coding import UpdateCoding
 from netfl.core.nodes import Node
 from netfl.policies.resource_policy import RoundWork
+from netfl.scenario.codec_section import CodecSection
 
 if TYPE_CHECKING:
     from netfl.learning.train import TrainResult
 
 __all__ = ["HierFAVG", "HierFAVGConfig"]
+
+
+def _key(node: Node) -> int:
+    """A node's key in the codecs' random streams (its name's CRC-32: stable)."""
+    return zlib.crc32(node.name.encode())
 
 
 class HierFAVGConfig(FedAvgConfig):
@@ -52,13 +60,20 @@ class HierFAVGConfig(FedAvgConfig):
         le=1000,
     )
     kappa2: int = Field(2, ge=1, description="κ2: edge aggregations per cloud aggregation", le=1000)
+    edge_uplink_codec: CodecSection = Field(
+        default_factory=CodecSection,
+        description="how an edge's model goes to the cloud (docs/codecs.md; the client "
+        "tier's are uplink_codec and downlink_codec)",
+    )
+    edge_downlink_codec: CodecSection = Field(
+        default_factory=CodecSection,
+        description="how the cloud's model goes to an edge (docs/codecs.md)",
+    )
 
 
 @register
 class HierFAVG(FedAvg):
     """Client-edge-cloud hierarchical FedAvg (Liu et al., ICC 2020, Algorithm 1)."""
-
-    codec_directions = frozenset()  # (its own payloads: no update codec yet)
 
     #: a client that leaves is out of its edge's later edge rounds (and of this one's)
     supports_availability = True
@@ -66,6 +81,17 @@ class HierFAVG(FedAvg):
     name = "hierfavg"
     Config = HierFAVGConfig
     config: HierFAVGConfig
+
+    def __init__(self, world: Any, config: HierFAVGConfig):
+        super().__init__(world, config)
+        #: the backhaul tier's codecs (the client tier's: ``coding``); its error-feedback
+        #: memory by edge
+        self.edge_coding = UpdateCoding(
+            world,
+            config.edge_uplink_codec,
+            config.edge_downlink_codec,
+            lambda _n: self.model_bits(),
+        )
 
     def edges(self, clients: list[Node]) -> dict[str, tuple[Node, list[Node]]]:
         """Sampled clients grouped by edge server, in client order."""
@@ -79,15 +105,20 @@ class HierFAVG(FedAvg):
         self, r: int, j: int, edge: Node, device: Node, state: dict | None, download: bool
     ) -> Generator[simpy.Event, Any, TrainResult | None]:
         world = self.world
-        bits = self.model_bits(device)
         if j == 0:  # (a resource policy's share, power and frequency, for its κ2 edge rounds)
             self.begin_client(r, device)
+        down, start = self.coding.download((r, j, _key(edge)), state, device)
         if download:
-            yield world.radio.transfer(edge, device, bits, "model_down", num_models=1)
+            yield world.radio.transfer(edge, device, down, "model_down", num_models=1)
         result = yield from self.local_update(
-            r, device, state, epochs=self.config.kappa1, seed_key=(j,) if j else ()
+            r, device, start, epochs=self.config.kappa1, seed_key=(j,) if j else ()
         )
-        yield world.radio.transfer(device, edge, bits, "model_up", num_models=1)
+        up, decoded = self.coding.upload(
+            (r, j, device.index), device, None if result is None else result.state, start, state
+        )
+        if decoded is not None:
+            result = replace(result, state=decoded)
+        yield world.radio.transfer(device, edge, up, "model_up", num_models=1)
         return result
 
     def _edge(
@@ -95,10 +126,11 @@ class HierFAVG(FedAvg):
     ) -> Generator[simpy.Event, Any, tuple[dict | None, int, list[float]]]:
         """One edge server's κ2 edge rounds; its model, sample count and clients' losses."""
         world, env = self.world, self.world.env
-        bits = self.model_bits()
-        if edge is not world.bs:
-            yield world.radio.transfer(world.bs, edge, bits, "edge_model_down", num_models=1)
         state = self.global_state
+        if edge is not world.bs:  # (the backhaul tier: its codecs)
+            bits, state = self.edge_coding.download((r, _key(edge)), state, edge)
+            yield world.radio.transfer(world.bs, edge, bits, "edge_model_down", num_models=1)
+        start = state
         losses: list[float] = []
         multicast = self.config.downlink == "multicast"
         weight = 0
@@ -106,6 +138,7 @@ class HierFAVG(FedAvg):
             if not members:
                 break  # (every client of this edge left)
             if multicast:
+                bits = self.coding.download((r, j, _key(edge)), state, None)[0]
                 yield world.radio.broadcast(edge, members, bits, "model_down", num_models=1)
             jobs = [
                 env.process(self.guarded(d, self._edge_client(r, j, edge, d, state, not multicast)))
@@ -116,6 +149,8 @@ class HierFAVG(FedAvg):
                 if is_cut(job.value):
                     self._cut[d.name] = job.value
                     world.policy.release(r, d, job.value.reason)
+                    if job.value.reason == "left":  # (its state, codec memory included)
+                        self.coding.forget(d)
             members = [d for d, job in zip(members, jobs, strict=True) if not is_cut(job.value)]
             results = [job.value for job in jobs if not is_cut(job.value)]
             if results:  # (the edge model's weight: the data of its last contributors)
@@ -126,15 +161,33 @@ class HierFAVG(FedAvg):
                 from netfl.learning.params import weighted_average
 
                 kept = world.keep_finite(results, [d.name for d in members])
-                if kept:
+                if kept and self.coding.vote:  # (signSGD: the edge's majority vote)
+                    from netfl.codecs.sign_sgd import MajorityVote
+
+                    vote = MajorityVote(state)
+                    for i, res in enumerate(kept):
+                        vote.add(i, res.state)
+                    state = vote.result()
+                elif kept:
                     state = weighted_average(
                         [res.state for res in kept], [res.num_samples for res in kept]
                     )
         for d in members:  # (their last edge update arrived)
             world.policy.release(r, d, "arrived")
         if edge is not world.bs:
+            bits, decoded = self.edge_coding.upload(
+                (r, _key(edge)), edge, state, start, self.global_state
+            )
+            state = decoded if decoded is not None else state
             yield world.radio.transfer(edge, world.bs, bits, "edge_model_up", num_models=1)
         return state, weight, losses
+
+    def state_dict(self) -> dict[str, Any]:
+        return {**super().state_dict(), "edge_codec_memory": self.edge_coding.state_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        super().load_state_dict(state)
+        self.edge_coding.load_state_dict(state.get("edge_codec_memory", {}))
 
     def round_work(self) -> RoundWork:
         """FedAvg's, with a client's κ2 edge rounds of κ1 epochs each (one download and

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from netfl.algorithms.context import RoundContext
     from netfl.core.nodes import Node
 
-__all__ = ["CodedConfig", "UpdateCoding"]
+__all__ = ["CodedConfig", "UpdateCoding", "check_directions"]
 
 #: downloads kept encoded (FedAsync/FedBuff: the versions devices still train from)
 _KEPT_DOWNLOADS = 16
@@ -45,14 +45,34 @@ class CodedConfig(AlgorithmConfig):
 
     @model_validator(mode="after")
     def _codec_directions(self) -> CodedConfig:
-        for direction in ("uplink", "downlink"):
-            codec = getattr(self, f"{direction}_codec")
-            if direction not in codec.directions():
-                raise ValueError(
-                    f"{direction}_codec: codec {codec.name!r} compresses an update; the "
-                    "downlink carries the model itself (none, fp16, bf16, uniform, qsgd)"
-                )
+        check_directions(self)
         return self
+
+    @staticmethod
+    def coding(world: RoundContext, config: Any, full_bits: Any) -> UpdateCoding:
+        """The :class:`UpdateCoding` of ``config``'s ``uplink_codec`` and
+        ``downlink_codec`` (a config without them: no codec)."""
+        return UpdateCoding(
+            world,
+            getattr(config, "uplink_codec", None),
+            getattr(config, "downlink_codec", None),
+            full_bits,
+        )
+
+
+def check_directions(config: Any) -> None:
+    """Every ``*_codec`` field of ``config`` names a codec for its direction (a
+    ValueError naming the key)."""
+    for key in type(config).model_fields:
+        if not key.endswith("_codec"):
+            continue
+        codec = getattr(config, key)
+        direction = "uplink" if "uplink" in key else "downlink"
+        if direction not in codec.directions():
+            raise ValueError(
+                f"{key}: codec {codec.name!r} compresses an update; the downlink "
+                "carries the model itself (none, fp16, bf16, uniform, qsgd)"
+            )
 
 
 class UpdateCoding:
@@ -62,17 +82,22 @@ class UpdateCoding:
     ----------
     world : RoundContext
         The round context (its random streams; its model for the shapes).
-    config : CodedConfig or any config
-        The algorithm's options (without codec fields: no codec).
+    uplink, downlink : CodecSection or None
+        The codec of each direction (None: ``none``).
     full_bits : callable
         ``device or None → bits`` of one copy without a codec (FedAvg's
         ``model_bits``).
     """
 
-    def __init__(self, world: RoundContext, config: Any, full_bits: Callable[[Node | None], float]):
+    def __init__(
+        self,
+        world: RoundContext,
+        uplink: CodecSection | None,
+        downlink: CodecSection | None,
+        full_bits: Callable[[Node | None], float],
+    ):
         self.world = world
-        up = getattr(config, "uplink_codec", None)
-        down = getattr(config, "downlink_codec", None)
+        up, down = uplink, downlink
         #: the codecs (None: ``none``, the model as it is)
         self.uplink: UpdateCodec | None = build_codec(up.name, up.options) if up else None
         self.downlink: UpdateCodec | None = build_codec(down.name, down.options) if down else None

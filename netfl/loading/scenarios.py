@@ -148,12 +148,13 @@ def _check_codecs(scenario: Scenario) -> list[tuple[str, str]]:
 
     name, options = scenario.algorithm.name, scenario.algorithm.options()
     kind = ALGORITHMS[name]
-    for direction in ("uplink", "downlink"):
-        section = options.get(f"{direction}_codec") or {}
+    for field in sorted(k for k in options if k.endswith("_codec")):
+        section = options.get(field) or {}
         codec = section.get("name", "none") if isinstance(section, dict) else "none"
         if codec == "none" or codec not in CODECS:
             continue
-        key = f"algorithm.{direction}_codec.name"
+        direction = "uplink" if "uplink" in field else "downlink"
+        key = f"algorithm.{field}.name"
         if direction not in getattr(kind, "codec_directions", frozenset()):
             able = ", ".join(
                 sorted(

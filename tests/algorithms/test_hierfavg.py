@@ -142,3 +142,59 @@ def test_state_dict_round_trip():
     for k, v in alg.global_state.items():
         assert torch.equal(other.global_state[k], v)
     world.close()
+
+
+def test_codecs_on_each_tier():
+    """Timing mode on two cells with a cloud server: the access tier's uploads are fp16,
+    its downloads 8-bit uniform; the backhaul's models go down as bf16 and up as 1 %
+    top-k — each transfer's size the codec's, by hand (logistic regression on the 8×8
+    digits: a 64×10 weight and 10 biases)."""
+    s = _scenario(
+        {
+            "name": "hierfavg",
+            "kappa2": 2,
+            "uplink_codec": {"name": "fp16"},
+            "downlink_codec": {"name": "uniform", "options": {"bits": 8}},
+            "edge_uplink_codec": {"name": "topk", "options": {"fraction": 0.01}},
+            "edge_downlink_codec": {"name": "bf16"},
+        },
+        "timing",
+        cell=PLAIN_CELL,
+        network=TWO_CELLS,
+        devices={"count": 4, "layout": {"kind": "positions", "positions_m": FOUR}},
+    )
+    t = run(s).transfers
+    size = t.groupby("kind")["size_bits"].unique().to_dict()
+    assert list(size["model_up"]) == [16 * 650]
+    assert list(size["model_down"]) == [8 * 650 + 64 * 2]
+    assert list(size["edge_model_down"]) == [16 * 650]
+    # top-k: ⌈0.01·640⌉ = 7 values and positions of 10 bits; 1 bias value, 4 bits
+    assert list(size["edge_model_up"]) == [7 * 32 + 7 * 10 + 32 + 4]
+
+
+def test_error_feedback_memories_of_both_tiers_resume(tmp_path):
+    """Learning mode with top-k and error feedback on both tiers: killed after a round
+    and resumed, the same rows as straight through (the memories in the checkpoint)."""
+    from netfl.sim.checkpoint import load_checkpoint
+    from tests.test_checkpoint import _interrupted_and_resumed
+
+    s = _scenario(
+        {
+            "name": "hierfavg",
+            "kappa2": 2,
+            "uplink_codec": {"name": "topk", "options": {"fraction": 0.1}},
+            "edge_uplink_codec": {"name": "topk", "options": {"fraction": 0.1}},
+        },
+        cell=PLAIN_CELL,
+        network=TWO_CELLS,
+        devices={"count": 4, "layout": {"kind": "positions", "positions_m": FOUR}},
+        training={"rounds": 3, "batch_size": 16},
+        outputs={"figures": False, "progress": False, "checkpoint_every": 1},
+    )
+    whole = run(s)
+    resumed, run_dir = _interrupted_and_resumed(s, tmp_path, 1)
+    saved = load_checkpoint(run_dir)["algorithm"]
+    assert set(saved["codec_memory"]) == {"ue0", "ue1", "ue2", "ue3"}
+    assert set(saved["edge_codec_memory"]) == {"cell0", "cell1"}
+    cols = ["round", "sim_time_s", "accuracy", "loss", "uplink_bits"]
+    pd.testing.assert_frame_equal(resumed.rounds[cols], whole.rounds[cols])
