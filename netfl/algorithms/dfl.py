@@ -35,6 +35,7 @@ from pydantic import Field, model_validator
 from netfl.algorithms.algorithm import RoundSummary, honours, register
 from netfl.algorithms.context import RoundContext
 from netfl.algorithms.fedavg import FedAvg, FedAvgConfig
+from netfl.algorithms.hooks import Payload
 from netfl.core.nodes import Node
 from netfl.scenario.strict import given, refuse
 
@@ -67,8 +68,6 @@ class DFLConfig(FedAvgConfig):
 class _SoftTargets(FedAvg):
     """What DFL and FD share: the global soft targets and their payload."""
 
-    codec_directions = frozenset()  # (its own payloads: no update codec yet)
-
     def __init__(self, world: RoundContext, config):
         from netfl.learning.distill import uniform_soft_targets
 
@@ -89,7 +88,12 @@ class _SoftTargets(FedAvg):
         return m.train_per_sample * n * e + m.inference_per_sample * n
 
     def distill_update(
-        self, r: int, device: Node, state: dict | None, epochs: int | None = None
+        self,
+        r: int,
+        device: Node,
+        state: dict | None,
+        epochs: int | None = None,
+        targets: Any = None,
     ) -> Generator[simpy.Event, Any, Any]:
         from netfl.learning import DistillTask
 
@@ -105,7 +109,7 @@ class _SoftTargets(FedAvg):
                 r,
                 device,
                 state=state,
-                targets=self.soft.clone(),
+                targets=(self.soft if targets is None else targets).clone(),
                 ce_weight=ce,
                 kl_weight=kl,
                 temperature=self.config.temperature,
@@ -152,6 +156,20 @@ class DFL(_SoftTargets):
     Config = DFLConfig
     config: DFLConfig
 
+    def __init__(self, world: RoundContext, config: DFLConfig):
+        from netfl.algorithms.update_coding import UpdateCoding
+
+        super().__init__(world, config)
+        #: the codecs encode the model (its update up); the soft targets travel beside
+        #: it at ``value_bits`` each
+        self.coding = UpdateCoding(
+            world,
+            config.uplink_codec,
+            config.downlink_codec,
+            self.model_bits,
+            beside_bits=lambda _device: self.soft_bits,
+        )
+
     def rho(self, r: int) -> float:
         from netfl.learning.distill import dynamic_ratio
 
@@ -182,7 +200,15 @@ class DFL(_SoftTargets):
             if not results:
                 return
             weights = [res.num_samples for res in results]
-            self.global_state = weighted_average([res.state for res in results], weights)
+            if self.coding.vote:  # (signSGD: the majority vote of the updates)
+                from netfl.codecs.sign_sgd import MajorityVote
+
+                vote = MajorityVote(self.global_state)
+                for i, res in enumerate(results):
+                    vote.add(i, res.state)
+                self.global_state = vote.result()
+            else:
+                self.global_state = weighted_average([res.state for res in results], weights)
             self.soft = aggregate_soft_targets(
                 self.soft, [(res.soft_targets, res.label_counts) for res in results]
             )
@@ -235,8 +261,37 @@ class FD(_SoftTargets):
         )
 
     def __init__(self, world: RoundContext, config: FDConfig):
+        from netfl.algorithms.update_coding import UpdateCoding
+
         super().__init__(world, config)
         self.device_states: dict[int, dict] = {}
+        #: the codecs encode the soft targets, the only payload (the device's own, up;
+        #: the global ones, down)
+        n = self.num_classes**2
+        self.coding = UpdateCoding(
+            world,
+            config.uplink_codec,
+            config.downlink_codec,
+            self.model_bits,
+            shapes=lambda: [(n, True, 32)],
+        )
+
+    def download(self, r: int, device: Node | None) -> tuple[float, dict | None]:
+        """Round ``r``'s global soft targets on the way to ``device``: their bits on air
+        and what the device decodes (``{"soft": Y}``; None in timing mode)."""
+        return self.coding.download((r,), {"soft": self.soft} if self.world.learn else None, device)
+
+    def payload(self, r: int, device: Node, result: Any) -> Payload:
+        """The device's soft targets Y_k as they go on air (encoded as the update itself:
+        Δ = Y_k), and what the server decodes."""
+        import torch
+
+        zero = {"soft": torch.zeros_like(self.soft)}
+        sent = None if result is None else {"soft": result.soft_targets}
+        bits, decoded = self.coding.upload((r, device.index), device, sent, zero, zero)
+        if decoded is not None and result is not None:
+            result = replace(result, soft_targets=decoded["soft"])
+        return Payload(bits, result)
 
     def ce_kl_weights(self, r: int) -> tuple[float, float]:
         return 1.0, self.config.kd_weight
@@ -246,11 +301,13 @@ class FD(_SoftTargets):
     ) -> Generator[simpy.Event, Any, Any]:
         world = self.world
         settings = self.begin_client(r, device)
+        bits, targets = self.download(r, device)
         if download:
-            yield world.radio.transfer(world.bs, device, self.soft_bits, self.download_kind)
+            yield world.radio.transfer(world.bs, device, bits, self.download_kind)
         # (with multicast the round already broadcast them)
         state = self.device_states.get(device.index, self.global_state)
-        result = yield from self.distill_update(r, device, state, settings.epochs)
+        targets = None if targets is None else targets["soft"]
+        result = yield from self.distill_update(r, device, state, settings.epochs, targets)
         kept = result is not None and world.keep_finite([result], [device.name])
         if kept:  # (its own model: kept even if its upload never arrives)
             self.device_states[device.index] = result.state

@@ -87,6 +87,12 @@ class UpdateCoding:
     full_bits : callable
         ``device or None → bits`` of one copy without a codec (FedAvg's
         ``model_bits``).
+    beside_bits : callable, optional
+        ``device or None → bits`` that travel beside the encoded tensors whatever the
+        codec (DFL's soft targets beside its model; none by default).
+    shapes : callable, optional
+        ``() → [(numel, is_float, bits per integer value)]`` of the tensors encoded
+        (default: the global model's state).
     """
 
     def __init__(
@@ -95,8 +101,12 @@ class UpdateCoding:
         uplink: CodecSection | None,
         downlink: CodecSection | None,
         full_bits: Callable[[Node | None], float],
+        beside_bits: Callable[[Node | None], float] | None = None,
+        shapes: Callable[[], list[tuple[int, bool, int]]] | None = None,
     ):
         self.world = world
+        self.beside_bits = beside_bits or (lambda _device: 0.0)
+        self._shapes_of = shapes
         up, down = uplink, downlink
         #: the codecs (None: ``none``, the model as it is)
         self.uplink: UpdateCodec | None = build_codec(up.name, up.options) if up else None
@@ -122,8 +132,9 @@ class UpdateCoding:
         codec = self.downlink
         if codec is None:
             return self.full_bits(device), state
+        beside = self.beside_bits(device)
         if state is None:  # (timing mode, or a resume's replay: no values)
-            return nominal_bits(codec, self.shapes()), None
+            return nominal_bits(codec, self.shapes()) + beside, None
         got = self._downloads.get(key)
         if got is None:
             rng = self.world.streams.generator("codec_down", *key)
@@ -131,7 +142,7 @@ class UpdateCoding:
             got = self._downloads[key] = (encoded.bits, encoded.decoded)
             while len(self._downloads) > _KEPT_DOWNLOADS:
                 self._downloads.popitem(last=False)
-        return got
+        return got[0] + beside, got[1]
 
     def upload(
         self,
@@ -150,8 +161,9 @@ class UpdateCoding:
         codec = self.uplink
         if codec is None:
             return self.full_bits(device), trained
+        beside = self.beside_bits(device)
         if trained is None or start is None or base is None:
-            return nominal_bits(codec, self.shapes()), None
+            return nominal_bits(codec, self.shapes()) + beside, None
         delta = {k: (v - start[k]) if v.is_floating_point() else v for k, v in trained.items()}
         rng = self.world.streams.generator("codec_up", *key)
         encoded = encode_state(codec, delta, rng, self.memory.get(device.name))
@@ -160,7 +172,7 @@ class UpdateCoding:
         state = {
             k: (base[k] + d) if d.is_floating_point() else d for k, d in encoded.decoded.items()
         }
-        return encoded.bits, state
+        return encoded.bits + beside, state
 
     def forget(self, device: Node) -> None:
         """``device`` left mid-round: its memory went with its state."""
@@ -173,11 +185,13 @@ class UpdateCoding:
         codec = self.uplink if direction == "uplink" else self.downlink
         if codec is None:
             return self.full_bits(device)
-        return nominal_bits(codec, self.shapes(), estimate=True)
+        return nominal_bits(codec, self.shapes(), estimate=True) + self.beside_bits(device)
 
     def shapes(self) -> list[tuple[int, bool, int]]:
         """``(numel, is_float, bits per integer value)`` of every tensor of the global
         model's state (built once)."""
+        if self._shapes is None and self._shapes_of is not None:
+            self._shapes = self._shapes_of()
         if self._shapes is None:
             state = self.world.init_model_state()
             self._shapes = [

@@ -289,8 +289,8 @@ def test_a_codec_plugin_from_a_file(tmp_path):
             "needs learning.mode: learn",
         ),
         (
-            {"name": "dfl", "uplink_codec": {"name": "fp16"}},
-            {},
+            {"name": "feddif", "uplink_codec": {"name": "fp16"}},
+            {"cell": {"link": {"mode": "ofdma", "channel_profile": "feddif"}}},
             "algorithm.uplink_codec.name",
             "does not apply",
         ),
@@ -347,3 +347,30 @@ def test_an_async_run_with_error_feedback_resumes_as_it_ran(name, tmp_path):
     pd.testing.assert_frame_equal(resumed.rounds[cols], whole.rounds[cols])
     plain = run(_learning({k: v for k, v in options.items() if "codec" not in k}, rounds=5))
     assert plain.rounds["accuracy"].tolist() != whole.rounds["accuracy"].tolist()
+
+
+def test_dfl_encodes_the_model_and_fd_the_soft_targets():
+    """Timing mode, 10 classes: DFL's transfers are the model's encoding plus 10²
+    soft-target values at 32 bits; FD's are the soft targets' encoding alone."""
+    codecs = {
+        "uplink_codec": {"name": "fp16"},
+        "downlink_codec": {"name": "uniform", "options": {"bits": 8}},
+    }
+    soft = 100 * 32
+    t = run(parse_scenario(tiny_scenario(algorithm={"name": "dfl", **codecs}))).transfers
+    assert (t[t.kind == "model_up"].size_bits == 16 * 650 + soft).all()
+    assert (t[t.kind == "model_down"].size_bits == 8 * 650 + 64 * 2 + soft).all()
+    t = run(parse_scenario(tiny_scenario(algorithm={"name": "fd", **codecs}))).transfers
+    assert (t[t.kind == "soft_targets_up"].size_bits == 16 * 100).all()
+    assert (t[t.kind == "soft_targets_down"].size_bits == 8 * 100 + 64).all()
+
+
+@pytest.mark.parametrize(
+    ("name", "codec"),
+    [("dfl", {"name": "sign"}), ("fd", {"name": "uniform", "options": {"bits": 4}})],
+)
+def test_dfl_and_fd_learn_from_what_is_decoded(name, codec):
+    plain = run(parse_scenario(_learn(name=name)))
+    coded = run(parse_scenario(_learn(name=name, uplink_codec=codec)))
+    assert np.isfinite(coded.rounds["accuracy"]).all()
+    assert coded.rounds["accuracy"].tolist() != plain.rounds["accuracy"].tolist()
