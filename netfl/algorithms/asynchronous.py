@@ -109,6 +109,8 @@ class AsyncAlgorithm(Algorithm):
     supports_availability: ClassVar[bool] = True
     #: the directions whose codec it applies (docs/codecs.md)
     codec_directions: ClassVar[frozenset[str]] = frozenset({"uplink", "downlink"})
+    #: no majority vote: an arrival is mixed or buffered on its own
+    codec_vote_fields: ClassVar[frozenset[str]] = frozenset()
     config: AsyncConfig
 
     def __init__(self, world: RoundContext, config: AsyncConfig):
@@ -266,8 +268,8 @@ class AsyncAlgorithm(Algorithm):
             return float(world.num_samples(device) * epochs)
 
         return RoundWork(
-            download_bits=lambda d: world.model.size_bits,
-            upload_bits=lambda d: world.model.size_bits,
+            download_bits=lambda d: self.coding.estimated_bits("downlink", d),
+            upload_bits=lambda d: self.coding.estimated_bits("uplink", d),
             train_flops=lambda d: world.device_model(d).flops.train_per_sample * samples(d),
             train_samples=samples,
         )

@@ -203,7 +203,7 @@ class DFL(_SoftTargets):
             if self.coding.vote:  # (signSGD: the majority vote of the updates)
                 from netfl.codecs.sign_sgd import MajorityVote
 
-                vote = MajorityVote(self.global_state)
+                vote = MajorityVote(self.global_state, self.coding.raw_keys())
                 for i, res in enumerate(results):
                     vote.add(i, res.state)
                 self.global_state = vote.result()
@@ -249,6 +249,7 @@ class FD(_SoftTargets):
     """Federated distillation (Jeong et al.): only soft targets travel; models stay local."""
 
     name = "fd"
+    codec_vote_fields = frozenset()  # (soft targets are averaged per label, never voted)
     download_kind: ClassVar[str] = "soft_targets_down"  # (no model travels)
     download_models: ClassVar[int] = 0
     Config = FDConfig
@@ -274,6 +275,7 @@ class FD(_SoftTargets):
             config.downlink_codec,
             self.model_bits,
             shapes=lambda: [(n, True, 32)],
+            raw=frozenset,
         )
 
     def download(self, r: int, device: Node | None) -> tuple[float, dict | None]:

@@ -87,6 +87,8 @@ class FedAvg(Algorithm):
     #: applies in its :meth:`download` and :meth:`payload`; a variant that moves other
     #: payloads declares none (``netfl validate`` then refuses a codec)
     codec_directions: ClassVar[frozenset[str]] = frozenset({"uplink", "downlink"})
+    #: the codec keys whose majority vote (``sign``'s ``vote``) its aggregation applies
+    codec_vote_fields: ClassVar[frozenset[str]] = frozenset({"uplink_codec"})
     name = "fedavg"
     Config = FedAvgConfig
     config: FedAvgConfig
@@ -96,6 +98,7 @@ class FedAvg(Algorithm):
         self.global_state = world.init_model_state() if world.learn else None
         #: the round's aggregator (:meth:`aggregator`) while the round runs
         self._aggregator: Aggregator | None = None
+        self._started: set[int] = set()  # (the round's clients whose part began)
         #: the update codecs at work (a part: :mod:`netfl.algorithms.update_coding`)
         self.coding = CodedConfig.coding(world, config, self.model_bits)
 
@@ -308,6 +311,7 @@ class FedAvg(Algorithm):
         update lost in an outage (``policy.outage_sinr_db``) is dropped and its outcome
         is the :class:`~netfl.core.activity.DeviceCut` that says so."""
         aggregator, policy = self._aggregator, self.world.policy
+        self._started.add(index)
         try:
             result = yield from self.client_round(r, device, download)
         except (DeviceCut, simpy.Interrupt) as stop:
@@ -438,7 +442,7 @@ class FedAvg(Algorithm):
         if self.coding.vote:
             from netfl.codecs.sign_sgd import MajorityVote
 
-            return MajorityVote(self.global_state)
+            return MajorityVote(self.global_state, self.coding.raw_keys())
         from netfl.learning.params import OrderedAverage
 
         return OrderedAverage([self.world.num_samples(d) for d in clients])
@@ -489,6 +493,7 @@ class FedAvg(Algorithm):
             env.timeout(self.config.deadline_s) if self.config.deadline_s is not None else None
         )
         self._aggregator = self.aggregator(r, clients)
+        self._started: set[int] = set()
         multicast = self.multicast
         if multicast:
             sent = self.world.radio.broadcast(
@@ -512,6 +517,12 @@ class FedAvg(Algorithm):
             # (a new condition: SimPy detaches the one nested in a triggered `|`)
             yield simpy.AllOf(env, jobs)
         outcomes = [job.value for job in jobs]
+        for i, (dev, o) in enumerate(zip(clients, outcomes, strict=True)):
+            if is_cut(o) and i not in self._started:  # (cut before its part began, e.g.
+                if self._aggregator is not None:  # it left during the multicast)
+                    self._aggregator.drop(i)
+                if o.reason == "left":
+                    self.coding.forget(dev)
         arrived = [(d, o) for d, o in zip(clients, outcomes, strict=True) if not is_cut(o)]
         yield from self.server_update(r, [d for d, _ in arrived], [o for _, o in arrived])
         self._aggregator = None

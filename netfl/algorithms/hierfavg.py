@@ -164,7 +164,7 @@ class HierFAVG(FedAvg):
                 if kept and self.coding.vote:  # (signSGD: the edge's majority vote)
                     from netfl.codecs.sign_sgd import MajorityVote
 
-                    vote = MajorityVote(state)
+                    vote = MajorityVote(state, self.coding.raw_keys())
                     for i, res in enumerate(kept):
                         vote.add(i, res.state)
                     state = vote.result()

@@ -13,6 +13,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import torch
 from pydantic import Field, model_validator
 
 from netfl.algorithms.algorithm import AlgorithmConfig
@@ -93,6 +94,10 @@ class UpdateCoding:
     shapes : callable, optional
         ``() → [(numel, is_float, bits per integer value)]`` of the tensors encoded
         (default: the global model's state).
+    raw : callable, optional
+        ``() → names`` of floating tensors that go as they are (default: the global
+        model's buffers, e.g. BatchNorm statistics: a lossy codec could make a variance
+        negative, and they are statistics, not an update).
     """
 
     def __init__(
@@ -103,8 +108,11 @@ class UpdateCoding:
         full_bits: Callable[[Node | None], float],
         beside_bits: Callable[[Node | None], float] | None = None,
         shapes: Callable[[], list[tuple[int, bool, int]]] | None = None,
+        raw: Callable[[], frozenset[str]] | None = None,
     ):
         self.world = world
+        self._raw_of = raw
+        self._raw: frozenset[str] | None = None
         self.beside_bits = beside_bits or (lambda _device: 0.0)
         self._shapes_of = shapes
         up, down = uplink, downlink
@@ -138,7 +146,7 @@ class UpdateCoding:
         got = self._downloads.get(key)
         if got is None:
             rng = self.world.streams.generator("codec_down", *key)
-            encoded = encode_state(codec, state, rng)
+            encoded = encode_state(codec, state, rng, raw=self.raw_keys())
             got = self._downloads[key] = (encoded.bits, encoded.decoded)
             while len(self._downloads) > _KEPT_DOWNLOADS:
                 self._downloads.popitem(last=False)
@@ -164,15 +172,37 @@ class UpdateCoding:
         beside = self.beside_bits(device)
         if trained is None or start is None or base is None:
             return nominal_bits(codec, self.shapes()) + beside, None
-        delta = {k: (v - start[k]) if v.is_floating_point() else v for k, v in trained.items()}
+        if not all(
+            bool(torch.isfinite(v).all()) for v in trained.values() if v.is_floating_point()
+        ):
+            # (a diverged update: dropped at the server, never into the memory)
+            return nominal_bits(codec, self.shapes(), estimate=True) + beside, trained
+        raw = self.raw_keys()
+
+        def coded(k: str, v: Any) -> bool:
+            return v.is_floating_point() and k not in raw
+
+        delta = {k: (v - start[k]) if coded(k, v) else v for k, v in trained.items()}
         rng = self.world.streams.generator("codec_up", *key)
-        encoded = encode_state(codec, delta, rng, self.memory.get(device.name))
+        encoded = encode_state(codec, delta, rng, self.memory.get(device.name), raw)
         if encoded.memory is not None:
             self.memory[device.name] = encoded.memory
-        state = {
-            k: (base[k] + d) if d.is_floating_point() else d for k, d in encoded.decoded.items()
-        }
+        state = {k: (base[k] + d) if coded(k, d) else d for k, d in encoded.decoded.items()}
         return encoded.bits + beside, state
+
+    def raw_keys(self) -> frozenset[str]:
+        """The floating tensors sent as they are (built once)."""
+        if self._raw is None:
+            if self._raw_of is not None:
+                self._raw = frozenset(self._raw_of())
+            else:
+                world = self.world
+                with torch.random.fork_rng():
+                    model = world.model.spec.build(
+                        world.dataset.input_shape, world.dataset.num_classes
+                    )
+                self._raw = frozenset(k for k, b in model.named_buffers() if b.is_floating_point())
+        return self._raw
 
     def forget(self, device: Node) -> None:
         """``device`` left mid-round: its memory went with its state."""
@@ -193,9 +223,10 @@ class UpdateCoding:
         if self._shapes is None and self._shapes_of is not None:
             self._shapes = self._shapes_of()
         if self._shapes is None:
-            state = self.world.init_model_state()
+            state, raw = self.world.init_model_state(), self.raw_keys()
             self._shapes = [
-                (t.numel(), t.is_floating_point(), t.element_size() * 8) for t in state.values()
+                (t.numel(), t.is_floating_point() and k not in raw, t.element_size() * 8)
+                for k, t in state.items()
             ]
         return self._shapes
 

@@ -94,6 +94,7 @@ class QSGD(UpdateCodec):
         return self.estimate_bits(numel)
 
     def estimate_bits(self, numel: int) -> float:
-        """The plain encoding's size (Elias coding sends less where levels are sparse)."""
+        """The plain encoding's size (Elias coding sends less where most levels are zero,
+        more where they are large: not a bound)."""
         per_value = 1 + math.ceil(math.log2(self.config.levels + 1))
         return float(per_value * numel + FLOAT_BITS * self._buckets(numel))

@@ -51,10 +51,14 @@ class MajorityVote:
     """The server's majority vote over a round's sign updates (an aggregator of
     ``FedAvg``'s kind): each arriving state w_k = w + a_k·sign(Δ_k) adds sign(Δ_k) to a
     vote and a_k to the magnitudes; the result is w + ā·sign(vote) per floating tensor
-    (a tie: no step), integer buffers from the last arrival. Order does not matter."""
+    (a tie: no step). Tensors sent as they are (``raw``: BatchNorm statistics) are
+    averaged, integer buffers taken from the last arrival. The sign is read back as
+    sign(w_k − w): a step below w's float resolution is lost (|a_k| ≪ 1e-7·|w|)."""
 
-    def __init__(self, base: dict[str, torch.Tensor]):
+    def __init__(self, base: dict[str, torch.Tensor], raw: frozenset[str] = frozenset()):
         self.base = base
+        self.raw = raw
+        self._sum: dict[str, torch.Tensor] = {}
         self._vote: dict[str, torch.Tensor] = {}
         self._scale: dict[str, float] = {}
         self._last: dict[str, torch.Tensor] = {}
@@ -65,6 +69,9 @@ class MajorityVote:
         for name, w in state.items():
             if not w.is_floating_point():
                 self._last[name] = w
+                continue
+            if name in self.raw:
+                self._sum[name] = self._sum.get(name, 0) + w.to(torch.float32)
                 continue
             step = w.to(torch.float32) - self.base[name].to(torch.float32)
             self._vote[name] = self._vote.get(name, 0) + torch.sign(step)
@@ -81,6 +88,8 @@ class MajorityVote:
             if name in self._vote:
                 a = self._scale[name] / self.count
                 out[name] = (w.to(torch.float32) + a * torch.sign(self._vote[name])).to(w.dtype)
+            elif name in self._sum:
+                out[name] = (self._sum[name] / self.count).to(w.dtype)
             else:
                 out[name] = self._last.get(name, w)
         return out

@@ -4,7 +4,9 @@ Stich, Cordonnier & Jaggi, "Sparsified SGD with Memory", NeurIPS 2018: the devic
 C(m + g) — top-k: the k values of largest magnitude; random-k: k positions drawn
 uniformly without replacement — and keeps m ← m + g − C(m + g) for its next update
 (``error_feedback``, on by default; Lin et al.'s Deep Gradient Compression accumulates
-the same way). k = max(1, ⌈fraction · n⌉) per tensor.
+the same way). k = max(1, ⌈fraction · n⌉) per tensor, or ``k`` itself. Without error
+feedback the values are sent unscaled: random-k's estimate of the update is then biased
+by k/n (what a memory makes up for).
 
 Bits per tensor: k float32 values; top-k adds their positions, k·⌈log2 n⌉ bits or an
 n-bit map, whichever is smaller; random-k's positions follow from a 64-bit seed sent
@@ -17,7 +19,7 @@ import math
 
 import numpy as np
 import torch
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from netfl.codecs.update_codec import (
     FLOAT_BITS,
@@ -31,8 +33,17 @@ __all__ = ["RandK", "SparsifyConfig", "TopK"]
 
 
 class SparsifyConfig(CodecConfig):
-    fraction: float = Field(0.01, gt=0.0, le=1.0, description="k / n per tensor")
+    fraction: float | None = Field(
+        None, gt=0.0, le=1.0, description="k / n per tensor (default 0.01 without k)"
+    )
+    k: int | None = Field(None, ge=1, description="k values per tensor (at most its size)")
     error_feedback: bool = Field(True, description="keep what was not sent (Stich et al.)")
+
+    @model_validator(mode="after")
+    def _one_of(self) -> SparsifyConfig:
+        if self.fraction is not None and self.k is not None:
+            raise ValueError("give fraction or k, not both")
+        return self
 
 
 class _Sparsify(UpdateCodec):
@@ -41,7 +52,14 @@ class _Sparsify(UpdateCodec):
     directions = frozenset({"uplink"})
 
     def k(self, numel: int) -> int:
-        return max(1, math.ceil(self.config.fraction * numel)) if numel else 0
+        """Values sent of a tensor of ``numel``: ``k`` (at most ``numel``), or
+        max(1, ⌈fraction · numel⌉)."""
+        if not numel:
+            return 0
+        if self.config.k is not None:
+            return min(self.config.k, numel)
+        fraction = 0.01 if self.config.fraction is None else self.config.fraction
+        return max(1, math.ceil(fraction * numel))
 
     def _positions(self, x: torch.Tensor, k: int, rng: np.random.Generator) -> torch.Tensor:
         raise NotImplementedError
@@ -68,7 +86,8 @@ class TopK(_Sparsify):
 
     def nominal_bits(self, numel: int) -> float:
         k = self.k(numel)
-        return float(FLOAT_BITS * k + min(k * index_bits(numel), numel))
+        where = 0 if k == numel else min(k * index_bits(numel), numel)  # (all: no positions)
+        return float(FLOAT_BITS * k + where)
 
 
 @register_codec

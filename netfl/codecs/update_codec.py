@@ -24,6 +24,7 @@ import torch
 from pydantic import BaseModel, ConfigDict
 
 from channel_models.registry import register_class
+from netfl.core.usercode import user_code_error
 from netfl.errors import RegistrationError
 
 __all__ = [
@@ -91,7 +92,7 @@ class UpdateCodec(ABC):
 
     def estimate_bits(self, numel: int) -> float:
         """What a planner may assume before encoding [bit]: :meth:`nominal_bits`, or for
-        a value-dependent codec a bound it states."""
+        a value-dependent codec an estimate it states."""
         b = self.nominal_bits(numel)
         if b is None:
             raise NotImplementedError(f"codec {self.name!r}: no estimate of its size")
@@ -159,15 +160,19 @@ def encode_state(
     tensors: Mapping[str, torch.Tensor],
     rng: np.random.Generator,
     memory: Mapping[str, torch.Tensor] | None = None,
+    raw: frozenset[str] = frozenset(),
 ) -> Encoded:
-    """Encode every floating tensor of ``tensors`` with ``codec`` (integer tensors go as
-    they are, at their width), adding ``memory`` first and keeping what was not sent
-    where the codec has error feedback."""
+    """Encode every floating tensor of ``tensors`` with ``codec`` (integer tensors and
+    those named in ``raw`` — a model's buffers, e.g. BatchNorm statistics — go as they
+    are, at their width), adding ``memory`` first and keeping what was not sent where the
+    codec has error feedback. A codec whose size does not depend on the values must
+    encode to its :meth:`~UpdateCodec.nominal_bits` (a plugin that does not: one line
+    naming it)."""
     bits = float(codec.update_header_bits)
     decoded: dict[str, torch.Tensor] = {}
     kept: dict[str, torch.Tensor] | None = {} if codec.error_feedback else None
     for name, t in tensors.items():
-        if not t.is_floating_point():
+        if not t.is_floating_point() or name in raw:
             decoded[name] = t.detach().clone()
             bits += t.numel() * t.element_size() * 8
             continue
@@ -175,6 +180,13 @@ def encode_state(
         if kept is not None and memory is not None and name in memory:
             flat = flat + memory[name]
         out, b = codec.encode(flat, rng)
+        if not codec.value_dependent and float(b) != codec.nominal_bits(flat.numel()):
+            raise user_code_error(
+                type(codec),
+                f"codec {codec.name!r}: encode() gave {b} bits for {flat.numel()} values, "
+                f"nominal_bits() {codec.nominal_bits(flat.numel())} (a size that depends "
+                "on the values declares value_dependent = True)",
+            )
         bits += float(b)
         if kept is not None:
             kept[name] = flat - out

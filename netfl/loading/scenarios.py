@@ -170,6 +170,14 @@ def _check_codecs(scenario: Scenario) -> list[tuple[str, str]]:
                 )
             ]
         built = build_codec(codec, section.get("options"))
+        if built is not None and built.vote and field not in getattr(kind, "codec_vote_fields", ()):
+            return [
+                (
+                    f"algorithm.{field}.options",
+                    f"algorithm {name!r} has no majority vote for {field}: set vote: false "
+                    "(its updates are then averaged as decoded)",
+                )
+            ]
         if built is not None and built.value_dependent:
             if scenario.learning.mode != "learn":
                 return [

@@ -374,3 +374,106 @@ def test_dfl_and_fd_learn_from_what_is_decoded(name, codec):
     coded = run(parse_scenario(_learn(name=name, uplink_codec=codec)))
     assert np.isfinite(coded.rounds["accuracy"]).all()
     assert coded.rounds["accuracy"].tolist() != plain.rounds["accuracy"].tolist()
+
+
+def test_buffers_go_as_they_are_and_a_diverged_update_spares_the_memory():
+    """A model's BatchNorm statistics are sent as fp32 and decoded exactly (a sign or a
+    QSGD step could make a variance negative); a non-finite update is passed on as it
+    is (the server drops it) and leaves the device's memory untouched."""
+    from netfl.algorithms.update_coding import UpdateCoding
+    from netfl.scenario.codec_section import CodecSection
+    from netfl.sim.world import World
+
+    scenario = parse_scenario(
+        tiny_scenario(
+            data={
+                "dataset": "synthetic",
+                "synthetic": {"shape": [3, 32, 32], "num_samples": 40, "num_classes": 4},
+                "partition": {"scheme": "iid"},
+            },
+            model={"name": "vgg11"},  # (BatchNorm with running statistics)
+        )
+    )
+    world = World(scenario)
+    up = CodecSection(name="sign", options={"error_feedback": True})
+    coding = UpdateCoding(world, up, None, lambda d: world.model.size_bits)
+    raw = coding.raw_keys()
+    assert raw and all(k.endswith(("running_mean", "running_var")) for k in raw)
+    base = world.init_model_state()
+    trained = {k: v + 0.5 if v.is_floating_point() else v for k, v in base.items()}
+    var = next(k for k in raw if k.endswith("running_var"))
+    trained[var] = torch.full_like(base[var], 0.05)
+    device = world.devices[0]
+    bits, state = coding.upload((0, 0), device, trained, base, base)
+    torch.testing.assert_close(state[var], trained[var])
+    assert (state[var] > 0).all()
+    assert not (set(coding.memory[device.name]) & raw)
+    memory = {k: v.clone() for k, v in coding.memory[device.name].items()}
+    bad = dict(trained)
+    w = next(k for k in trained if k not in raw and trained[k].is_floating_point())
+    bad[w] = torch.full_like(trained[w], float("nan"))
+    _, passed = coding.upload((1, 0), device, bad, base, base)
+    assert passed is bad
+    for k, v in memory.items():
+        assert torch.equal(coding.memory[device.name][k], v)
+    world.close()
+
+
+def test_topk_by_k_and_all_values_need_no_positions():
+    codec = _enc("topk", k=3)
+    out, bits = codec.encode(X.clone(), np.random.default_rng(0))
+    assert (out != 0).sum() == 3 and bits == 3 * 32 + min(3 * 4, 10)  # (a 10-bit map)
+    assert _enc("topk", fraction=1.0).nominal_bits(10) == 320
+    assert _enc("topk", k=50).nominal_bits(10) == 320
+
+
+def test_a_plugin_codec_whose_size_is_not_its_nominal_one_is_named(tmp_path, capsys):
+    (tmp_path / "lab.py").write_text(
+        HALVES.replace("return 32.0 * ((numel + 1) // 2)", "return 1.0")
+    )
+    data = tiny_scenario(
+        plugins=[str(tmp_path / "lab.py")],
+        algorithm={"name": "fedavg", "uplink_codec": {"name": "halves"}},
+        learning={"mode": "learn"},
+        training={"rounds": 1, "batch_size": 16},
+    )
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(data))
+    assert main(["run", str(path), "--out", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "lab.py" in err[0] and "nominal_bits" in err[0], err
+
+
+def test_sign_vote_needs_an_algorithm_that_votes(tmp_path, capsys):
+    for algorithm, code in (
+        ({"name": "fedasync", "uplink_codec": {"name": "sign"}}, 2),
+        ({"name": "fedasync", "uplink_codec": {"name": "sign", "options": {"vote": False}}}, 0),
+    ):
+        path = tmp_path / "s.yaml"
+        path.write_text(yaml.safe_dump(tiny_scenario(algorithm=algorithm)))
+        assert main(["validate", str(path)]) == code
+    assert "has no majority vote" in capsys.readouterr().err
+
+
+def test_a_device_that_leaves_during_a_multicast_is_dropped():
+    """Multicast downloads under Markov on/off availability: a client cut before its own
+    part began (it left during the broadcast) is dropped from the aggregate."""
+    result = run(
+        parse_scenario(
+            tiny_scenario(
+                devices={
+                    "count": 4,
+                    "availability": {"model": "markov", "mean_on_s": 0.004, "mean_off_s": 0.002},
+                },
+                algorithm={
+                    "name": "fedavg",
+                    "downlink": "multicast",
+                    "uplink_codec": {"name": "fp16"},
+                },
+                learning={"mode": "learn"},
+                training={"rounds": 4, "batch_size": 16},
+            )
+        )
+    )
+    assert result.rounds["clients_left"].sum() > 0
+    assert np.isfinite(result.rounds["accuracy"]).all()
