@@ -13,7 +13,6 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import torch
 from pydantic import Field, model_validator
 
 from netfl.algorithms.algorithm import AlgorithmConfig
@@ -172,6 +171,8 @@ class UpdateCoding:
         beside = self.beside_bits(device)
         if trained is None or start is None or base is None:
             return nominal_bits(codec, self.shapes()) + beside, None
+        import torch
+
         if not all(
             bool(torch.isfinite(v).all()) for v in trained.values() if v.is_floating_point()
         ):
@@ -196,6 +197,8 @@ class UpdateCoding:
             if self._raw_of is not None:
                 self._raw = frozenset(self._raw_of())
             else:
+                import torch
+
                 world = self.world
                 with torch.random.fork_rng():
                     model = world.model.spec.build(

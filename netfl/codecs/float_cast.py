@@ -8,19 +8,26 @@ nearest) or 2⁻⁸ (bf16); fp16 overflows to ±inf above 65504.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import torch
 
 from netfl.codecs.update_codec import UpdateCodec, register_codec
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["BFloat16", "Float16"]
 
 
 class _Cast(UpdateCodec):
-    dtype: torch.dtype
+    #: the torch dtype's name
+    dtype: str
 
     def encode(self, x: torch.Tensor, rng: np.random.Generator) -> tuple[torch.Tensor, float]:
-        return x.to(self.dtype).to(torch.float32), 16.0 * x.numel()
+        import torch
+
+        return x.to(getattr(torch, self.dtype)).to(torch.float32), 16.0 * x.numel()
 
     def nominal_bits(self, numel: int) -> float:
         return 16.0 * numel
@@ -32,7 +39,7 @@ class Float16(_Cast):
 
     name = "fp16"
     description = "every value as an IEEE half (16 bits)"
-    dtype = torch.float16
+    dtype = "float16"
 
 
 @register_codec
@@ -41,4 +48,4 @@ class BFloat16(_Cast):
 
     name = "bf16"
     description = "every value as a bfloat16 (16 bits)"
-    dtype = torch.bfloat16
+    dtype = "bfloat16"

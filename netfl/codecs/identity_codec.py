@@ -4,10 +4,14 @@ registered so that ``netfl list codecs`` shows it and a plugin cannot take its n
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import torch
 
 from netfl.codecs.update_codec import FLOAT_BITS, UpdateCodec, register_codec
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["NoCodec"]
 

@@ -19,9 +19,9 @@ Bits per bucket: the norm as a float32 (32), then
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 from pydantic import Field
 
 from netfl.codecs.update_codec import (
@@ -32,6 +32,9 @@ from netfl.codecs.update_codec import (
     register_codec,
     torch_generator,
 )
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["QSGD", "QSGDConfig"]
 
@@ -60,6 +63,8 @@ class QSGD(UpdateCodec):
         return 1 if d is None else math.ceil(numel / d)
 
     def encode(self, x: torch.Tensor, rng: np.random.Generator) -> tuple[torch.Tensor, float]:
+        import torch
+
         n = x.numel()
         if n == 0:
             return x.clone(), 0.0

@@ -11,11 +11,15 @@ carry (Karimireddy et al.'s EF-signSGD). Update-side only.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import torch
 from pydantic import Field
 
 from netfl.codecs.update_codec import FLOAT_BITS, CodecConfig, UpdateCodec, register_codec
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["MajorityVote", "Sign", "SignConfig"]
 
@@ -36,6 +40,8 @@ class Sign(UpdateCodec):
     directions = frozenset({"uplink"})
 
     def encode(self, x: torch.Tensor, rng: np.random.Generator) -> tuple[torch.Tensor, float]:
+        import torch
+
         n = x.numel()
         if n == 0:
             return x.clone(), 0.0
@@ -56,6 +62,7 @@ class MajorityVote:
     sign(w_k − w): a step below w's float resolution is lost (|a_k| ≪ 1e-7·|w|)."""
 
     def __init__(self, base: dict[str, torch.Tensor], raw: frozenset[str] = frozenset()):
+
         self.base = base
         self.raw = raw
         self._sum: dict[str, torch.Tensor] = {}
@@ -65,6 +72,8 @@ class MajorityVote:
         self.count = 0
 
     def add(self, index: int, state: dict[str, torch.Tensor]) -> None:
+        import torch
+
         self.count += 1
         for name, w in state.items():
             if not w.is_floating_point():
@@ -81,6 +90,8 @@ class MajorityVote:
         """An update that will not arrive adds nothing."""
 
     def result(self) -> dict[str, torch.Tensor] | None:
+        import torch
+
         if not self.count:
             return None
         out = {}

@@ -16,9 +16,9 @@ once per update. Update-side only: the downlink carries the model, not an update
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 from pydantic import Field, model_validator
 
 from netfl.codecs.update_codec import (
@@ -28,6 +28,9 @@ from netfl.codecs.update_codec import (
     index_bits,
     register_codec,
 )
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["RandK", "SparsifyConfig", "TopK"]
 
@@ -65,6 +68,8 @@ class _Sparsify(UpdateCodec):
         raise NotImplementedError
 
     def encode(self, x: torch.Tensor, rng: np.random.Generator) -> tuple[torch.Tensor, float]:
+        import torch
+
         n = x.numel()
         k = self.k(n)
         out = torch.zeros_like(x)
@@ -82,6 +87,8 @@ class TopK(_Sparsify):
     description = "the k largest-magnitude values and their positions, error feedback"
 
     def _positions(self, x: torch.Tensor, k: int, rng: np.random.Generator) -> torch.Tensor:
+        import torch
+
         return torch.topk(x.abs(), k, sorted=False).indices
 
     def nominal_bits(self, numel: int) -> float:
@@ -99,6 +106,8 @@ class RandK(_Sparsify):
     update_header_bits = 64.0
 
     def _positions(self, x: torch.Tensor, k: int, rng: np.random.Generator) -> torch.Tensor:
+        import torch
+
         return torch.from_numpy(rng.choice(x.numel(), size=k, replace=False))
 
     def nominal_bits(self, numel: int) -> float:

@@ -10,9 +10,9 @@ probability equal to the fraction (unbiased, error below Δ).
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 from pydantic import Field
 
 from netfl.codecs.update_codec import (
@@ -22,6 +22,9 @@ from netfl.codecs.update_codec import (
     register_codec,
     torch_generator,
 )
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["Uniform", "UniformConfig"]
 
@@ -48,6 +51,8 @@ class Uniform(UpdateCodec):
         return 1 if b is None else math.ceil(numel / b)
 
     def encode(self, x: torch.Tensor, rng: np.random.Generator) -> tuple[torch.Tensor, float]:
+        import torch
+
         n = x.numel()
         if n == 0:
             return x.clone(), 0.0

@@ -17,15 +17,17 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-import torch
 from pydantic import BaseModel, ConfigDict
 
 from channel_models.registry import register_class
 from netfl.core.usercode import user_code_error
 from netfl.errors import RegistrationError
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = [
     "CODECS",
@@ -123,6 +125,8 @@ def build_codec(name: str, options: Mapping[str, Any] | None = None) -> UpdateCo
 
 def torch_generator(rng: np.random.Generator) -> torch.Generator:
     """A torch generator seeded from ``rng`` (one draw)."""
+    import torch
+
     return torch.Generator().manual_seed(int(rng.integers(2**63)))
 
 
@@ -168,6 +172,8 @@ def encode_state(
     codec has error feedback. A codec whose size does not depend on the values must
     encode to its :meth:`~UpdateCodec.nominal_bits` (a plugin that does not: one line
     naming it)."""
+    import torch
+
     bits = float(codec.update_header_bits)
     decoded: dict[str, torch.Tensor] = {}
     kept: dict[str, torch.Tensor] | None = {} if codec.error_feedback else None
