@@ -197,6 +197,7 @@ LAYERS: list[list[str]] = [
         "netfl.algorithms.hierfavg",
         "netfl.algorithms.hooks",
         "netfl.algorithms.update_coding",
+        "netfl.algorithms.over_the_air",
         "netfl.algorithms.split_fl",
         "netfl.algorithms.link_probe",
     ],

@@ -68,6 +68,8 @@ class DFLConfig(FedAvgConfig):
 class _SoftTargets(FedAvg):
     """What DFL and FD share: the global soft targets and their payload."""
 
+    supports_over_the_air = False  # (soft targets travel beside the model)
+
     def __init__(self, world: RoundContext, config):
         from netfl.learning.distill import uniform_soft_targets
 

@@ -38,6 +38,7 @@ from pydantic import Field
 
 from netfl.algorithms.algorithm import Algorithm, RoundSummary, honours, register
 from netfl.algorithms.hooks import Aggregator, ClientConfig, Payload, cut_counts, is_cut
+from netfl.algorithms.over_the_air import OtaConfig, OverTheAir
 from netfl.algorithms.update_coding import CodedConfig
 from netfl.core.activity import DeviceCut
 from netfl.core.nodes import Node
@@ -70,6 +71,16 @@ class FedAvgConfig(CodedConfig):
         "device to come back); the others are cut there and recorded late (none: wait "
         "for every client)",
     )
+    aggregation: Literal["digital", "over_the_air"] = Field(
+        "digital",
+        description="digital: each update a transfer of its own; over_the_air: the round's "
+        "clients transmit at once as analog symbols and the BS receives their weighted sum "
+        "(broadband analog aggregation, docs/codecs.md; a single OFDMA cell)",
+    )
+    over_the_air: OtaConfig = Field(
+        default_factory=OtaConfig,
+        description="the analog uplink's options (aggregation: over_the_air)",
+    )
 
 
 @register
@@ -89,6 +100,8 @@ class FedAvg(Algorithm):
     codec_directions: ClassVar[frozenset[str]] = frozenset({"uplink", "downlink"})
     #: the codec keys whose majority vote (``sign``'s ``vote``) its aggregation applies
     codec_vote_fields: ClassVar[frozenset[str]] = frozenset({"uplink_codec"})
+    #: its uplink may aggregate over the air (its round's model updates, FedAvg's weights)
+    supports_over_the_air: ClassVar[bool] = True
     name = "fedavg"
     Config = FedAvgConfig
     config: FedAvgConfig
@@ -99,6 +112,13 @@ class FedAvg(Algorithm):
         #: the round's aggregator (:meth:`aggregator`) while the round runs
         self._aggregator: Aggregator | None = None
         self._started: set[int] = set()  # (the round's clients whose part began)
+        #: the analog uplink (``aggregation: over_the_air``; None: digital transfers)
+        self.ota: OverTheAir | None = None
+        if getattr(config, "aggregation", "digital") == "over_the_air":
+            values = sum(
+                t.numel() for t in world.init_model_state().values() if t.is_floating_point()
+            )
+            self.ota = OverTheAir(world, config.over_the_air, values)
         #: the update codecs at work (a part: :mod:`netfl.algorithms.update_coding`)
         self.coding = CodedConfig.coding(world, config, self.model_bits)
 
@@ -299,6 +319,8 @@ class FedAvg(Algorithm):
                 world.bs, device, bits, self.download_kind, num_models=self.download_models
             )
         result = yield from self.local_update(r, device, start, epochs=settings.epochs)
+        if self.ota is not None:  # (its update goes up over the air with the others')
+            return result
         upload = self.payload(r, device, result)
         yield world.radio.transfer(device, world.bs, upload.bits, "model_up", num_models=1)
         return upload.result
@@ -437,7 +459,7 @@ class FedAvg(Algorithm):
         one per client); None in timing mode. None: the results keep their states and
         :meth:`server_update` gets them all — what a variant whose aggregation needs
         every update returns (DFL, FD, the split family)."""
-        if not self.world.learn:
+        if not self.world.learn or self.ota is not None:
             return None
         if self.coding.vote:
             from netfl.codecs.sign_sgd import MajorityVote
@@ -464,6 +486,9 @@ class FedAvg(Algorithm):
         results : list of TrainResult or None
             Their updates, in order (None in timing mode).
         """
+        if self.ota is not None:
+            yield from self.over_the_air(r, clients, results)
+            return
         yield self.world.compute.run(
             self.world.bs, self.aggregation_flops(len(results)), "aggregate"
         )
@@ -480,6 +505,68 @@ class FedAvg(Algorithm):
                 self.global_state = weighted_average(
                     [res.state for res in results], [res.num_samples for res in results]
                 )
+
+    def over_the_air(
+        self, r: int, clients: list[Node], results: list[TrainResult | None]
+    ) -> Generator[simpy.Event, Any, None]:
+        """The round's clients upload at once as analog symbols
+        (:mod:`netfl.algorithms.over_the_air`): one upload's time T whatever their
+        number, each device charged at its mean radiated power over T (a ``model_up``
+        record each: ``delivered_bits`` the share of its symbols not truncated,
+        ``mean_snr_db`` the receive SNR ρ0); the BS's estimate of Σ w_k Δ_k, noise and
+        truncation included, is added to the global model."""
+        world, env = self.world, self.world.env
+        assert self.ota is not None
+        if not clients:
+            return
+        t0 = env.now
+        plan = self.ota.plan(r, clients, t0)
+        yield env.timeout(plan["duration_s"])
+        rho_db = 10.0 * np.log10(plan["rho0"]) if plan["rho0"] > 0 else float("-inf")
+        for k, device in enumerate(clients):
+            bits = self.model_bits(device)
+            world.radio.record(
+                device,
+                world.bs,
+                "model_up",
+                "uplink",
+                bits,
+                t0,
+                1,
+                {
+                    "airtime_s": plan["duration_s"],
+                    "mean_snr_db": rho_db,
+                    "delivered_bits": bits * float(plan["sent_fraction"][k]),
+                },
+                radiated_w=float(plan["radiated_w"][k]),
+            )
+        if not world.learn or self.global_state is None:
+            return
+        kept = [
+            (d, res)
+            for d, res in zip(clients, results, strict=True)
+            if res is not None and world.keep_finite([res], [d.name])
+        ]
+        if not kept:
+            return
+        from netfl.algorithms.over_the_air import ota_estimate
+
+        index = {d.name: k for k, d in enumerate(clients)}
+        weights = np.array([float(res.num_samples) for _, res in kept])
+        deltas = [
+            {k: v - self.global_state[k] for k, v in res.state.items() if v.is_floating_point()}
+            for _, res in kept
+        ]
+        active = plan["active"][[index[d.name] for d, _ in kept]]
+        noise = world.streams.generator("ota_noise", r) if self.ota.config.noise else None
+        estimate, _ = ota_estimate(deltas, weights / weights.sum(), active, plan["rho0"], noise)
+        new = dict(self.global_state)
+        for k, v in estimate.items():
+            new[k] = self.global_state[k] + v
+        for k, v in kept[0][1].state.items():  # (integer buffers: the first client's)
+            if not v.is_floating_point():
+                new[k] = v
+        self.global_state = new
 
     # -- protocol ------------------------------------------------------------
     @honours("deadline_s", "policy", "outage")

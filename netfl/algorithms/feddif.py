@@ -106,6 +106,7 @@ class FedDif(FedAvg):
     """FedDif (Ahn et al., Algorithms 1-2): diffuse local models over D2D before aggregating."""
 
     codec_directions = frozenset()  # (its own payloads: no update codec yet)
+    supports_over_the_air = False
 
     supports_availability = False  # (its own rounds: availability not yet applied)
 

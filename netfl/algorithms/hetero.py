@@ -29,6 +29,7 @@ class HeterogeneousFL(FedAvg):
     """Base of algorithms whose devices run different architectures."""
 
     codec_directions = frozenset()  # (its own payloads: no update codec yet)
+    supports_over_the_air = False
 
     supports_availability = False  # (its own rounds: availability not yet applied)
 

@@ -78,6 +78,7 @@ class HierFAVG(FedAvg):
     #: a client that leaves is out of its edge's later edge rounds (and of this one's)
     supports_availability = True
 
+    supports_over_the_air = False  # (its clients upload to their edges: digital)
     name = "hierfavg"
     Config = HierFAVGConfig
     config: HierFAVGConfig

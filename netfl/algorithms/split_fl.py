@@ -67,6 +67,7 @@ class SplitFL(FedAvg):
     """What the three split schemes share: the split, its sizes and FLOPs, state maps."""
 
     codec_directions = frozenset()  # (its own payloads: no update codec yet)
+    supports_over_the_air = False
 
     config: SplitConfig
     #: whether the server's backward pass computes the cut's gradient (vanilla DPFL)

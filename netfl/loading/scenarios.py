@@ -99,6 +99,7 @@ def parse_scenario(
         + _check_deadline(scenario)
         + _check_policy(scenario)
         + _check_codecs(scenario)
+        + _check_over_the_air(scenario)
         + ALGORITHMS[name].check_scenario(scenario)
     )
     if probs:
@@ -139,6 +140,47 @@ def _check_deadline(scenario: Scenario) -> list[tuple[str, str]]:
             f"round (valid with: {able})",
         )
     ]
+
+
+def _check_over_the_air(scenario: Scenario) -> list[tuple[str, str]]:
+    """``aggregation: over_the_air`` needs an algorithm whose uplink carries FedAvg's
+    updates, one OFDMA cell without background CUEs (the analog slot holds every RB),
+    no uplink codec, and Rayleigh fading with a threshold (or none)."""
+    name, options = scenario.algorithm.name, scenario.algorithm.options()
+    if options.get("aggregation") != "over_the_air":
+        return []
+    key = "algorithm.aggregation"
+    if not getattr(ALGORITHMS[name], "supports_over_the_air", False):
+        return [(key, f"algorithm {name!r} does not aggregate over the air")]
+    if scenario.network is not None or scenario.cell.link.mode != "ofdma":
+        return [(key, "over_the_air needs one OFDMA cell (cell.link.mode: ofdma, no network)")]
+    if scenario.cell.cues.density_per_km2 > 0:
+        return [
+            (
+                key,
+                "over_the_air holds every uplink RB for its slot: set cell.cues.density_per_km2: 0",
+            )
+        ]
+    codec = options.get("uplink_codec") or {}
+    if isinstance(codec, dict) and codec.get("name", "none") != "none":
+        return [(key, "over_the_air sends the updates as analog values: no uplink_codec")]
+    from netfl.scenario.link_resolution import resolved_profile
+
+    try:
+        law = resolved_profile(scenario.cell.link).fading["model"]
+    except (KeyError, ValueError):
+        return []  # (the cell's own check says what is wrong)
+    threshold = (options.get("over_the_air") or {}).get("gain_threshold", 0.1)
+    if law not in ("rayleigh", "none"):
+        return [(key, f"over_the_air inverts Rayleigh fading (or none), not {law!r}")]
+    if law == "rayleigh" and not threshold > 0:
+        return [
+            (
+                "algorithm.over_the_air.gain_threshold",
+                "inverting a Rayleigh channel needs a threshold > 0 (its mean power is infinite)",
+            )
+        ]
+    return []
 
 
 def _check_codecs(scenario: Scenario) -> list[tuple[str, str]]:

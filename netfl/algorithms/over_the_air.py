@@ -1,0 +1,181 @@
+"""Over-the-air aggregation of a round's updates on an OFDMA cell: broadband analog
+aggregation (BAA; G. Zhu, Y. Wang, K. Huang, "Broadband Analog Aggregation for
+Low-Latency Federated Edge Learning", IEEE TWC 2020).
+
+Every client of the round transmits its update at the same time on every data RB of the
+uplink, as analog symbols — two real values per complex symbol — so the upload lasts
+
+    T = ⌈q / 2⌉ / (M · B_RB · f)
+
+for q values, M data RBs of B_RB Hz and the uplink's time fraction f, whatever the
+number of devices. Each device inverts its channel, truncated (§III-A): in a fading block
+where its gain |h|² is at least the threshold g_th it transmits at the power that makes
+its received SNR per symbol ρ0, and nothing otherwise. Under an average power limit
+(its power class spread over the M RBs, received per symbol at γ_k = the cell's per-RB
+SNR with that spread) the largest common ρ0 is
+
+    ρ0 = min_k γ_k / E[1/|h|² ; |h|² ≥ g_th]     (Rayleigh: the expectation is E1(g_th))
+
+so the weakest device sets the receive SNR (their cell-interior scheduling raises it).
+Device k pre-scales its update to x_k = w_k·Δ_k / c (w_k = n_k/Σn, c the largest
+device's RMS so that E|x_k|² ≤ 1 per complex symbol; the scales are a few numbers of
+control signalling, not counted); the BS receives y = Σ_k √ρ0·x_k·1[not truncated] + z,
+z ~ CN(0, 1) per symbol, and estimates the weighted average update
+
+    Δ̂ = c · y / √ρ0 = Σ_k w_k Δ_k 1[k not truncated in that value's block] + c·z/√ρ0,
+
+so each real value carries noise of variance c²/(2ρ0) and a truncated device's share of
+a block is missing (the truncation error). The fading is the cell's law per coherence
+block: the link's keyed gains under ``fading_draw: per_link``, else a draw per round
+and device (the ``ota_fading`` stream). Each device radiates p = P·ρ0/(γ_k|h|²) in the
+blocks it transmits in: its modem is charged at the mean radiated power over T.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from netfl.algorithms.context import RoundContext
+    from netfl.core.nodes import Node
+
+__all__ = ["OtaConfig", "OverTheAir", "inverse_gain_mean", "ota_estimate"]
+
+
+class OtaConfig(BaseModel):
+    """``algorithm.over_the_air``: the BAA uplink's options."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    gain_threshold: float = Field(
+        0.1,
+        ge=0.0,
+        le=100.0,
+        description="g_th: a device transmits in a fading block only where |h|² ≥ g_th "
+        "(truncated channel inversion); 0 needs fading: none (inversion of a Rayleigh "
+        "channel has no finite mean power)",
+    )
+    noise: bool = Field(True, description="receiver noise in the aggregate (off: a check)")
+
+
+def inverse_gain_mean(law: Any, threshold: float) -> float:
+    """E[1/|h|² ; |h|² ≥ g_th] of a fading law: Rayleigh's E1(g_th) (the exponential
+    integral); no fading: 1 (0 when the threshold exceeds 1)."""
+    from scipy.special import exp1
+
+    if law.name == "none":
+        return 1.0 if threshold <= 1.0 else 0.0
+    if law.name == "rayleigh":
+        return float(exp1(threshold)) if threshold > 0 else math.inf
+    raise ValueError(f"over-the-air aggregation: fading {law.name!r} (rayleigh or none)")
+
+
+def ota_estimate(
+    deltas: list[dict[str, Any]],
+    weights: np.ndarray,
+    active: np.ndarray,
+    rho0: float,
+    noise: np.random.Generator | None,
+) -> tuple[dict[str, Any], float]:
+    """The BS's estimate of Σ_k w_k Δ_k from analog superposition, and c.
+
+    Parameters
+    ----------
+    deltas : list of dict
+        Each device's update (floating tensors by name, the same for all).
+    weights : array (K,)
+        w_k, summing to 1.
+    active : bool array (K, S)
+        Whether device k transmits complex symbol s (not truncated in its block).
+    rho0 : float
+        Receive SNR per symbol [linear].
+    noise : Generator or None
+        Draws the receiver noise (None: none).
+    """
+    import torch
+
+    names = [k for k, v in deltas[0].items() if v.is_floating_point()]
+    flat = [torch.cat([d[k].reshape(-1).to(torch.float64) for k in names]) for d in deltas]
+    x = torch.stack([w * f for w, f in zip(weights, flat, strict=True)])  # (K, q)
+    q = x.shape[1]
+    c = float(torch.sqrt(2.0 * (x**2).mean(dim=1)).max())  # (E|symbol|² ≤ 1 per device)
+    mask = torch.from_numpy(np.repeat(active, 2, axis=1)[:, :q])
+    total = (x * mask).sum(dim=0)
+    if noise is not None and c > 0:
+        z = torch.from_numpy(noise.normal(0.0, math.sqrt(0.5), q))
+        total = total + c * z / math.sqrt(rho0)
+    out, at = {}, 0
+    for k in names:
+        ref = deltas[0][k]
+        n = ref.numel()
+        out[k] = total[at : at + n].reshape(ref.shape).to(ref.dtype)
+        at += n
+    return out, c
+
+
+class OverTheAir:
+    """The round's analog uplink (:mod:`netfl.algorithms.over_the_air`), a part of an
+    algorithm of FedAvg's family."""
+
+    def __init__(self, world: RoundContext, config: OtaConfig, num_values: int):
+        self.world = world
+        self.config = config
+        #: q: the real values of one update
+        self.num_values = int(num_values)
+        radio = world.radio
+        self.carrier = radio.carriers["uplink"]
+        self.law = radio.profile.build_fading()
+        self.inverse_mean = inverse_gain_mean(self.law, config.gain_threshold)
+
+    def duration_s(self) -> float:
+        """T = ⌈q/2⌉ / (M · B_RB · f) [s]."""
+        c = self.carrier
+        return math.ceil(self.num_values / 2) / (c.num_rbs * c.rb_bandwidth_hz * c.time_fraction)
+
+    def symbol_snr(self, device: Node) -> float:
+        """γ_k: the device's received SNR per symbol at its power class spread over the
+        uplink's data RBs [linear]."""
+        return self.world.radio.mean_snr(device, self.world.bs, float(self.carrier.num_rbs))
+
+    def gains(self, r: int, device: Node, t0: float, blocks: int) -> np.ndarray:
+        """|h|² of ``device``'s uplink in the ``blocks`` fading blocks from ``t0``."""
+        radio = self.world.radio
+        if radio.link_fading is not None:
+            key = radio.link_fading.link_key(device.name, self.world.bs.name)
+            return radio.link_fading.gains(key, radio.link_fading.block_of(t0), blocks)
+        rng = self.world.streams.generator("ota_fading", r, device.index)
+        return np.asarray(self.law.sample(rng, blocks), dtype=float)
+
+    def plan(self, r: int, devices: list[Node], t0: float) -> dict[str, Any]:
+        """Round ``r``'s transmission from ``t0``: T, ρ0, which device sends which
+        symbol, and each one's mean radiated power over T."""
+        T = self.duration_s()
+        tc = self.law.coherence_time_s
+        k0 = math.floor(t0 / tc)
+        blocks = math.floor((t0 + T) / tc) - k0 + 1
+        symbols = math.ceil(self.num_values / 2)
+        # the block of each symbol (sent in order over T)
+        at = t0 + (np.arange(symbols) + 0.5) * (T / symbols)
+        block_of = np.minimum(np.floor(at / tc).astype(int) - k0, blocks - 1)
+        edges = np.clip((k0 + np.arange(blocks + 1)) * tc, t0, t0 + T)
+        span = np.diff(edges)  # (the time of T in each block)
+        gamma = np.array([self.symbol_snr(d) for d in devices])
+        rho0 = float(gamma.min() / self.inverse_mean) if len(devices) else 0.0
+        g = np.array([self.gains(r, d, t0, blocks) for d in devices]).reshape(len(devices), -1)
+        on = g >= self.config.gain_threshold
+        active = on[:, block_of]
+        power_class = np.array([self.world.radio.power_class_w(d) for d in devices])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            p = np.where(on, power_class[:, None] * rho0 / (gamma[:, None] * g), 0.0)
+        mean_power = (p * span).sum(axis=1) / T if T > 0 else np.zeros(len(devices))
+        return {
+            "duration_s": T,
+            "rho0": rho0,
+            "active": active,
+            "radiated_w": mean_power,
+            "sent_fraction": active.mean(axis=1) if symbols else np.ones(len(devices)),
+        }

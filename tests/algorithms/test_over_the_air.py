@@ -1,0 +1,185 @@
+"""Over-the-air aggregation (BAA, Zhu et al. TWC 2020): with noise and truncation off the
+aggregate is FedAvg's and the upload lasts one update's symbols; its duration does not
+depend on the device count; the aggregate's noise has the analytic variance c²/(2ρ0)
+(a statistical test); a truncated device contributes nothing in its block; powers and
+the receive SNR by hand; scenarios it cannot serve refused in one line."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import yaml
+from scipy import stats
+
+from netfl.algorithms.over_the_air import OtaConfig, OverTheAir, ota_estimate
+from netfl.cli.app import main
+from netfl.loading.scenarios import algorithm_config, parse_scenario
+from netfl.sim.runner import run, simulate_round
+from netfl.sim.world import World
+from tests.conftest import tiny_scenario
+
+
+def _cell(fading="none", coherence_s=1e-3):
+    return {
+        "link": {
+            "mode": "ofdma",
+            "channel_profile": "feddif",
+            "fading": fading,
+            "coherence_time_s": coherence_s,
+        }
+    }
+
+
+def _scenario(count=4, fading="none", ota=None, **sections):
+    algorithm = {"name": "fedavg"}
+    if ota is not None:
+        algorithm |= {"aggregation": "over_the_air", "over_the_air": ota}
+    return parse_scenario(
+        tiny_scenario(
+            devices={"count": count},
+            cell=_cell(fading),
+            algorithm=algorithm,
+            learning={"mode": "learn"},
+            training={"rounds": 1, "batch_size": 16},
+            **sections,
+        )
+    )
+
+
+def _one_round(scenario):
+    from netfl.algorithms.fedavg import FedAvg
+
+    world = World(scenario)
+    alg = FedAvg(world, algorithm_config(scenario))
+    simulate_round(world, alg, 0)
+    frame = world.recorder.transfers_frame()
+    world.close()
+    return alg, frame
+
+
+def test_without_noise_and_truncation_it_is_fedavg_in_one_updates_time():
+    digital, _ = _one_round(_scenario())
+    analog, frame = _one_round(_scenario(ota={"gain_threshold": 0.0, "noise": False}))
+    for k, v in digital.global_state.items():
+        torch.testing.assert_close(analog.global_state[k], v, atol=1e-6, rtol=1e-5)
+    up = frame[frame.kind == "model_up"]
+    assert len(up) == 4 and up.start_s.nunique() == 1  # (all at once)
+    carrier = analog.world.radio.carriers["uplink"]
+    q = 64 * 10 + 10  # (logistic regression on the 8×8 digits)
+    T = math.ceil(q / 2) / (carrier.num_rbs * carrier.rb_bandwidth_hz * carrier.time_fraction)
+    assert up.duration_s.to_numpy() == pytest.approx(T, rel=1e-9)
+    assert (up.delivered_bits == up.size_bits).all()
+
+
+def test_the_upload_lasts_as_long_whatever_the_device_count():
+    durations = []
+    for n in (2, 8):
+        _, frame = _one_round(_scenario(count=n, fading="rayleigh", ota={"gain_threshold": 0.3}))
+        durations.append(frame[frame.kind == "model_up"].duration_s.unique())
+    assert len(durations[0]) == len(durations[1]) == 1
+    assert durations[0][0] == pytest.approx(durations[1][0], rel=1e-12)
+
+
+def test_the_aggregate_noise_has_the_analytic_variance():
+    """Residual of the estimate over Σ w_k Δ_k, scaled by √(c²/(2ρ0)): N(0, 1)
+    (Kolmogorov–Smirnov) and its variance within a χ² interval."""
+    rng = np.random.default_rng(5)
+    deltas = [{"w": torch.from_numpy(rng.normal(0, s, 4001))} for s in (0.1, 0.3, 0.2)]
+    weights = np.array([0.5, 0.3, 0.2])
+    active = np.ones((3, 2001), dtype=bool)
+    rho0 = 7.0
+    est, c = ota_estimate(deltas, weights, active, rho0, np.random.default_rng(9))
+    exact = sum(w * d["w"] for w, d in zip(weights, deltas, strict=True))
+    z = ((est["w"] - exact) / math.sqrt(c**2 / (2 * rho0))).numpy()
+    assert stats.kstest(z, "norm").pvalue > 1e-3
+    n = len(z)
+    lo, hi = stats.chi2.ppf([0.0005, 0.9995], n) / n
+    assert lo < np.mean(z**2) < hi
+    # c: the largest device's RMS per complex symbol, √(2·mean((w_k Δ_k)²))
+    assert c == pytest.approx(
+        max(
+            math.sqrt(2 * float(((w * d["w"]) ** 2).mean()))
+            for w, d in zip(weights, deltas, strict=True)
+        )
+    )
+
+
+def test_a_truncated_device_contributes_nothing_in_its_block():
+    deltas = [{"w": torch.arange(8.0)}, {"w": 10.0 * torch.arange(8.0)}]
+    active = np.array([[True] * 4, [False, False, True, True]])  # (symbols 0-1: values 0-3)
+    est, _ = ota_estimate(deltas, np.array([0.5, 0.5]), active, 1.0, None)
+    want = 0.5 * torch.arange(8.0)
+    want[4:] += 0.5 * 10.0 * torch.arange(4.0, 8.0)
+    torch.testing.assert_close(est["w"], want.to(est["w"].dtype))
+
+
+def test_the_plan_truncates_per_block_and_inverts_the_channel_by_hand(monkeypatch):
+    """Two devices over two fading blocks: ue1's gain is below g_th in the first one. ρ0 =
+    min γ_k / E1(g_th); each device radiates P·ρ0/(γ_k |h|²) where it transmits; the
+    symbols of the first block are missing ue1's."""
+    from scipy.special import exp1
+
+    world = World(parse_scenario(tiny_scenario(devices={"count": 2}, cell=_cell("rayleigh", 1e-4))))
+    carrier = world.radio.carriers["uplink"]
+    rate = carrier.num_rbs * carrier.rb_bandwidth_hz * carrier.time_fraction
+    q = 2 * int(rate * 1.5e-4)  # (150 µs of symbols: blocks [0, 100) and [100, 150) µs)
+    ota = OverTheAir(world, OtaConfig(gain_threshold=0.5), q)
+    gains = {"ue0": np.array([1.0, 2.0]), "ue1": np.array([0.2, 0.8])}
+    monkeypatch.setattr(ota, "gains", lambda r, d, t0, blocks: gains[d.name][:blocks])
+    plan = ota.plan(0, world.devices, 0.0)
+    T = plan["duration_s"]
+    assert T == pytest.approx(q / 2 / rate)
+    gamma = np.array([ota.symbol_snr(d) for d in world.devices])
+    assert plan["rho0"] == pytest.approx(gamma.min() / exp1(0.5))
+    first = int(np.ceil(1e-4 / T * (q / 2)))  # (symbols in the first block, about)
+    assert plan["active"][0].all()
+    assert not plan["active"][1][: first - 1].any() and plan["active"][1][first + 1 :].all()
+    P = world.radio.power_class_w(world.devices[0])
+    span = np.array([1e-4, T - 1e-4])
+    p0 = P * plan["rho0"] / (gamma[0] * gains["ue0"])
+    p1 = np.array([0.0, P * plan["rho0"] / (gamma[1] * 0.8)])
+    assert plan["radiated_w"][0] == pytest.approx((p0 * span).sum() / T)
+    assert plan["radiated_w"][1] == pytest.approx((p1 * span).sum() / T)
+    world.close()
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "extra", "key", "words"),
+    [
+        ({"name": "dfl"}, {"cell": _cell()}, "algorithm.aggregation", "does not aggregate"),
+        ({"name": "fedavg"}, {}, "algorithm.aggregation", "one OFDMA cell"),
+        (
+            {"name": "fedavg"},
+            {"cell": {**_cell(), "cues": {"density_per_km2": 10.0}}},
+            "algorithm.aggregation",
+            "cues",
+        ),
+        (
+            {"name": "fedavg", "over_the_air": {"gain_threshold": 0.0}},
+            {"cell": _cell("rayleigh")},
+            "gain_threshold",
+            "threshold > 0",
+        ),
+        (
+            {"name": "fedavg", "uplink_codec": {"name": "fp16"}},
+            {"cell": _cell()},
+            "algorithm.aggregation",
+            "no uplink_codec",
+        ),
+    ],
+)
+def test_what_it_cannot_serve_is_one_line(tmp_path, capsys, algorithm, extra, key, words):
+    data = tiny_scenario(algorithm={**algorithm, "aggregation": "over_the_air"}, **extra)
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(data))
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and key in err[0] and words in err[0], err
+
+
+def test_a_run_learns_over_the_air():
+    result = run(_scenario(count=6, fading="rayleigh", ota={"gain_threshold": 0.1}))
+    assert np.isfinite(result.rounds["accuracy"]).all() and result.rounds["accuracy"].iloc[-1] > 0.5
