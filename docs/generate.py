@@ -454,6 +454,17 @@ def api_sections() -> list[tuple[str, str, list[Entry]]]:
             ],
         ),
         (
+            "Update codecs",
+            "How an update or the model goes on air and its exact size: a codec encodes a "
+            "flat float tensor and counts its bits ([update codecs](codecs.md)).",
+            [
+                _public("UpdateCodec"),
+                _public("CodecConfig"),
+                _public("register_codec"),
+                Entry("netfl.codecs.update_codec:encode_state", "netfl.codecs.encode_state"),
+            ],
+        ),
+        (
             "The simulated world",
             "A world's `dataset`, `devices` and `partitions` (each device's sample indices) "
             "are the data a run trains on: `analysis/fedzkt_study.py` trains its own-data "

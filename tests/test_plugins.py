@@ -100,6 +100,10 @@ def test_a_plugin_file_runs_validates_lists_and_is_recorded(tmp_path, capsys, mo
         "min_clients": 1,
         "downlink": "unicast",
         "deadline_s": None,
+        "uplink_codec": {"name": "none", "options": None},
+        "downlink_codec": {"name": "none", "options": None},
+        "aggregation": "digital",
+        "over_the_air": {"gain_threshold": 0.1, "noise": True},
         "factor": 2,
     }
     # the plugin's epochs are charged: twice FedAvg's compute per device and round

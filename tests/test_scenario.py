@@ -29,6 +29,10 @@ def test_defaults_fill_in():
         "min_clients": 1,
         "downlink": "unicast",
         "deadline_s": None,
+        "uplink_codec": {"name": "none", "options": None},
+        "downlink_codec": {"name": "none", "options": None},
+        "aggregation": "digital",
+        "over_the_air": {"gain_threshold": 0.1, "noise": True},
     }
 
 

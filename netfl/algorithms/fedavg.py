@@ -112,15 +112,18 @@ class FedAvg(Algorithm):
         #: the round's aggregator (:meth:`aggregator`) while the round runs
         self._aggregator: Aggregator | None = None
         self._started: set[int] = set()  # (the round's clients whose part began)
+        #: the update codecs at work (a part: :mod:`netfl.algorithms.update_coding`)
+        self.coding = CodedConfig.coding(world, config, self.model_bits)
         #: the analog uplink (``aggregation: over_the_air``; None: digital transfers)
         self.ota: OverTheAir | None = None
         if getattr(config, "aggregation", "digital") == "over_the_air":
+            raw = self.coding.raw_keys()
             values = sum(
-                t.numel() for t in world.init_model_state().values() if t.is_floating_point()
+                t.numel()
+                for k, t in world.init_model_state().items()
+                if t.is_floating_point() and k not in raw
             )
             self.ota = OverTheAir(world, config.over_the_air, values)
-        #: the update codecs at work (a part: :mod:`netfl.algorithms.update_coding`)
-        self.coding = CodedConfig.coding(world, config, self.model_bits)
 
     # -- steps a variant may override ------------------------------------
     def select_clients(self, r: int) -> list[Node]:
@@ -345,6 +348,8 @@ class FedAvg(Algorithm):
             if aggregator is not None:
                 aggregator.drop(index)
             raise
+        if self.ota is not None:  # (its update goes up in the round's analog slot)
+            return result
         if not policy.release(r, device, "arrived"):  # (lost in an outage: not decoded)
             if aggregator is not None:
                 aggregator.drop(index)
@@ -511,17 +516,28 @@ class FedAvg(Algorithm):
     ) -> Generator[simpy.Event, Any, None]:
         """The round's clients upload at once as analog symbols
         (:mod:`netfl.algorithms.over_the_air`): one upload's time T whatever their
-        number, each device charged at its mean radiated power over T (a ``model_up``
-        record each: ``delivered_bits`` the share of its symbols not truncated,
-        ``mean_snr_db`` the receive SNR ρ0); the BS's estimate of Σ w_k Δ_k, noise and
-        truncation included, is added to the global model."""
+        number, after their RRC promotion; each gets a ``model_up`` record over T
+        (``airtime_s`` the blocks it transmitted in, ``delivered_bits`` the share of its
+        symbols not truncated — or sent before it left during T —, ``mean_snr_db`` the
+        receive SNR ρ0) and its policy outcome; the BS's estimate of Σ w_k Δ_k, noise
+        and truncation included, moves the global model, the buffers averaged as
+        FedAvg's."""
         world, env = self.world, self.world.env
         assert self.ota is not None
         if not clients:
             return
+        yield from world.radio.promote(clients)
         t0 = env.now
         plan = self.ota.plan(r, clients, t0)
-        yield env.timeout(plan["duration_s"])
+        T = plan["duration_s"]
+        yield env.timeout(T)
+        active = plan["active"].copy()
+        symbols = active.shape[1]
+        for k, device in enumerate(clients):
+            cut = world.activities.is_cut(device)
+            if cut is not None and t0 <= cut.at_s < t0 + T:  # (it left during the slot)
+                active[k, int(symbols * (cut.at_s - t0) / T) :] = False
+        sent = active.mean(axis=1) if symbols else np.ones(len(clients))
         rho_db = 10.0 * np.log10(plan["rho0"]) if plan["rho0"] > 0 else float("-inf")
         for k, device in enumerate(clients):
             bits = self.model_bits(device)
@@ -534,38 +550,37 @@ class FedAvg(Algorithm):
                 t0,
                 1,
                 {
-                    "airtime_s": plan["duration_s"],
+                    "airtime_s": float(plan["airtime_s"][k]),
                     "mean_snr_db": rho_db,
-                    "delivered_bits": bits * float(plan["sent_fraction"][k]),
+                    "delivered_bits": bits * float(sent[k]),
                 },
                 radiated_w=float(plan["radiated_w"][k]),
+                analog=True,
             )
+            world.policy.release(r, device, "arrived")
         if not world.learn or self.global_state is None:
             return
         kept = [
-            (d, res)
-            for d, res in zip(clients, results, strict=True)
+            (k, res)
+            for k, (d, res) in enumerate(zip(clients, results, strict=True))
             if res is not None and world.keep_finite([res], [d.name])
         ]
         if not kept:
             return
         from netfl.algorithms.over_the_air import ota_estimate
+        from netfl.learning.params import weighted_average
 
-        index = {d.name: k for k, d in enumerate(clients)}
+        raw = self.coding.raw_keys()
+        analog = [k for k, v in self.global_state.items() if v.is_floating_point() and k not in raw]
         weights = np.array([float(res.num_samples) for _, res in kept])
-        deltas = [
-            {k: v - self.global_state[k] for k, v in res.state.items() if v.is_floating_point()}
-            for _, res in kept
-        ]
-        active = plan["active"][[index[d.name] for d, _ in kept]]
+        deltas = [{k: res.state[k] - self.global_state[k] for k in analog} for _, res in kept]
         noise = world.streams.generator("ota_noise", r) if self.ota.config.noise else None
-        estimate, _ = ota_estimate(deltas, weights / weights.sum(), active, plan["rho0"], noise)
-        new = dict(self.global_state)
+        estimate, _ = ota_estimate(
+            deltas, weights / weights.sum(), active[[k for k, _ in kept]], plan["rho0"], noise
+        )
+        new = weighted_average([res.state for _, res in kept], list(weights))  # (buffers)
         for k, v in estimate.items():
             new[k] = self.global_state[k] + v
-        for k, v in kept[0][1].state.items():  # (integer buffers: the first client's)
-            if not v.is_floating_point():
-                new[k] = v
         self.global_state = new
 
     # -- protocol ------------------------------------------------------------
@@ -604,6 +619,12 @@ class FedAvg(Algorithm):
             # (a new condition: SimPy detaches the one nested in a triggered `|`)
             yield simpy.AllOf(env, jobs)
         outcomes = [job.value for job in jobs]
+        if self.ota is not None:  # (one that left after training, before the slot: cut)
+            cuts = [self.world.activities.is_cut(d) for d in clients]
+            outcomes = [
+                o if is_cut(o) or cut is None else cut
+                for o, cut in zip(outcomes, cuts, strict=True)
+            ]
         for i, (dev, o) in enumerate(zip(clients, outcomes, strict=True)):
             if is_cut(o) and i not in self._started:  # (cut before its part began, e.g.
                 if self._aggregator is not None:  # it left during the multicast)

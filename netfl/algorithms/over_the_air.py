@@ -28,7 +28,13 @@ so each real value carries noise of variance c²/(2ρ0) and a truncated device's
 a block is missing (the truncation error). The fading is the cell's law per coherence
 block: the link's keyed gains under ``fading_draw: per_link``, else a draw per round
 and device (the ``ota_fading`` stream). Each device radiates p = P·ρ0/(γ_k|h|²) in the
-blocks it transmits in: its modem is charged at the mean radiated power over T.
+blocks it transmits in (an upper bound: only the largest device's symbols have unit
+energy) — Zhu et al.'s average power constraint, so in a block near the threshold p
+exceeds the power class P (by up to γ_k/(γ_min·g_th·E1(g_th))). Its airtime is the
+time of those blocks; the modem is charged as a transfer's (its tx power, plus
+``tx_power_per_w`` × what it radiates where the profile has it; no throughput term:
+analog symbols have no bit rate). A model's buffers (BatchNorm statistics, counters) go
+digitally beside it and are averaged as FedAvg does.
 """
 
 from __future__ import annotations
@@ -86,7 +92,8 @@ def ota_estimate(
     Parameters
     ----------
     deltas : list of dict
-        Each device's update (floating tensors by name, the same for all).
+        Each device's update (the floating tensors that go over the air, by name; the
+        same names for all).
     weights : array (K,)
         w_k, summing to 1.
     active : bool array (K, S)
@@ -98,7 +105,7 @@ def ota_estimate(
     """
     import torch
 
-    names = [k for k, v in deltas[0].items() if v.is_floating_point()]
+    names = list(deltas[0])
     flat = [torch.cat([d[k].reshape(-1).to(torch.float64) for k in names]) for d in deltas]
     x = torch.stack([w * f for w, f in zip(weights, flat, strict=True)])  # (K, q)
     q = x.shape[1]
@@ -137,9 +144,11 @@ class OverTheAir:
         return math.ceil(self.num_values / 2) / (c.num_rbs * c.rb_bandwidth_hz * c.time_fraction)
 
     def symbol_snr(self, device: Node) -> float:
-        """γ_k: the device's received SNR per symbol at its power class spread over the
-        uplink's data RBs [linear]."""
-        return self.world.radio.mean_snr(device, self.world.bs, float(self.carrier.num_rbs))
+        """γ_k: the device's received SNR per symbol with its whole power class spread
+        over the uplink's data RBs [linear] (no power-control target: the inversion sets
+        its power)."""
+        _, psd, total = self.world.radio.link_now(device, self.world.bs)
+        return float(total / self.carrier.num_rbs) if math.isfinite(total) else float(psd)
 
     def gains(self, r: int, device: Node, t0: float, blocks: int) -> np.ndarray:
         """|h|² of ``device``'s uplink in the ``blocks`` fading blocks from ``t0``."""
@@ -171,11 +180,14 @@ class OverTheAir:
         power_class = np.array([self.world.radio.power_class_w(d) for d in devices])
         with np.errstate(divide="ignore", invalid="ignore"):
             p = np.where(on, power_class[:, None] * rho0 / (gamma[:, None] * g), 0.0)
-        mean_power = (p * span).sum(axis=1) / T if T > 0 else np.zeros(len(devices))
+        airtime = (on * span).sum(axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            radiated = np.where(airtime > 0, (p * span).sum(axis=1) / airtime, 0.0)
         return {
             "duration_s": T,
             "rho0": rho0,
             "active": active,
-            "radiated_w": mean_power,
+            "airtime_s": airtime,
+            "radiated_w": radiated,
             "sent_fraction": active.mean(axis=1) if symbols else np.ones(len(devices)),
         }

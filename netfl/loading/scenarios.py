@@ -173,6 +173,21 @@ def _check_over_the_air(scenario: Scenario) -> list[tuple[str, str]]:
     threshold = (options.get("over_the_air") or {}).get("gain_threshold", 0.1)
     if law not in ("rayleigh", "none"):
         return [(key, f"over_the_air inverts Rayleigh fading (or none), not {law!r}")]
+    if law == "none" and threshold > 1:
+        return [
+            (
+                "algorithm.over_the_air.gain_threshold",
+                "above 1 without fading every device is truncated: nothing goes up",
+            )
+        ]
+    if scenario.policy.outage_sinr_db is not None:
+        return [
+            (
+                "policy.outage_sinr_db",
+                "over_the_air has no per-update SINR to judge (its receive SNR is ρ0, "
+                "common to the round): unset it",
+            )
+        ]
     if law == "rayleigh" and not threshold > 0:
         return [
             (

@@ -335,11 +335,13 @@ class Radio(ABC):
         group: int = -1,
         cut: TransferCut | None = None,
         radiated_w: float | None = None,
+        analog: bool = False,
     ) -> TransferRecord:
         """Append the record of a transfer that ends now (``cut``: cut short, with the
         bits it delivered) and charge its UEs' radio energy (the sender's at
         ``radiated_w``, what it radiated from the transfer's start; None: its grant or
-        power class now)."""
+        power class now; ``analog``: analog symbols, no digital rate on air, so no
+        throughput term of the modem's power)."""
         if cut is not None:
             extra = {**extra, "delivered_bits": cut.delivered_bits, "outcome": cut.cause.reason}
         duration = self.env.now - start_s
@@ -360,7 +362,7 @@ class Radio(ABC):
                 "tx",
                 duration,
                 airtime,
-                delivered,
+                0.0 if analog else delivered,
                 self.transmit_power_w(src, direction) if radiated_w is None else radiated_w,
             )
             if src.is_device

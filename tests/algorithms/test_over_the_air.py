@@ -37,9 +37,10 @@ def _scenario(count=4, fading="none", ota=None, **sections):
     algorithm = {"name": "fedavg"}
     if ota is not None:
         algorithm |= {"aggregation": "over_the_air", "over_the_air": ota}
+    devices = {"count": count, **sections.pop("devices", {})}
     return parse_scenario(
         tiny_scenario(
-            devices={"count": count},
+            devices=devices,
             cell=_cell(fading),
             algorithm=algorithm,
             learning={"mode": "learn"},
@@ -118,8 +119,9 @@ def test_a_truncated_device_contributes_nothing_in_its_block():
 
 def test_the_plan_truncates_per_block_and_inverts_the_channel_by_hand(monkeypatch):
     """Two devices over two fading blocks: ue1's gain is below g_th in the first one. ρ0 =
-    min γ_k / E1(g_th); each device radiates P·ρ0/(γ_k |h|²) where it transmits; the
-    symbols of the first block are missing ue1's."""
+    min γ_k / E1(g_th); each device radiates P·ρ0/(γ_k |h|²) where it transmits, its
+    airtime the blocks it transmits in; the symbols of the first block are missing
+    ue1's."""
     from scipy.special import exp1
 
     world = World(parse_scenario(tiny_scenario(devices={"count": 2}, cell=_cell("rayleigh", 1e-4))))
@@ -141,8 +143,10 @@ def test_the_plan_truncates_per_block_and_inverts_the_channel_by_hand(monkeypatc
     span = np.array([1e-4, T - 1e-4])
     p0 = P * plan["rho0"] / (gamma[0] * gains["ue0"])
     p1 = np.array([0.0, P * plan["rho0"] / (gamma[1] * 0.8)])
+    # (the mean power while it transmits, over the blocks it transmits in)
+    assert plan["airtime_s"] == pytest.approx([T, T - 1e-4])
     assert plan["radiated_w"][0] == pytest.approx((p0 * span).sum() / T)
-    assert plan["radiated_w"][1] == pytest.approx((p1 * span).sum() / T)
+    assert plan["radiated_w"][1] == pytest.approx(p1[1])
     world.close()
 
 
@@ -169,6 +173,18 @@ def test_the_plan_truncates_per_block_and_inverts_the_channel_by_hand(monkeypatc
             "algorithm.aggregation",
             "no uplink_codec",
         ),
+        (
+            {"name": "fedavg", "over_the_air": {"gain_threshold": 1.5}},
+            {"cell": _cell()},
+            "gain_threshold",
+            "every device is truncated",
+        ),
+        (
+            {"name": "fedavg"},
+            {"cell": _cell(), "policy": {"outage_sinr_db": 3.0}},
+            "policy.outage_sinr_db",
+            "unset it",
+        ),
     ],
 )
 def test_what_it_cannot_serve_is_one_line(tmp_path, capsys, algorithm, extra, key, words):
@@ -183,3 +199,45 @@ def test_what_it_cannot_serve_is_one_line(tmp_path, capsys, algorithm, extra, ke
 def test_a_run_learns_over_the_air():
     result = run(_scenario(count=6, fading="rayleigh", ota={"gain_threshold": 0.1}))
     assert np.isfinite(result.rounds["accuracy"]).all() and result.rounds["accuracy"].iloc[-1] > 0.5
+
+
+def test_a_device_that_left_before_the_slot_sends_nothing(tmp_path):
+    """ue0 goes off after its training ends and before the analog slot starts: it is a
+    client that left (rounds.csv), has no upload, and the others' slot goes on."""
+    base = _scenario(count=3, ota={"gain_threshold": 0.0, "noise": False})
+    first = run(base)
+    t0 = float(first.transfers.query("kind == 'model_up'").start_s.min())
+    trained = float(first.computes.query("node == 'ue0' and kind == 'train'").end_s.max())
+    assert trained < t0  # (ue0 is not the last to finish: it waits for the slot)
+    off = 0.5 * (trained + t0)
+    (tmp_path / "trace.csv").write_text(f"device,on_s,off_s\n0,0.0,{off!r}\n1,0.0,1e6\n2,0.0,1e6\n")
+    left = _scenario(
+        count=3,
+        ota={"gain_threshold": 0.0, "noise": False},
+        devices={"availability": {"model": "trace", "file": str(tmp_path / "trace.csv")}},
+    )
+    result = run(left)
+    ups = result.transfers[result.transfers.kind == "model_up"]
+    assert "ue0" not in set(ups.src) and len(ups) == 2
+    assert result.rounds["clients_left"].iloc[0] == 1
+
+
+def test_each_device_radiates_what_inverts_its_channel(tmp_path):
+    """No fading, no threshold, a profile whose modem draws what it radiates
+    (yang2021_device): the device with the weakest channel radiates its power class P
+    over T, each other one P·γ_min/γ_k — its record's tx energy."""
+    s = _scenario(
+        count=3,
+        ota={"gain_threshold": 0.0, "noise": False},
+        devices={"compute_profile": "yang2021_device"},
+    )
+    alg, frame = _one_round(s)
+    world = World(s)
+    ota = OverTheAir(world, OtaConfig(gain_threshold=0.0), alg.ota.num_values)
+    gamma = {d.name: ota.symbol_snr(d) for d in world.devices}
+    P = world.radio.power_class_w(world.devices[0])
+    world.close()
+    up = frame[frame.kind == "model_up"].set_index("src")
+    T = float(up.duration_s.iloc[0])
+    for name, g in gamma.items():
+        assert up.loc[name, "tx_energy_j"] == pytest.approx(P * min(gamma.values()) / g * T)
