@@ -20,7 +20,6 @@ codec the variable) and draws from the run directories:
 from __future__ import annotations
 
 import argparse
-import warnings
 from pathlib import Path
 
 import matplotlib
@@ -30,6 +29,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from hierfavg_study import summary  # noqa: E402  (the same per-variant table)
+from study_bands import band, band_on_time  # noqa: E402
 
 from netfl import read_run  # noqa: E402
 from netfl.sweep import expand, load_sweep, run_sweep  # noqa: E402
@@ -109,19 +109,9 @@ def figure(index: pd.DataFrame, where: Path, target: float) -> None:
         curves = [read_run(where / n).rounds for n in done.loc[done["variant"] == variant, "run"]]
         acc = np.array([r["accuracy"].to_numpy() for r in curves])
         bits = np.array([r["uplink_bits"].cumsum().to_numpy() for r in curves]).mean(axis=0)
-        mean, std = acc.mean(axis=0), acc.std(axis=0)
         label = f"{variant} ({len(curves)} seeds)"
-        by_bits.plot(bits, mean, color=f"C{c}", label=label)
-        by_bits.fill_between(bits, mean - std, mean + std, color=f"C{c}", alpha=0.2, lw=0)
-        grid = np.linspace(0.0, min(float(r["sim_time_s"].iloc[-1]) for r in curves), 200)
-        on_grid = np.array(
-            [np.interp(grid, r["sim_time_s"], r["accuracy"], left=np.nan) for r in curves]
-        )
-        with warnings.catch_warnings():  # (before a seed's first round: no value)
-            warnings.simplefilter("ignore", RuntimeWarning)
-            m, s = np.nanmean(on_grid, axis=0), np.nanstd(on_grid, axis=0)
-        by_time.plot(grid, m, color=f"C{c}", label=label)
-        by_time.fill_between(grid, m - s, m + s, color=f"C{c}", alpha=0.2, lw=0)
+        band(by_bits, bits, acc, f"C{c}", label)  # (the seeds' uploads are the same sizes)
+        band_on_time(by_time, curves, f"C{c}", label)
     by_bits.set_xscale("log")
     by_bits.set_xlabel("uplink bits on air, cumulative (all devices)")
     by_time.set_xlabel("simulated time [s]")

@@ -30,6 +30,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from study_bands import band_by_round  # noqa: E402
 
 from netfl import read_run  # noqa: E402
 from netfl.sweep import expand, load_sweep, run_sweep  # noqa: E402
@@ -139,11 +140,8 @@ def figures(latency: pd.DataFrame, index: pd.DataFrame, where: Path) -> None:
         runs = index.loc[index["variant"] == variant, "run"]
         if runs.empty:
             continue
-        acc = np.array([read_run(where / n).rounds["accuracy"].to_numpy() for n in runs])
-        x = np.arange(1, acc.shape[1] + 1)
-        m, s = acc.mean(axis=0), acc.std(axis=0)
-        ax.plot(x, m, color=f"C{c}", label=f"{variant} ({len(runs)} seeds)")
-        ax.fill_between(x, m - s, m + s, color=f"C{c}", alpha=0.2, lw=0)
+        curves = [read_run(where / n).rounds for n in runs]
+        band_by_round(ax, curves, f"C{c}", f"{variant} ({len(runs)} seeds)")
     ax.set_xlabel("round")
     ax.set_ylabel("test accuracy")
     ax.grid(alpha=0.3)

@@ -22,7 +22,6 @@ with ``netfl.sweep`` and draws from the run directories:
 from __future__ import annotations
 
 import argparse
-import warnings
 from pathlib import Path
 
 import matplotlib
@@ -32,6 +31,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from hierfavg_study import paired, summary  # noqa: E402  (the same per-variant tables)
+from study_bands import band_on_time  # noqa: E402
 
 from netfl import read_run  # noqa: E402
 from netfl.sweep import expand, load_sweep, run_sweep  # noqa: E402
@@ -87,15 +87,7 @@ def figure(index: pd.DataFrame, where: Path, target: float) -> None:
     done = index[index["status"] == "complete"]
     for c, variant in enumerate(v for v in VARIANTS if v in set(done["variant"])):
         curves = [read_run(where / n).rounds for n in done.loc[done["variant"] == variant, "run"]]
-        grid = np.linspace(0.0, min(float(r["sim_time_s"].iloc[-1]) for r in curves), 200)
-        acc = np.array(
-            [np.interp(grid, r["sim_time_s"], r["accuracy"], left=np.nan) for r in curves]
-        )
-        with warnings.catch_warnings():  # (before a seed's first round: no value)
-            warnings.simplefilter("ignore", RuntimeWarning)
-            mean, std = np.nanmean(acc, axis=0), np.nanstd(acc, axis=0)
-        ax.plot(grid, mean, color=f"C{c}", label=f"{variant} ({len(curves)} seeds)")
-        ax.fill_between(grid, mean - std, mean + std, color=f"C{c}", alpha=0.2, lw=0)
+        band_on_time(ax, curves, f"C{c}", f"{variant} ({len(curves)} seeds)")
     ax.axhline(target, color="k", ls=":", lw=1, label=f"target {target:g}")
     ax.set_xlabel("simulated time [s]")
     ax.set_ylabel("test accuracy")

@@ -31,6 +31,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from study_bands import band_by_round  # noqa: E402
 
 from netfl import read_run  # noqa: E402
 from netfl.sweep import expand, load_sweep, run_sweep  # noqa: E402
@@ -123,11 +124,8 @@ def figure(index: pd.DataFrame, where: Path) -> None:
             runs = done.loc[done["variant"] == f"{name}_{level}", "run"]
             if runs.empty:
                 continue
-            acc = np.array([read_run(where / n).rounds["accuracy"].to_numpy() for n in runs])
-            mean, std = acc.mean(axis=0), acc.std(axis=0)
-            x = np.arange(1, acc.shape[1] + 1)
-            ax.plot(x, mean, color=f"C{c}", label=f"{name.upper()} ({len(runs)} seeds)")
-            ax.fill_between(x, mean - std, mean + std, color=f"C{c}", alpha=0.2, lw=0)
+            curves = [read_run(where / n).rounds for n in runs]
+            band_by_round(ax, curves, f"C{c}", f"{name.upper()} ({len(runs)} seeds)")
         ax.set_title(f"θ = {theta:g} dB")
         ax.set_xlabel("round")
         ax.grid(alpha=0.3)
