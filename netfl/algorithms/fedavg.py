@@ -522,66 +522,12 @@ class FedAvg(Algorithm):
         receive SNR ρ0) and its policy outcome; the BS's estimate of Σ w_k Δ_k, noise
         and truncation included, moves the global model, the buffers averaged as
         FedAvg's."""
-        world, env = self.world, self.world.env
         assert self.ota is not None
-        if not clients:
-            return
-        yield from world.radio.promote(clients)
-        t0 = env.now
-        plan = self.ota.plan(r, clients, t0)
-        T = plan["duration_s"]
-        yield env.timeout(T)
-        active = plan["active"].copy()
-        symbols = active.shape[1]
-        for k, device in enumerate(clients):
-            cut = world.activities.is_cut(device)
-            if cut is not None and t0 <= cut.at_s < t0 + T:  # (it left during the slot)
-                active[k, int(symbols * (cut.at_s - t0) / T) :] = False
-        sent = active.mean(axis=1) if symbols else np.ones(len(clients))
-        rho_db = 10.0 * np.log10(plan["rho0"]) if plan["rho0"] > 0 else float("-inf")
-        for k, device in enumerate(clients):
-            bits = self.model_bits(device)
-            world.radio.record(
-                device,
-                world.bs,
-                "model_up",
-                "uplink",
-                bits,
-                t0,
-                1,
-                {
-                    "airtime_s": float(plan["airtime_s"][k]),
-                    "mean_snr_db": rho_db,
-                    "delivered_bits": bits * float(sent[k]),
-                },
-                radiated_w=float(plan["radiated_w"][k]),
-                analog=True,
-            )
-            world.policy.release(r, device, "arrived")
-        if not world.learn or self.global_state is None:
-            return
-        kept = [
-            (k, res)
-            for k, (d, res) in enumerate(zip(clients, results, strict=True))
-            if res is not None and world.keep_finite([res], [d.name])
-        ]
-        if not kept:
-            return
-        from netfl.algorithms.over_the_air import ota_estimate
-        from netfl.learning.params import weighted_average
-
-        raw = self.coding.raw_keys()
-        analog = [k for k, v in self.global_state.items() if v.is_floating_point() and k not in raw]
-        weights = np.array([float(res.num_samples) for _, res in kept])
-        deltas = [{k: res.state[k] - self.global_state[k] for k in analog} for _, res in kept]
-        noise = world.streams.generator("ota_noise", r) if self.ota.config.noise else None
-        estimate, _ = ota_estimate(
-            deltas, weights / weights.sum(), active[[k for k, _ in kept]], plan["rho0"], noise
+        new = yield from self.ota.slot(
+            r, clients, results, self.global_state, self.model_bits, self.coding.raw_keys()
         )
-        new = weighted_average([res.state for _, res in kept], list(weights))  # (buffers)
-        for k, v in estimate.items():
-            new[k] = self.global_state[k] + v
-        self.global_state = new
+        if new is not None:
+            self.global_state = new
 
     # -- protocol ------------------------------------------------------------
     @honours("deadline_s", "policy", "outage")

@@ -40,12 +40,15 @@ digitally beside it and are averaged as FedAvg does.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:
+    import simpy
+
     from netfl.algorithms.context import RoundContext
     from netfl.core.nodes import Node
 
@@ -191,3 +194,78 @@ class OverTheAir:
             "radiated_w": radiated,
             "sent_fraction": active.mean(axis=1) if symbols else np.ones(len(devices)),
         }
+
+    def slot(
+        self,
+        r: int,
+        clients: list[Node],
+        results: list[Any],
+        global_state: dict | None,
+        model_bits: Callable[[Node], float],
+        raw: frozenset[str],
+    ) -> Generator[simpy.Event, Any, dict | None]:
+        """Round ``r``'s analog slot for ``clients`` (their ``results``; None in timing
+        mode), after their RRC promotion: one upload's time T whatever their number; each
+        gets a ``model_up`` record over T (``airtime_s`` the blocks it transmitted in,
+        ``delivered_bits`` the share of its ``model_bits`` not truncated — or sent before
+        it left during T —, ``mean_snr_db`` the receive SNR ρ0) and its policy outcome.
+        Returns the new global model: ``global_state`` moved by the BS's estimate of
+        Σ w_k Δ_k, noise and truncation included, the ``raw`` tensors (buffers) averaged
+        as FedAvg's (None: nothing to learn)."""
+        world, env = self.world, self.world.env
+        if not clients:
+            return None
+        yield from world.radio.promote(clients)
+        t0 = env.now
+        plan = self.plan(r, clients, t0)
+        T = plan["duration_s"]
+        yield env.timeout(T)
+        active = plan["active"].copy()
+        symbols = active.shape[1]
+        for k, device in enumerate(clients):
+            cut = world.activities.is_cut(device)
+            if cut is not None and t0 <= cut.at_s < t0 + T:  # (it left during the slot)
+                active[k, int(symbols * (cut.at_s - t0) / T) :] = False
+        sent = active.mean(axis=1) if symbols else np.ones(len(clients))
+        rho_db = 10.0 * np.log10(plan["rho0"]) if plan["rho0"] > 0 else float("-inf")
+        for k, device in enumerate(clients):
+            bits = model_bits(device)
+            world.radio.record(
+                device,
+                world.bs,
+                "model_up",
+                "uplink",
+                bits,
+                t0,
+                1,
+                {
+                    "airtime_s": float(plan["airtime_s"][k]),
+                    "mean_snr_db": rho_db,
+                    "delivered_bits": bits * float(sent[k]),
+                },
+                radiated_w=float(plan["radiated_w"][k]),
+                analog=True,
+            )
+            world.policy.release(r, device, "arrived")
+        if not world.learn or global_state is None:
+            return None
+        kept = [
+            (k, res)
+            for k, (d, res) in enumerate(zip(clients, results, strict=True))
+            if res is not None and world.keep_finite([res], [d.name])
+        ]
+        if not kept:
+            return None
+        from netfl.learning.params import weighted_average
+
+        analog = [k for k, v in global_state.items() if v.is_floating_point() and k not in raw]
+        weights = np.array([float(res.num_samples) for _, res in kept])
+        deltas = [{k: res.state[k] - global_state[k] for k in analog} for _, res in kept]
+        noise = world.streams.generator("ota_noise", r) if self.config.noise else None
+        estimate, _ = ota_estimate(
+            deltas, weights / weights.sum(), active[[k for k, _ in kept]], plan["rho0"], noise
+        )
+        new = weighted_average([res.state for _, res in kept], list(weights))  # (buffers)
+        for k, v in estimate.items():
+            new[k] = global_state[k] + v
+        return new
