@@ -286,15 +286,25 @@ class FD(_SoftTargets):
         return self.coding.download((r,), {"soft": self.soft} if self.world.learn else None, device)
 
     def payload(self, r: int, device: Node, result: Any) -> Payload:
-        """The device's soft targets Y_k as they go on air (encoded as the update itself:
-        Δ = Y_k), and what the server decodes."""
+        """The device's soft targets Y_k as they go on air — Δ = Y_k − Ŷ against the
+        global targets it decoded, so that an error-feedback memory carries what was not
+        sent of a change — and what the server rebuilds on its own Y, each row clamped at
+        0 and renormalised (a lossy change of a distribution is not one)."""
         import torch
 
-        zero = {"soft": torch.zeros_like(self.soft)}
+        start = self.download(r, device)[1]  # (what the device decoded of the global Y)
+        if start is None:
+            start = {"soft": torch.zeros_like(self.soft)}
         sent = None if result is None else {"soft": result.soft_targets}
-        bits, decoded = self.coding.upload((r, device.index), device, sent, zero, zero)
-        if decoded is not None and result is not None:
-            result = replace(result, soft_targets=decoded["soft"])
+        bits, decoded = self.coding.upload(
+            (r, device.index), device, sent, start, {"soft": self.soft}
+        )
+        if decoded is not None and result is not None and self.coding.uplink is not None:
+            # (a lossy change of a distribution is not one: each row back on the simplex's
+            # side, clamped at 0 and renormalised)
+            rows = decoded["soft"].clamp(min=0.0)
+            rows = rows / rows.sum(dim=1, keepdim=True).clamp(min=1e-12)
+            result = replace(result, soft_targets=rows)
         return Payload(bits, result)
 
     def ce_kl_weights(self, r: int) -> tuple[float, float]:

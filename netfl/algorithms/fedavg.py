@@ -100,7 +100,9 @@ class FedAvg(Algorithm):
     codec_directions: ClassVar[frozenset[str]] = frozenset({"uplink", "downlink"})
     #: the codec keys whose majority vote (``sign``'s ``vote``) its aggregation applies
     codec_vote_fields: ClassVar[frozenset[str]] = frozenset({"uplink_codec"})
-    #: its uplink may aggregate over the air (its round's model updates, FedAvg's weights)
+    #: its uplink may aggregate over the air (its round's model updates, FedAvg's
+    #: weights); read from the class's own body: a subclass (a plugin) says it again
+    #: (its payload and server update are bypassed by the analog slot)
     supports_over_the_air: ClassVar[bool] = True
     name = "fedavg"
     Config = FedAvgConfig
@@ -565,12 +567,15 @@ class FedAvg(Algorithm):
             # (a new condition: SimPy detaches the one nested in a triggered `|`)
             yield simpy.AllOf(env, jobs)
         outcomes = [job.value for job in jobs]
-        if self.ota is not None:  # (one that left after training, before the slot: cut)
-            cuts = [self.world.activities.is_cut(d) for d in clients]
-            outcomes = [
-                o if is_cut(o) or cut is None else cut
-                for o, cut in zip(outcomes, cuts, strict=True)
-            ]
+        if self.ota is not None:  # (promoted for the slot; one that left before it: cut)
+            yield from self.world.radio.promote(
+                [d for d, o in zip(clients, outcomes, strict=True) if not is_cut(o)]
+            )
+            for i, (dev, o) in enumerate(zip(clients, outcomes, strict=True)):
+                cut = self.world.activities.is_cut(dev)
+                if cut is not None and not is_cut(o):
+                    outcomes[i] = cut
+                    self.world.policy.release(r, dev, cut.reason)
         for i, (dev, o) in enumerate(zip(clients, outcomes, strict=True)):
             if is_cut(o) and i not in self._started:  # (cut before its part began, e.g.
                 if self._aggregator is not None:  # it left during the multicast)

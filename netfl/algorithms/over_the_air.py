@@ -205,7 +205,8 @@ class OverTheAir:
         raw: frozenset[str],
     ) -> Generator[simpy.Event, Any, dict | None]:
         """Round ``r``'s analog slot for ``clients`` (their ``results``; None in timing
-        mode), after their RRC promotion: one upload's time T whatever their number; each
+        mode; promoted to RRC connected by the round): one upload's time T whatever their
+        number, active for the radio's state (RRC tails from its end, the BS's meter); each
         gets a ``model_up`` record over T (``airtime_s`` the blocks it transmitted in,
         ``delivered_bits`` the share of its ``model_bits`` not truncated — or sent before
         it left during T —, ``mean_snr_db`` the receive SNR ρ0) and its policy outcome.
@@ -215,11 +216,13 @@ class OverTheAir:
         world, env = self.world, self.world.env
         if not clients:
             return None
-        yield from world.radio.promote(clients)
         t0 = env.now
         plan = self.plan(r, clients, t0)
         T = plan["duration_s"]
+        nodes = [*clients, world.bs]
+        world.radio.begin(nodes, "uplink")  # (their RRC state and the BS's meter: active)
         yield env.timeout(T)
+        world.radio.end(nodes, "uplink")  # (the tails start now)
         active = plan["active"].copy()
         symbols = active.shape[1]
         for k, device in enumerate(clients):

@@ -200,7 +200,7 @@ class UpdateCoding:
                 import torch
 
                 world = self.world
-                with torch.random.fork_rng():
+                with torch.random.fork_rng(devices=[]):
                     model = world.model.spec.build(
                         world.dataset.input_shape, world.dataset.num_classes
                     )

@@ -186,7 +186,8 @@ def encode_state(
         if kept is not None and memory is not None and name in memory:
             flat = flat + memory[name]
         out, b = codec.encode(flat, rng)
-        if not codec.value_dependent and float(b) != codec.nominal_bits(flat.numel()):
+        nominal = None if codec.value_dependent else codec.nominal_bits(flat.numel())
+        if nominal is not None and not math.isclose(float(b), nominal, rel_tol=1e-9):
             raise user_code_error(
                 type(codec),
                 f"codec {codec.name!r}: encode() gave {b} bits for {flat.numel()} values, "

@@ -150,8 +150,14 @@ def _check_over_the_air(scenario: Scenario) -> list[tuple[str, str]]:
     if options.get("aggregation") != "over_the_air":
         return []
     key = "algorithm.aggregation"
-    if not getattr(ALGORITHMS[name], "supports_over_the_air", False):
-        return [(key, f"algorithm {name!r} does not aggregate over the air")]
+    if not vars(ALGORITHMS[name]).get("supports_over_the_air", False):  # (its own word)
+        return [
+            (
+                key,
+                f"algorithm {name!r} does not aggregate over the air (a class built on FedAvg "
+                "that does says supports_over_the_air = True itself)",
+            )
+        ]
     if scenario.network is not None or scenario.cell.link.mode != "ofdma":
         return [(key, "over_the_air needs one OFDMA cell (cell.link.mode: ofdma, no network)")]
     if scenario.cell.cues.density_per_km2 > 0:

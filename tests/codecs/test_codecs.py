@@ -477,3 +477,25 @@ def test_a_device_that_leaves_during_a_multicast_is_dropped():
     )
     assert result.rounds["clients_left"].sum() > 0
     assert np.isfinite(result.rounds["accuracy"]).all()
+
+
+def test_fd_with_error_feedback_keeps_its_soft_targets_a_distribution():
+    """FD encodes each device's change of the soft targets against what it decoded, so
+    an error-feedback memory carries a change, not a whole distribution: after five
+    rounds of top-k the global targets are still rows of probabilities."""
+    from netfl.algorithms import ALGORITHMS
+    from netfl.loading.scenarios import algorithm_config
+    from netfl.sim.runner import simulate_round
+    from netfl.sim.world import World
+
+    s = parse_scenario(
+        _learn(name="fd", uplink_codec={"name": "topk", "options": {"fraction": 0.3}})
+    )
+    world = World(s)
+    alg = ALGORITHMS["fd"](world, algorithm_config(s))
+    for r in range(5):
+        simulate_round(world, alg, r)
+    soft = alg.soft
+    assert soft.min() >= -1e-6 and soft.max() <= 1 + 1e-6
+    torch.testing.assert_close(soft.sum(dim=1), torch.ones(soft.shape[0]), atol=1e-4, rtol=0)
+    world.close()
