@@ -205,6 +205,7 @@ LAYERS: list[list[str]] = [
         "netfl.loading",
         "netfl.loading.plugins",
         "netfl.loading.reference",
+        "netfl.loading.knob_checks",
         "netfl.loading.scenarios",
     ],
     [  # one simulation: world, runner, records into rows, checkpoints, result

@@ -16,6 +16,7 @@ once per update. Update-side only: the downlink carries the model, not an update
 from __future__ import annotations
 
 import math
+from abc import abstractmethod
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -64,8 +65,9 @@ class _Sparsify(UpdateCodec):
         fraction = 0.01 if self.config.fraction is None else self.config.fraction
         return max(1, math.ceil(fraction * numel))
 
+    @abstractmethod
     def _positions(self, x: torch.Tensor, k: int, rng: np.random.Generator) -> torch.Tensor:
-        raise NotImplementedError
+        """The k positions of ``x`` to send."""
 
     def encode(self, x: torch.Tensor, rng: np.random.Generator) -> tuple[torch.Tensor, float]:
         import torch

@@ -97,7 +97,11 @@ class UpdateCodec(ABC):
         a value-dependent codec an estimate it states."""
         b = self.nominal_bits(numel)
         if b is None:
-            raise NotImplementedError(f"codec {self.name!r}: no estimate of its size")
+            raise user_code_error(
+                type(self),
+                f"codec {self.name!r}: its size depends on the values and it gives no "
+                "estimate_bits() for a planner",
+            )
         return b
 
 
