@@ -14,7 +14,12 @@ reliability-truncation trade-off). Runs ``scenarios/over_the_air/latency.sweep.y
   on the same seed (``latency.csv``, ``latency_vs_devices.png``);
 - per threshold the receive SNR ρ0, the share of symbols truncated, the accuracy over
   the last five rounds and its difference to the digital uploads on the same seed
-  (``threshold.csv``, ``accuracy_vs_threshold.png``).
+  (``threshold.csv``, ``accuracy_vs_threshold.png``);
+- on a 21-cell network (``network.sweep.yaml``: one slot per cell at once, each BS
+  hearing the other cells' clients), digital and analog uploads with and without
+  inter-cell interference: the upload latency, the receive SINR of the analog slots
+  (median and the share of clients' cells below 0 dB) and the accuracy over the last
+  five rounds (``network.csv``).
 
     .venv/bin/python analysis/over_the_air_study.py [--workers 1]
 """
@@ -107,6 +112,31 @@ def threshold_table(index: pd.DataFrame, where: Path) -> pd.DataFrame:
     return agg.reindex(["digital", *THRESHOLDS]).reset_index()
 
 
+NETWORK = ["digital", "analog", "digital_no_interference", "analog_no_interference"]
+
+
+def network_table(index: pd.DataFrame, where: Path) -> pd.DataFrame:
+    rows = []
+    for _, row in index.iterrows():
+        run = read_run(where / row["run"])
+        t = run.transfers
+        air = t[(t["kind"] == "model_up") & (t["direction"] == "uplink")]
+        analog = row["variant"].startswith("analog")
+        rows.append(
+            {
+                "variant": row["variant"],
+                "seed": row["seed"],
+                "upload_latency_s": upload_latency(run),
+                "sinr_db_median": float(air["mean_snr_db"].median()) if analog else np.nan,
+                "below_0db": float((air["mean_snr_db"] < 0).mean()) if analog else np.nan,
+                "last5_accuracy": float(run.rounds["accuracy"].tail(5).mean()),
+            }
+        )
+    agg = pd.DataFrame(rows).drop(columns="seed").groupby("variant").agg(["mean", "std"])
+    agg.columns = [f"{a}_{b}" for a, b in agg.columns]
+    return agg.reindex(NETWORK).reset_index()
+
+
 def figures(latency: pd.DataFrame, index: pd.DataFrame, where: Path) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 3.8))
@@ -159,14 +189,18 @@ def main() -> None:
     out = Path(args.out)
     lat_index, lat_where = sweep("latency", args.workers, out)
     thr_index, thr_where = sweep("threshold", args.workers, out)
+    net_index, net_where = sweep("network", args.workers, out)
     latency = latency_table(lat_index, lat_where)
     threshold = threshold_table(thr_index, thr_where)
     figures(latency, thr_index, thr_where)
     latency.to_csv(OUT / "latency.csv", index=False)
     threshold.to_csv(OUT / "threshold.csv", index=False)
+    network = network_table(net_index, net_where)
+    network.to_csv(OUT / "network.csv", index=False)
     pd.set_option("display.width", 250)
     print(latency.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     print(threshold.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    print(network.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     print(f"figures: {OUT}")
 
 

@@ -75,7 +75,7 @@ class FedAvgConfig(CodedConfig):
         "digital",
         description="digital: each update a transfer of its own; over_the_air: the round's "
         "clients transmit at once as analog symbols and the BS receives their weighted sum "
-        "(broadband analog aggregation, docs/codecs.md; a single OFDMA cell)",
+        "(broadband analog aggregation, docs/codecs.md; OFDMA cells: one, or a network)",
     )
     over_the_air: OtaConfig = Field(
         default_factory=OtaConfig,

@@ -35,6 +35,23 @@ time of those blocks; the modem is charged as a transfer's (its tx power, plus
 ``tx_power_per_w`` × what it radiates where the profile has it; no throughput term:
 analog symbols have no bit rate). A model's buffers (BatchNorm statistics, counters) go
 digitally beside it and are averaged as FedAvg does.
+
+On a multi-cell network (:class:`~netfl.radio.multicell_radio.MultiCellRadio`, static
+devices) every cell with clients in the round runs its own slot at the same time, on its
+own uplink RBs, with ρ0_c set by its own weakest client; its BS estimates its clients'
+share Σ_{k∈c} w_k Δ_k (w_k over the whole round) and forwards it over its backhaul to the
+server (one update's bits, a ``model_up`` backhaul record), which adds the cells' shares.
+The other cells' clients transmit on the same RBs at once, so BS c hears all of them — a
+sum over devices, not the mean UE of a digital uplink — as Gaussian interference of
+per-RB power over noise
+
+    INR_c = Σ_{x ∉ c} p̄_x g_xc / (M N_RB)  +  Σ_{c' without clients} η_c' I_c'c
+
+(p̄_x device x's radiated power averaged over T, g_xc its coupling gain to BS c — path
+loss, shadowing and the sector antenna, fading averaged out; the second term the
+network's interference model for the cells not in the slot, :meth:`Interference.inr`;
+``network.interference.model: none``: 0), so cell c's estimate carries noise of variance
+c_c²·(1 + INR_c)/(2ρ0_c): its receive SINR is ρ0_c/(1 + INR_c).
 """
 
 from __future__ import annotations
@@ -90,7 +107,8 @@ def ota_estimate(
     rho0: float,
     noise: np.random.Generator | None,
 ) -> tuple[dict[str, Any], float]:
-    """The BS's estimate of Σ_k w_k Δ_k from analog superposition, and c.
+    """The BS's estimate of Σ_k w_k Δ_k from analog superposition, and c (``rho0``: its
+    receive SINR, ρ0/(1 + INR) under interference).
 
     Parameters
     ----------
@@ -98,7 +116,7 @@ def ota_estimate(
         Each device's update (the floating tensors that go over the air, by name; the
         same names for all).
     weights : array (K,)
-        w_k, summing to 1.
+        w_k (summing to 1 over the round: on a network, these devices' shares of it).
     active : bool array (K, S)
         Whether device k transmits complex symbol s (not truncated in its block).
     rho0 : float
@@ -137,7 +155,8 @@ class OverTheAir:
         #: q: the real values of one update
         self.num_values = int(num_values)
         radio = world.radio
-        self.carrier = radio.carriers["uplink"]
+        cells = getattr(radio, "cells", None)  # (a network: each cell's carriers alike)
+        self.carrier = (cells[0] if cells else radio).carriers["uplink"]
         self.law = radio.profile.build_fading()
         self.inverse_mean = inverse_gain_mean(self.law, config.gain_threshold)
 
@@ -146,25 +165,57 @@ class OverTheAir:
         c = self.carrier
         return math.ceil(self.num_values / 2) / (c.num_rbs * c.rb_bandwidth_hz * c.time_fraction)
 
-    def symbol_snr(self, device: Node) -> float:
-        """γ_k: the device's received SNR per symbol with its whole power class spread
-        over the uplink's data RBs [linear] (no power-control target: the inversion sets
-        its power)."""
-        _, psd, total = self.world.radio.link_now(device, self.world.bs)
+    def cells_of(self, clients: list[Node]) -> list[tuple[int, Any, Node, list[int]]]:
+        """The slots of a round: ``(cell, its radio, its BS node, the indices of its
+        clients)`` per cell with clients — one, the cell and ``world.bs``, off a network."""
+        radio = self.world.radio
+        cells = getattr(radio, "cells", None)
+        if cells is None:
+            return [(0, radio, self.world.bs, list(range(len(clients))))]
+        by_cell: dict[int, list[int]] = {}
+        for k, device in enumerate(clients):
+            by_cell.setdefault(radio.serving[device.name], []).append(k)
+        return [(c, cells[c], radio.cell_nodes[c], ks) for c, ks in sorted(by_cell.items())]
+
+    def symbol_snr(self, device: Node, cell: Any = None, node: Node | None = None) -> float:
+        """γ_k: the device's received SNR per symbol at ``node`` (the BS of ``cell``;
+        default the cell's) with its whole power class spread over the uplink's data RBs
+        [linear] (no power-control target: the inversion sets its power; no interference:
+        it enters the estimate's noise, :meth:`interference`)."""
+        cell, node = cell or self.world.radio, node or self.world.bs
+        network = getattr(cell, "network", None)
+        _, psd, total = (
+            network.link_terms(cell, (device, node))
+            if network is not None
+            else cell.link_now(device, node)
+        )
         return float(total / self.carrier.num_rbs) if math.isfinite(total) else float(psd)
 
-    def gains(self, r: int, device: Node, t0: float, blocks: int) -> np.ndarray:
-        """|h|² of ``device``'s uplink in the ``blocks`` fading blocks from ``t0``."""
-        radio = self.world.radio
-        if radio.link_fading is not None:
-            key = radio.link_fading.link_key(device.name, self.world.bs.name)
-            return radio.link_fading.gains(key, radio.link_fading.block_of(t0), blocks)
+    def gains(
+        self,
+        r: int,
+        device: Node,
+        t0: float,
+        blocks: int,
+        cell: Any = None,
+        node: Node | None = None,
+    ) -> np.ndarray:
+        """|h|² of ``device``'s uplink to ``node`` (of ``cell``; default the cell's) in
+        the ``blocks`` fading blocks from ``t0``."""
+        cell, node = cell or self.world.radio, node or self.world.bs
+        fading = cell.link_fading
+        if fading is not None:
+            key = fading.link_key(device.name, node.name)
+            return fading.gains(key, fading.block_of(t0), blocks)
         rng = self.world.streams.generator("ota_fading", r, device.index)
         return np.asarray(self.law.sample(rng, blocks), dtype=float)
 
-    def plan(self, r: int, devices: list[Node], t0: float) -> dict[str, Any]:
-        """Round ``r``'s transmission from ``t0``: T, ρ0, which device sends which
-        symbol, and each one's mean radiated power over T."""
+    def plan(
+        self, r: int, devices: list[Node], t0: float, cell: Any = None, node: Node | None = None
+    ) -> dict[str, Any]:
+        """Round ``r``'s transmission from ``t0`` to ``node`` (the BS of ``cell``; default
+        the cell's): T, ρ0, which device sends which symbol, and each one's mean radiated
+        power over its airtime."""
         T = self.duration_s()
         tc = self.law.coherence_time_s
         k0 = math.floor(t0 / tc)
@@ -175,9 +226,10 @@ class OverTheAir:
         block_of = np.minimum(np.floor(at / tc).astype(int) - k0, blocks - 1)
         edges = np.clip((k0 + np.arange(blocks + 1)) * tc, t0, t0 + T)
         span = np.diff(edges)  # (the time of T in each block)
-        gamma = np.array([self.symbol_snr(d) for d in devices])
+        gamma = np.array([self.symbol_snr(d, cell, node) for d in devices])
         rho0 = float(gamma.min() / self.inverse_mean) if len(devices) else 0.0
-        g = np.array([self.gains(r, d, t0, blocks) for d in devices]).reshape(len(devices), -1)
+        g = np.array([self.gains(r, d, t0, blocks, cell, node) for d in devices])
+        g = g.reshape(len(devices), -1)
         on = g >= self.config.gain_threshold
         active = on[:, block_of]
         power_class = np.array([self.world.radio.power_class_w(d) for d in devices])
@@ -195,6 +247,31 @@ class OverTheAir:
             "sent_fraction": active.mean(axis=1) if symbols else np.ones(len(devices)),
         }
 
+    def interference(
+        self, clients: list[Node], slots: list[tuple[int, Any, Node, list[int]]], plans: list[dict]
+    ) -> np.ndarray:
+        """INR_c of each slot's BS (linear; :mod:`netfl.algorithms.over_the_air`): the
+        other slots' clients at their mean radiated power over T, summed, plus the
+        network's interference model for the cells without clients; 0 off a network or
+        under ``interference.model: none``."""
+        radio = self.world.radio
+        out = np.zeros(len(slots))
+        if getattr(radio, "cells", None) is None or radio.interference.model == "none":
+            return out
+        cell_of = np.zeros(len(clients), dtype=int)
+        mean_w = np.zeros(len(clients))
+        for (c, _, _, ks), plan in zip(slots, plans, strict=True):
+            cell_of[ks] = c
+            mean_w[ks] = plan["radiated_w"] * plan["airtime_s"] / plan["duration_s"]
+        profile = radio.profile
+        noise_rb = profile.noise_w("bs", profile.rb_bandwidth_hz)
+        gain = 10.0 ** (-radio.coupling_loss_db(clients) / 10.0)  # (clients, cells)
+        rx = mean_w[:, None] / self.carrier.num_rbs * gain / noise_rb
+        busy = [c for c, *_ in slots]
+        for i, (c, *_) in enumerate(slots):
+            out[i] = rx[cell_of != c, c].sum() + radio.interference.uplink_inr_without(c, busy)
+        return out
+
     def slot(
         self,
         r: int,
@@ -206,54 +283,74 @@ class OverTheAir:
     ) -> Generator[simpy.Event, Any, dict | None]:
         """Round ``r``'s analog slot for ``clients`` (their ``results``; None in timing
         mode; promoted to RRC connected by the round): one upload's time T whatever their
-        number, active for the radio's state (RRC tails from its end, the BS's meter); each
-        gets a ``model_up`` record over T (``airtime_s`` the blocks it transmitted in,
-        ``delivered_bits`` the share of its ``model_bits`` not truncated — or sent before
-        it left during T —, ``mean_snr_db`` the receive SNR ρ0) and its policy outcome.
-        Returns the new global model: ``global_state`` moved by the BS's estimate of
-        Σ w_k Δ_k, noise and truncation included, the ``raw`` tensors (buffers) averaged
-        as FedAvg's (None: nothing to learn)."""
+        number — on a network, one slot per cell with clients, at once, each cell's share
+        then over its backhaul —, active for the radio's state (RRC tails from its end,
+        the BS's meter); each gets a ``model_up`` record over T (``airtime_s`` the blocks
+        it transmitted in, ``delivered_bits`` the share of its ``model_bits`` not
+        truncated — or sent before it left during T —, ``mean_snr_db`` its cell's
+        receive SINR ρ0/(1 + INR)) and its policy outcome. Returns the new global model:
+        ``global_state`` moved by the BSs' estimates of Σ w_k Δ_k, noise, interference
+        and truncation included, the ``raw`` tensors (buffers) averaged as FedAvg's
+        (None: nothing to learn)."""
         world, env = self.world, self.world.env
         if not clients:
             return None
         t0 = env.now
-        plan = self.plan(r, clients, t0)
-        T = plan["duration_s"]
-        nodes = [*clients, world.bs]
-        world.radio.begin(nodes, "uplink")  # (their RRC state and the BS's meter: active)
+        slots = self.cells_of(clients)
+        plans = [
+            self.plan(r, [clients[k] for k in ks], t0, cell, node) for _, cell, node, ks in slots
+        ]
+        sinr = [
+            p["rho0"] / (1.0 + i)
+            for p, i in zip(plans, self.interference(clients, slots, plans), strict=True)
+        ]
+        T = plans[0]["duration_s"]
+        for _, cell, node, ks in slots:  # (their RRC state and the BS's meter: active)
+            cell.begin([*(clients[k] for k in ks), node], "uplink")
         yield env.timeout(T)
-        world.radio.end(nodes, "uplink")  # (the tails start now)
-        active = plan["active"].copy()
-        symbols = active.shape[1]
-        for k, device in enumerate(clients):
-            cut = world.activities.is_cut(device)
-            if cut is not None and t0 <= cut.at_s < t0 + T:  # (it left during the slot)
-                active[k, int(symbols * (cut.at_s - t0) / T) :] = False
-        sent = active.mean(axis=1) if symbols else np.ones(len(clients))
-        rho_db = 10.0 * np.log10(plan["rho0"]) if plan["rho0"] > 0 else float("-inf")
-        for k, device in enumerate(clients):
-            bits = model_bits(device)
-            world.radio.record(
-                device,
-                world.bs,
-                "model_up",
-                "uplink",
-                bits,
-                t0,
-                1,
-                {
-                    "airtime_s": float(plan["airtime_s"][k]),
-                    "mean_snr_db": rho_db,
-                    "delivered_bits": bits * float(sent[k]),
-                },
-                radiated_w=float(plan["radiated_w"][k]),
-                analog=True,
+        for _, cell, node, ks in slots:  # (the tails start now)
+            cell.end([*(clients[k] for k in ks), node], "uplink")
+        for (_, cell, node, ks), plan, rho in zip(slots, plans, sinr, strict=True):
+            active = plan["active"]
+            symbols = active.shape[1]
+            for j, k in enumerate(ks):
+                cut = world.activities.is_cut(clients[k])
+                if cut is not None and t0 <= cut.at_s < t0 + T:  # (it left during the slot)
+                    active[j, int(symbols * (cut.at_s - t0) / T) :] = False
+            sent = active.mean(axis=1) if symbols else np.ones(len(ks))
+            rho_db = 10.0 * np.log10(rho) if rho > 0 else float("-inf")
+            for j, k in enumerate(ks):
+                bits = model_bits(clients[k])
+                cell.record(
+                    clients[k],
+                    node,
+                    "model_up",
+                    "uplink",
+                    bits,
+                    t0,
+                    1,
+                    {
+                        "airtime_s": float(plan["airtime_s"][j]),
+                        "mean_snr_db": rho_db,
+                        "delivered_bits": bits * float(sent[j]),
+                    },
+                    radiated_w=float(plan["radiated_w"][j]),
+                    analog=True,
+                )
+                world.policy.release(r, clients[k], "arrived")
+        hops = [
+            env.process(
+                world.radio.backhaul_hop(c, "uplink", model_bits(clients[ks[0]]), "model_up", 1)
             )
-            world.policy.release(r, device, "arrived")
+            for c, cell, _, ks in slots
+            if cell is not world.radio
+        ]
+        if hops:  # (each cell's share to the server)
+            yield env.all_of(hops)
         if not world.learn or global_state is None:
             return None
         kept = [
-            (k, res)
+            k
             for k, (d, res) in enumerate(zip(clients, results, strict=True))
             if res is not None and world.keep_finite([res], [d.name])
         ]
@@ -262,13 +359,24 @@ class OverTheAir:
         from netfl.learning.params import weighted_average
 
         analog = [k for k, v in global_state.items() if v.is_floating_point() and k not in raw]
-        weights = np.array([float(res.num_samples) for _, res in kept])
-        deltas = [{k: res.state[k] - global_state[k] for k in analog} for _, res in kept]
-        noise = world.streams.generator("ota_noise", r) if self.config.noise else None
-        estimate, _ = ota_estimate(
-            deltas, weights / weights.sum(), active[[k for k, _ in kept]], plan["rho0"], noise
-        )
-        new = weighted_average([res.state for _, res in kept], list(weights))  # (buffers)
-        for k, v in estimate.items():
-            new[k] = global_state[k] + v
+        samples = np.array([float(results[k].num_samples) for k in kept])
+        weight = dict(zip(kept, samples / samples.sum(), strict=True))
+        total: dict[str, Any] = {}
+        for (c, cell, _, ks), plan, rho in zip(slots, plans, sinr, strict=True):
+            mine = [j for j, k in enumerate(ks) if k in weight]
+            if not mine:
+                continue
+            deltas = [{n: results[ks[j]].state[n] - global_state[n] for n in analog} for j in mine]
+            noise = None
+            if self.config.noise:  # (one cell: the round's stream; a network: each cell's)
+                key = ("ota_noise", r) if cell is world.radio else ("ota_noise", r, c)
+                noise = world.streams.generator(*key)
+            share, _ = ota_estimate(
+                deltas, np.array([weight[ks[j]] for j in mine]), plan["active"][mine], rho, noise
+            )
+            for n, v in share.items():
+                total[n] = total[n] + v if n in total else v
+        new = weighted_average([results[k].state for k in kept], list(samples))  # (buffers)
+        for n, v in total.items():
+            new[n] = global_state[n] + v
         return new

@@ -12,8 +12,9 @@ __all__ = ["check_codecs", "check_over_the_air", "check_policy"]
 
 def check_over_the_air(scenario: Scenario) -> list[tuple[str, str]]:
     """``aggregation: over_the_air`` needs an algorithm whose uplink carries FedAvg's
-    updates, one OFDMA cell without background CUEs (the analog slot holds every RB),
-    no uplink codec, and Rayleigh fading with a threshold (or none)."""
+    updates, OFDMA cells (one, or a network of static devices) without background CUEs
+    (the analog slot holds every RB), no uplink codec, and Rayleigh fading with a
+    threshold (or none)."""
     name, options = scenario.algorithm.name, scenario.algorithm.options()
     if options.get("aggregation") != "over_the_air":
         return []
@@ -26,8 +27,16 @@ def check_over_the_air(scenario: Scenario) -> list[tuple[str, str]]:
                 "that does says supports_over_the_air = True itself)",
             )
         ]
-    if scenario.network is not None or scenario.cell.link.mode != "ofdma":
-        return [(key, "over_the_air needs one OFDMA cell (cell.link.mode: ofdma, no network)")]
+    if scenario.network is None and scenario.cell.link.mode != "ofdma":
+        return [(key, "over_the_air needs OFDMA cells (cell.link.mode: ofdma, or a network)")]
+    if scenario.network is not None and any(m.moves for m in scenario.devices.mobility_of()):
+        return [
+            (
+                key,
+                "over_the_air on a network needs static devices (a cell's slot is planned "
+                "for the clients it serves at its start): devices.mobility",
+            )
+        ]
     if scenario.cell.cues.density_per_km2 > 0:
         return [
             (

@@ -228,6 +228,16 @@ class Interference:
         eta = self.eta["downlink"]
         return float(eta @ row - eta[cell] * row[cell])
 
+    def uplink_inr_without(self, cell: int, quiet: Sequence[int]) -> float:
+        """Uplink interference over noise at ``cell``'s BS now from the other cells but
+        the ``quiet`` ones (linear): Σ_{c' ∉ quiet} η_c'·I_c'c (an analog slot's own
+        transmitters are counted by it, :mod:`netfl.algorithms.over_the_air`)."""
+        if self.model == "none" or len(self.cells) == 1:
+            return 0.0
+        eta = self.eta["uplink"].copy()
+        eta[list(quiet)] = 0.0
+        return float(eta @ self._ul_rx[:, cell])
+
     def snr_scale(self, cell: int, link: tuple) -> float:
         """SINR/SNR of a link ``(src, dst)`` of cell ``cell`` now."""
         src, dst = link

@@ -130,7 +130,7 @@ def test_the_plan_truncates_per_block_and_inverts_the_channel_by_hand(monkeypatc
     q = 2 * int(rate * 1.5e-4)  # (150 µs of symbols: blocks [0, 100) and [100, 150) µs)
     ota = OverTheAir(world, OtaConfig(gain_threshold=0.5), q)
     gains = {"ue0": np.array([1.0, 2.0]), "ue1": np.array([0.2, 0.8])}
-    monkeypatch.setattr(ota, "gains", lambda r, d, t0, blocks: gains[d.name][:blocks])
+    monkeypatch.setattr(ota, "gains", lambda r, d, t0, blocks, *_: gains[d.name][:blocks])
     plan = ota.plan(0, world.devices, 0.0)
     T = plan["duration_s"]
     assert T == pytest.approx(q / 2 / rate)
@@ -154,7 +154,7 @@ def test_the_plan_truncates_per_block_and_inverts_the_channel_by_hand(monkeypatc
     ("algorithm", "extra", "key", "words"),
     [
         ({"name": "dfl"}, {"cell": _cell()}, "algorithm.aggregation", "does not aggregate"),
-        ({"name": "fedavg"}, {}, "algorithm.aggregation", "one OFDMA cell"),
+        ({"name": "fedavg"}, {}, "algorithm.aggregation", "needs OFDMA cells"),
         (
             {"name": "fedavg"},
             {"cell": {**_cell(), "cues": {"density_per_km2": 10.0}}},
@@ -241,3 +241,124 @@ def test_each_device_radiates_what_inverts_its_channel(tmp_path):
     T = float(up.duration_s.iloc[0])
     for name, g in gamma.items():
         assert up.loc[name, "tx_energy_j"] == pytest.approx(P * min(gamma.values()) / g * T)
+
+
+# -- networks ---------------------------------------------------------------------------
+#: two omni sites 500 m apart, deterministic path loss, no fading: cells 0 (the server's
+#: site) and 1; two devices near each
+NET_CELL = {
+    "radius_m": 400,
+    "link": {
+        "mode": "ofdma",
+        "channel_profile": "nr_fr1_uma",
+        "pathloss": {"model": "log_distance", "beta0_db": -35.0, "kappa": 3.5},
+        "shadowing": False,
+        "fading": "none",
+    },
+}
+NET_POSITIONS = [[-40.0, 0.0], [60.0, 30.0], [460.0, 0.0], [530.0, -50.0]]
+
+
+def _network(interference, ota):
+    algorithm = {"name": "fedavg"}
+    if ota is not None:
+        algorithm |= {"aggregation": "over_the_air", "over_the_air": ota}
+    return parse_scenario(
+        tiny_scenario(
+            cell=NET_CELL,
+            network={
+                "site_positions_m": [[0.0, 0.0], [500.0, 0.0]],
+                "sectors": 1,
+                "antenna": "omni",
+                "interference": interference,
+            },
+            devices={
+                "count": 4,
+                "layout": {"kind": "positions", "positions_m": NET_POSITIONS},
+            },
+            algorithm=algorithm,
+            learning={"mode": "learn"},
+            training={"rounds": 1, "batch_size": 16},
+        )
+    )
+
+
+def test_on_a_network_each_cell_aggregates_its_clients_and_the_server_adds_them():
+    """Without interference, noise and truncation: the global model is FedAvg's; both
+    cells' slots start together and last T; the far cell's share goes over its backhaul
+    (one update's bits), the server's own cell sends none."""
+    none = {"model": "none"}
+    digital, _ = _one_round(_network(none, None))
+    analog, frame = _one_round(_network(none, {"gain_threshold": 0.0, "noise": False}))
+    for k, v in digital.global_state.items():
+        torch.testing.assert_close(analog.global_state[k], v, atol=1e-6, rtol=1e-5)
+    up = frame[frame.kind == "model_up"]
+    air = up[up.direction == "uplink"]
+    assert sorted(air.dst) == ["cell0", "cell0", "cell1", "cell1"]
+    assert air.start_s.nunique() == 1 and air.end_s.nunique() == 1
+    assert float(air.duration_s.iloc[0]) == pytest.approx(analog.ota.duration_s(), rel=1e-12)
+    hop = up[up.direction == "backhaul"]
+    assert list(hop.src) == ["cell1"] and list(hop.dst) == ["bs"]
+    assert float(hop.start_s.iloc[0]) == pytest.approx(float(air.end_s.iloc[0]))
+    assert float(hop.size_bits.iloc[0]) == float(air.size_bits.iloc[0])
+
+
+def test_the_other_cells_clients_interfere_as_their_sum_by_hand():
+    """INR at each BS = Σ over the other cell's clients of (p̄_x / P)·γ_x→BS, their mean
+    radiated power over T against the power class, each at its own SNR towards that BS
+    (a separate path: the cell's link terms); each record's SINR is ρ0_c/(1 + INR_c)."""
+    s = _network({"model": "load_factor", "load": 0.5}, {"gain_threshold": 0.0, "noise": False})
+    alg, frame = _one_round(s)
+    world = World(s)
+    ota = OverTheAir(world, OtaConfig(gain_threshold=0.0), alg.ota.num_values)
+    net = world.radio
+    clients = list(world.devices)
+    slots = ota.cells_of(clients)
+    assert [(c, ks) for c, _, _, ks in slots] == [(0, [0, 1]), (1, [2, 3])]
+    plans = [ota.plan(0, [clients[k] for k in ks], 0.0, cell, node) for _, cell, node, ks in slots]
+    inr = ota.interference(clients, slots, plans)
+    P = net.power_class_w(clients[0])
+    for (c, cell, node, _ks), plan, got in zip(slots, plans, inr, strict=True):
+        want = 0.0
+        for (c2, _, _, ks2), plan2 in zip(slots, plans, strict=True):
+            if c2 == c:
+                continue
+            for j, k in enumerate(ks2):  # (no fading, no threshold: P·ρ0/γ over T)
+                assert plan2["radiated_w"][j] == pytest.approx(
+                    P
+                    * plan2["rho0"]
+                    / ota.symbol_snr(clients[k], net.cells[c2], net.cell_nodes[c2])
+                )
+                want += plan2["radiated_w"][j] / P * ota.symbol_snr(clients[k], cell, node)
+        assert got == pytest.approx(want, rel=1e-9) and got > 0
+        rows = frame[(frame.kind == "model_up") & (frame.dst == node.name)]
+        assert rows.mean_snr_db.to_numpy() == pytest.approx(
+            10 * math.log10(plan["rho0"] / (1 + want)), rel=1e-9
+        )
+    world.close()
+
+
+def test_cells_without_clients_interfere_as_the_network_says():
+    """The term of the cells not in the slot is the network's interference model with
+    those cells left out: all of it when none is left out, nothing when all are."""
+    world = World(_network({"model": "load_factor", "load": 0.5}, None))
+    interference = world.radio.interference
+    ue = world.devices[0]
+    assert interference.uplink_inr_without(0, []) == pytest.approx(interference.inr(0, ue, True))
+    assert interference.uplink_inr_without(0, []) > 0
+    assert interference.uplink_inr_without(0, [1]) == 0.0
+    world.close()
+
+
+def test_a_network_of_moving_devices_is_refused_in_one_line(tmp_path, capsys):
+    data = tiny_scenario(
+        cell={"link": NET_CELL["link"]},
+        network={"sites": 7, "sectors": 1, "isd_m": 500},
+        devices={"mobility": {"model": "constant_velocity", "speed_kmh": 30}},
+        algorithm={"name": "fedavg", "aggregation": "over_the_air"},
+    )
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(data))
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "static devices" in err[0], err
