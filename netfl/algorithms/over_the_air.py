@@ -252,25 +252,16 @@ class OverTheAir:
     ) -> np.ndarray:
         """INR_c of each slot's BS (linear; :mod:`netfl.algorithms.over_the_air`): the
         other slots' clients at their mean radiated power over T, summed, plus the
-        network's interference model for the cells without clients; 0 off a network or
-        under ``interference.model: none``."""
+        network's interference model for the cells without clients
+        (:meth:`MultiCellRadio.analog_uplink_inr`); 0 off a network."""
         radio = self.world.radio
-        out = np.zeros(len(slots))
-        if getattr(radio, "cells", None) is None or radio.interference.model == "none":
-            return out
-        cell_of = np.zeros(len(clients), dtype=int)
+        if getattr(radio, "cells", None) is None:
+            return np.zeros(len(slots))
         mean_w = np.zeros(len(clients))
-        for (c, _, _, ks), plan in zip(slots, plans, strict=True):
-            cell_of[ks] = c
+        for (_, _, _, ks), plan in zip(slots, plans, strict=True):
             mean_w[ks] = plan["radiated_w"] * plan["airtime_s"] / plan["duration_s"]
-        profile = radio.profile
-        noise_rb = profile.noise_w("bs", profile.rb_bandwidth_hz)
-        gain = 10.0 ** (-radio.coupling_loss_db(clients) / 10.0)  # (clients, cells)
-        rx = mean_w[:, None] / self.carrier.num_rbs * gain / noise_rb
-        busy = [c for c, *_ in slots]
-        for i, (c, *_) in enumerate(slots):
-            out[i] = rx[cell_of != c, c].sum() + radio.interference.uplink_inr_without(c, busy)
-        return out
+        inr = radio.analog_uplink_inr(clients, mean_w)
+        return np.array([inr[c] for c, *_ in slots])
 
     def slot(
         self,
@@ -337,15 +328,24 @@ class OverTheAir:
                     radiated_w=float(plan["radiated_w"][j]),
                     analog=True,
                 )
-                world.policy.release(r, clients[k], "arrived")
-        hops = [
-            env.process(
-                world.radio.backhaul_hop(c, "uplink", model_bits(clients[ks[0]]), "model_up", 1)
+
+        def forward(c: int, ks: list[int]) -> Generator[simpy.Event, Any, None]:
+            """Cell ``c``'s share to the server over its backhaul (none from the
+            server's site); its clients arrive with it, as digital uploads do."""
+            yield from world.radio.backhaul_hop(
+                c, "uplink", model_bits(clients[ks[0]]), "model_up", 1
             )
-            for c, cell, _, ks in slots
-            if cell is not world.radio
-        ]
-        if hops:  # (each cell's share to the server)
+            for k in ks:
+                world.policy.release(r, clients[k], "arrived")
+
+        hops = []
+        for c, cell, _, ks in slots:
+            if cell is world.radio:  # (one cell: the BS is the server)
+                for k in ks:
+                    world.policy.release(r, clients[k], "arrived")
+            else:
+                hops.append(env.process(forward(c, ks)))
+        if hops:
             yield env.all_of(hops)
         if not world.learn or global_state is None:
             return None

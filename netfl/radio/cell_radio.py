@@ -16,7 +16,8 @@ from netfl.radio.ofdma_radio import OfdmaRadio
 
 __all__ = ["CellRadio", "INTERFACE"]
 
-#: what the network radio, its parts and the builder (its CUEs) use of a cell (tested)
+#: what the network radio, its parts, the builder (its CUEs) and an analog slot use of a
+#: cell (tested where the radio uses it)
 INTERFACE = (
     "cell",
     "node",
@@ -53,6 +54,9 @@ INTERFACE = (
     "expected_rate_bps",
     "grants",
     "last_transfers",
+    # (and over-the-air aggregation's slot, netfl.algorithms.over_the_air)
+    "link_fading",
+    "link_now",
 )
 
 

@@ -33,6 +33,7 @@ INTERFACE = (
     "drop",
     "moved",
     "inr",
+    "uplink_inr_without",
     "snr_scale",
     "d2d_inr",
     "path_scales",

@@ -275,6 +275,27 @@ class MultiCellRadio(Radio):
             snr[m] = self.cells[c].allocation_states([src], dsts, num_rbs)[0][0]
         return snr, self.cells[0].expected_efficiency(snr, "d2d")
 
+    def analog_uplink_inr(self, senders: Sequence[Node], mean_power_w: np.ndarray) -> np.ndarray:
+        """Over-the-air slots at once in every cell serving one of ``senders``
+        (:mod:`netfl.algorithms.over_the_air`): the uplink interference over noise at
+        each such cell's BS (linear, per cell; 0 at the others) — the other cells'
+        senders, each at its mean radiated power ``mean_power_w`` spread over the
+        carrier's RBs and its coupling gain to that BS, summed (all transmit on every RB
+        at once), plus the interference model's share of the cells serving none
+        (:meth:`Interference.uplink_inr_without`); 0 under ``none``."""
+        out = np.zeros(len(self.cells))
+        if self.interference.model == "none" or not len(senders):
+            return out
+        serving = np.array([self.serving[s.name] for s in senders])
+        p = self.profile
+        rbs = self.cells[0].carriers["uplink"].num_rbs
+        gain = 10.0 ** (-self.coupling_loss_db(senders) / 10.0)  # (senders, cells)
+        rx = np.asarray(mean_power_w)[:, None] / rbs * gain / p.noise_w("bs", p.rb_bandwidth_hz)
+        busy = sorted({int(c) for c in serving})
+        for c in busy:
+            out[c] = rx[serving != c, c].sum() + self.interference.uplink_inr_without(c, busy)
+        return out
+
     def d2d_budget(self, senders: Sequence[Node]) -> tuple[np.ndarray, np.ndarray]:
         """One pool per cell (a pair uses its sender's cell's uplink): each sender's cell
         and the uplink bandwidth no CUE holds in each cell [Hz]."""

@@ -259,7 +259,7 @@ NET_CELL = {
 NET_POSITIONS = [[-40.0, 0.0], [60.0, 30.0], [460.0, 0.0], [530.0, -50.0]]
 
 
-def _network(interference, ota):
+def _network(interference, ota, sites=((0.0, 0.0), (500.0, 0.0)), positions=NET_POSITIONS):
     algorithm = {"name": "fedavg"}
     if ota is not None:
         algorithm |= {"aggregation": "over_the_air", "over_the_air": ota}
@@ -267,14 +267,14 @@ def _network(interference, ota):
         tiny_scenario(
             cell=NET_CELL,
             network={
-                "site_positions_m": [[0.0, 0.0], [500.0, 0.0]],
+                "site_positions_m": [list(xy) for xy in sites],
                 "sectors": 1,
                 "antenna": "omni",
                 "interference": interference,
             },
             devices={
-                "count": 4,
-                "layout": {"kind": "positions", "positions_m": NET_POSITIONS},
+                "count": len(positions),
+                "layout": {"kind": "positions", "positions_m": positions},
             },
             algorithm=algorithm,
             learning={"mode": "learn"},
@@ -301,13 +301,29 @@ def test_on_a_network_each_cell_aggregates_its_clients_and_the_server_adds_them(
     assert list(hop.src) == ["cell1"] and list(hop.dst) == ["bs"]
     assert float(hop.start_s.iloc[0]) == pytest.approx(float(air.end_s.iloc[0]))
     assert float(hop.size_bits.iloc[0]) == float(air.size_bits.iloc[0])
+    # (a client arrives with its cell's share: after the backhaul, as a digital upload)
+    policy = run(_network(none, {"gain_threshold": 0.0, "noise": False})).tables["policy"]
+    arrived = policy[policy.outcome == "arrived"].set_index("device").actual_time_s
+    start = 0.0  # (round 0 decides at the start)
+    assert arrived["ue0"] == arrived["ue1"] == pytest.approx(float(air.end_s.iloc[0]) - start)
+    assert arrived["ue2"] == arrived["ue3"] == pytest.approx(float(hop.end_s.iloc[0]) - start)
 
 
-def test_the_other_cells_clients_interfere_as_their_sum_by_hand():
+def test_the_other_cells_clients_interfere_as_their_sum_by_hand(monkeypatch):
     """INR at each BS = Σ over the other cell's clients of (p̄_x / P)·γ_x→BS, their mean
     radiated power over T against the power class, each at its own SNR towards that BS
-    (a separate path: the cell's link terms); each record's SINR is ρ0_c/(1 + INR_c)."""
-    s = _network({"model": "load_factor", "load": 0.5}, {"gain_threshold": 0.0, "noise": False})
+    (a separate path: the cell's link terms); each record's SINR, and the one the cell's
+    estimate is drawn at, is ρ0_c/(1 + INR_c)."""
+    import netfl.algorithms.over_the_air as ota_module
+
+    drawn = []
+
+    def estimate(deltas, weights, active, rho0, noise):
+        drawn.append(rho0)
+        return ota_estimate(deltas, weights, active, rho0, noise)
+
+    monkeypatch.setattr(ota_module, "ota_estimate", estimate)
+    s = _network({"model": "load_factor", "load": 0.5}, {"gain_threshold": 0.0, "noise": True})
     alg, frame = _one_round(s)
     world = World(s)
     ota = OverTheAir(world, OtaConfig(gain_threshold=0.0), alg.ota.num_values)
@@ -335,6 +351,45 @@ def test_the_other_cells_clients_interfere_as_their_sum_by_hand():
         assert rows.mean_snr_db.to_numpy() == pytest.approx(
             10 * math.log10(plan["rho0"] / (1 + want)), rel=1e-9
         )
+        assert drawn[c] == pytest.approx(plan["rho0"] / (1 + want), rel=1e-9)
+    world.close()
+
+
+def test_a_cell_without_clients_adds_the_network_models_share():
+    """Three sites; the round's clients are in cells 0 and 1, cell 2 serves a device that
+    is not one: each slot's INR is the other slot's clients plus cell 2's share under
+    the load factor — the network's uplink INR with only cell 2 on air."""
+    positions = [*NET_POSITIONS, [250.0, 420.0]]
+    s = _network(
+        {"model": "load_factor", "load": 0.5},
+        None,
+        sites=((0.0, 0.0), (500.0, 0.0), (250.0, 433.0)),
+        positions=positions,
+    )
+    world = World(s)
+    net = world.radio
+    assert [net.serving[d.name] for d in world.devices] == [0, 0, 1, 1, 2]
+    ota = OverTheAir(world, OtaConfig(gain_threshold=0.0), 1000)
+    clients = list(world.devices[:4])
+    slots = ota.cells_of(clients)
+    plans = [ota.plan(0, [clients[k] for k in ks], 0.0, cell, node) for _, cell, node, ks in slots]
+    got = ota.interference(clients, slots, plans)
+    P = net.power_class_w(clients[0])
+    interference = net.interference
+    only_cell2 = interference.eta["uplink"].copy()
+    only_cell2[[0, 1]] = 0.0
+    for (c, cell, node, _ks), inr in zip(slots, got, strict=True):
+        clients_term = sum(
+            plan["radiated_w"][j] / P * ota.symbol_snr(clients[k], cell, node)
+            for (c2, _, _, ks2), plan in zip(slots, plans, strict=True)
+            if c2 != c
+            for j, k in enumerate(ks2)
+        )
+        eta, interference.eta = interference.eta, {**interference.eta, "uplink": only_cell2}
+        quiet = interference.inr(c, clients[0], True)
+        interference.eta = eta
+        assert quiet > 0
+        assert inr == pytest.approx(clients_term + quiet, rel=1e-9)
     world.close()
 
 
