@@ -51,8 +51,8 @@ def test_idle_openmp_threads_sleep_unless_the_user_chose(env_extra, pre, expecte
 @pytest.mark.parametrize("num_threads", [None, 1])
 def test_the_manifest_records_the_thread_choice(num_threads, tmp_path):
     """A learning run records the threads of its jobs and where they came from;
-    ``learning.num_threads`` overrides torch's default (the cores) and gives the
-    process its own count back afterwards."""
+    ``learning.num_threads`` overrides the automatic choice and gives the process its
+    own count back afterwards."""
     import torch
 
     before = torch.get_num_threads()
@@ -60,9 +60,9 @@ def test_the_manifest_records_the_thread_choice(num_threads, tmp_path):
     scenario = parse_scenario(tiny_scenario(learning=learning, training={"rounds": 1}))
     out = write_run_dir(run(scenario), tmp_path / "run")
     man = json.loads((out / "manifest.json").read_text())
-    assert man["torch_num_threads"] == (num_threads or before)
+    assert man["torch_num_threads"] == 1  # (logistic regression: small steps either way)
     assert man["torch_num_threads_source"].startswith(
-        "learning.num_threads" if num_threads else "this process's"
+        "learning.num_threads" if num_threads else "auto: "
     )
     assert man["omp_wait_policy"] and man["omp_wait_policy_source"]
     assert torch.get_num_threads() == before
@@ -125,3 +125,54 @@ def test_runs_in_threads_that_overlap_restore_the_thresholds_once_all_have_ended
         t.join(20)
     assert seen == {"after the first left": RUN_THRESHOLDS}
     assert gc.get_threshold() == before
+
+
+def test_the_automatic_count_follows_the_step_size():
+    """One thread below ONE_THREAD_BELOW_FLOPS training FLOPs per step, the process's
+    threads from there on, one where the process has one."""
+    from netfl.core.threads import ONE_THREAD_BELOW_FLOPS, auto_threads
+
+    assert auto_threads(0.99 * ONE_THREAD_BELOW_FLOPS, 8)[0] == 1
+    assert auto_threads(ONE_THREAD_BELOW_FLOPS, 8)[0] == 8
+    assert auto_threads(1e12, 1)[0] == 1
+    assert "MFLOP per training step" in auto_threads(1e6, 2)[1]
+
+
+def _world_threads(**sections) -> tuple[int, str]:
+    from netfl.sim.world import World
+
+    sections = {"learning": {"mode": "learn"}, **sections}
+    world = World(parse_scenario(tiny_scenario(**sections)))
+    try:
+        return world.job_threads, world.job_threads_source
+    finally:
+        world.close()
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs two cores to choose between")
+def test_the_count_is_the_scenarios_not_the_loads():
+    """The 2NN at batch 16 (14 MFLOP a step) trains on one thread, McMahan's CNN at 32
+    (2.3 GFLOP) on the process's; the batched executor counts the devices it may stack;
+    the same scenario gets the same count with another process busy on every core."""
+    import torch
+
+    cores = torch.get_num_threads()
+    small = {
+        "model": {"name": "2nn"},
+        "data": {"dataset": "mnist5k"},
+        "training": {"batch_size": 16},
+    }
+    large = {**small, "model": {"name": "cnn"}, "training": {"batch_size": 32}}
+    wide = {**small, "devices": {"count": 50}, "learning": {"mode": "learn", "executor": "batched"}}
+    idle = [_world_threads(**s)[0] for s in (small, large, wide)]
+    assert idle == [1, cores, cores]
+    busy = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count())
+    ]
+    try:
+        loaded = [_world_threads(**s)[0] for s in (small, large, wide)]
+    finally:
+        for p in busy:
+            p.kill()
+            p.wait()
+    assert loaded == idle

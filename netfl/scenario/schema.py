@@ -156,9 +156,11 @@ class LearningSection(_Strict):
     num_threads: PositiveInt | None = Field(
         None,
         le=1024,
-        description="torch intra-op threads of every training job (default: torch's own for "
-        "'serial', the cores divided among the workers otherwise); results are bit-identical "
-        "across executors with the same value",
+        description="torch intra-op threads of every training job (default, for 'serial' and "
+        "'batched': one where a training step is under 100 MFLOP, else this process's — "
+        "chosen from the scenario, never the load (netfl.core.threads); for 'process' and "
+        "'ray': the cores divided among the workers); results are bit-identical across "
+        "executors with the same value",
     )
     executor: Literal["serial", "process", "ray", "batched"] = Field(
         "serial",

@@ -310,11 +310,18 @@ def _check_threads(learning: LearningSection, source: str) -> None:
 
 
 def build_executor(
-    learning: LearningSection, dataset: Dataset, models: dict[str, ModelInfo], source: str
+    learning: LearningSection,
+    dataset: Dataset,
+    models: dict[str, ModelInfo],
+    source: str,
+    batch_size: int = 32,
+    devices: int = 1,
 ) -> LearningParts:
     """Where torch jobs run (learn mode; nothing in timing mode, which imports no torch):
-    the device, the thread count (``learning.num_threads`` until the world closes) and
-    the executor with the data and the models' specs."""
+    the device, the thread count (``learning.num_threads``, else for the jobs that run
+    in this process :func:`netfl.core.threads.auto_threads` of the largest model's step
+    at ``batch_size`` — × ``devices`` for the batched executor —, until the world
+    closes) and the executor with the data and the models' specs."""
     if learning.mode != "learn":
         return LearningParts()
     import torch
@@ -325,8 +332,17 @@ def build_executor(
 
     _check_threads(learning, source)
     parts = LearningParts(threads_before=torch.get_num_threads())
+    auto = None
     if learning.num_threads:  # (until close(): the caller's count returns)
         torch.set_num_threads(learning.num_threads)
+    elif learning.executor in ("serial", "batched"):  # (jobs in this process)
+        from netfl.core.threads import auto_threads
+
+        step = max(info.flops.train_per_sample for info in models.values()) * batch_size
+        if learning.executor == "batched":
+            step *= devices
+        threads, auto = auto_threads(step, torch.get_num_threads())
+        torch.set_num_threads(threads)
     try:
         parts.torch_device = resolve_device(learning.device)
     except RuntimeError as err:
@@ -351,10 +367,7 @@ def build_executor(
     parts.job_threads_source = (
         "learning.num_threads"
         if learning.num_threads
-        else "the cores divided among the workers"
-        if hasattr(parts.executor, "threads")
-        else "this process's (torch's default: the cores; in a sweep: the cores "
-        "divided among its parallel runs)"
+        else auto or "the cores divided among the workers"
     )
     return parts
 

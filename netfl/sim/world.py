@@ -120,7 +120,14 @@ class World:
         self.models = build_models(spec.model, self.device_model_names, self.dataset)
         self.model = self.models[scenario.model.name]
         self.train_config = train_config(spec.training)
-        self._learning = learning = build_executor(spec.learning, self.dataset, self.models, source)
+        self._learning = learning = build_executor(
+            spec.learning,
+            self.dataset,
+            self.models,
+            source,
+            spec.training.batch_size,
+            len(self.all_devices),
+        )
         self.executor: Executor | None = learning.executor
         self.torch_device: torch.device | None = learning.torch_device
         #: torch threads of a training job (None in timing mode: no torch work, and no
