@@ -20,7 +20,15 @@ A job is run when its result is first asked for (the end of its compute step), t
 with every pending job of its group; the others' results wait in their futures. What is
 not batched runs serially, as in :class:`~netfl.learning.executor.SerialExecutor`: other
 task types, models with buffers other than BatchNorm's, losses other than
-cross-entropy, groups of one job — said once in the log.
+cross-entropy, models with convolutions on a CPU (vmap makes them grouped convolutions,
+which lose to one client at a time there: McMahan's CNN ran at 0.36× serial), groups of
+one job — said once in the log.
+
+A step that every client of the group takes is applied by ``torch.optim.SGD``'s fused
+kernel (one pass over the stacked parameters, in place; masks only where some client
+has no batch left), and FedProx's term and its
+anchors exist only where a client has a proximal weight. ``benchmarks/batched_executor.py``
+measures it against the serial executor, both warm.
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ import numpy as np
 import torch
 from torch import nn
 from torch.func import functional_call, grad_and_value, vmap
+from torch.optim.sgd import sgd as sgd_step
 
 from netfl.learning.executor import LearningContext, SerialExecutor
 from netfl.learning.tasks import Task, TrainTask
@@ -167,9 +176,10 @@ def train_batched(context: LearningContext, tasks: list[TrainTask]) -> list[Trai
     width = max(len(yb) for b in batches for _, yb in b)
     feature_shape = batches[0][0][0].shape[1:]
     params = {n: torch.stack([t.state[n].to(device) for t in tasks]).clone() for n in names}
-    anchors = {n: p.clone() for n, p in params.items()}
     prox = torch.tensor([t.proximal_weight for t in tasks], device=device)
-    momentum = {n: torch.zeros_like(p) for n, p in params.items()}
+    proximal = bool((prox != 0).any())  # (FedProx's term; none: neither it nor its anchors)
+    anchors = {n: p.clone() for n, p in params.items()} if proximal else {}
+    momentum: dict[str, torch.Tensor | None] = dict.fromkeys(names)  # (made by the first step)
     started = torch.zeros(c, dtype=torch.bool, device=device)
     total_loss = torch.zeros(c, device=device)
 
@@ -181,8 +191,9 @@ def train_batched(context: LearningContext, tasks: list[TrainTask]) -> list[Trai
         logits = functional_call(model, p, (xb,))
         per_sample = nn.functional.cross_entropy(logits, yb, reduction="none")
         value = (per_sample * mask).sum() / mask.sum().clamp(min=1.0)
-        ridge = sum(((p[n] - anchor[n]) ** 2).sum() for n in names)
-        return value + weight * ridge, norms.collect()
+        if proximal:
+            value = value + weight * sum(((p[n] - anchor[n]) ** 2).sum() for n in names)
+        return value, norms.collect()
 
     step_fn = vmap(grad_and_value(loss, has_aux=True))
     lr, mu, wd = config.lr, config.momentum, config.weight_decay
@@ -199,22 +210,45 @@ def train_batched(context: LearningContext, tasks: list[TrainTask]) -> list[Trai
         with norms:
             grads, (values, stats) = step_fn(params, xs, ys, mask, anchors, prox)
         norms.update(buffers, stats, active)
-        for n in names:
-            shape = (c,) + (1,) * (params[n].ndim - 1)
-            on = active.view(shape)
-            g = grads[n] + wd * params[n] if wd else grads[n]
-            if mu:  # torch.optim.SGD: the first step's buffer is the gradient itself
-                buf = torch.where(started.view(shape), mu * momentum[n] + g, g)
-                momentum[n] = torch.where(on, buf, momentum[n])
-                g = buf
-            params[n] = torch.where(on, params[n] - lr * g, params[n])
+        if bool(active.all()) and (bool(started.all()) or not bool(started.any())):
+            # every client takes this step: torch.optim.SGD's fused kernel, in place, one
+            # pass over the stacked parameters (weight decay, momentum — the first step's
+            # buffer the gradient itself — and the update)
+            bufs = [momentum[n] for n in names]
+            sgd_step(
+                [params[n] for n in names],
+                [grads[n] for n in names],
+                bufs,
+                fused=True,
+                weight_decay=wd,
+                momentum=mu,
+                lr=lr,
+                dampening=0.0,
+                nesterov=False,
+                maximize=False,
+            )
+            momentum = dict(zip(names, bufs, strict=True))
+        else:
+            for n in names:
+                shape = (c,) + (1,) * (params[n].ndim - 1)
+                on = active.view(shape)
+                g = grads[n] + wd * params[n] if wd else grads[n]
+                if mu:
+                    old = momentum[n] if momentum[n] is not None else torch.zeros_like(g)
+                    buf = torch.where(started.view(shape), mu * old + g, g)
+                    momentum[n] = torch.where(on, buf, old)
+                    g = buf
+                params[n] = torch.where(on, params[n] - lr * g, params[n])
         started |= active
         total_loss += torch.where(active, values.detach(), torch.zeros_like(values))
     out = []
+    trained = {**params, **buffers}
+    rows = {n: t.detach().to("cpu").unbind(0) for n, t in trained.items()}
     for k, task in enumerate(tasks):
-        state = {n: v.detach().to("cpu", copy=True) for n, v in task.state.items()}
-        state.update({n: params[n][k].detach().to("cpu", copy=True) for n in names})
-        state.update({n: b[k].detach().to("cpu", copy=True) for n, b in buffers.items()})
+        state = {
+            n: rows[n][k].clone() if n in rows else v.detach().to("cpu", copy=True)
+            for n, v in task.state.items()
+        }
         n_steps = len(batches[k])
         out.append(
             TrainResult(state, len(task.indices), n_steps, float(total_loss[k]) / max(n_steps, 1))
@@ -242,10 +276,23 @@ class BatchedExecutor(SerialExecutor):
         super().__init__(context)
         self.pending: list[_BatchFuture] = []
         self._said: set[str] = set()
+        #: batch models with convolutions on a CPU too (off: they lose there; the
+        #: equivalence tests turn it on)
+        self.convolutions_on_cpu = False
 
     def _why_not(self, task: TrainTask) -> str | None:
         spec = self.context.specs[task.model]
-        return batchable(self.context.model(task.model), spec.loss_fn())
+        model = self.context.model(task.model)
+        if (
+            not self.convolutions_on_cpu
+            and self.context.device.type == "cpu"
+            and any(isinstance(m, nn.modules.conv._ConvNd) for m in model.modules())
+        ):  # (measured: benchmarks/batched_executor.py)
+            return (
+                "convolutions on a CPU: vmap runs them as grouped convolutions, slower than "
+                "one client at a time (McMahan's CNN: 0.36x serial)"
+            )
+        return batchable(model, spec.loss_fn())
 
     def submit(self, task: Task) -> Future:
         if isinstance(task, TrainTask):
