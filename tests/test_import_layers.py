@@ -107,6 +107,7 @@ LAYERS: list[list[str]] = [
     ],
     [  # radio access as SimPy resources
         "netfl.radio",
+        "netfl.radio.along_path",
         "netfl.radio.backhaul",
         "netfl.radio.block_grid",
         "netfl.radio.cell_radio",

@@ -176,3 +176,20 @@ def test_the_count_is_the_scenarios_not_the_loads():
             p.kill()
             p.wait()
     assert loaded == idle
+
+
+def test_a_run_that_fails_to_start_gives_the_thread_count_back():
+    """A world whose learning set-up fails (a CUDA device on a machine without one) has
+    set no thread count that outlives it: the next run's choice is the scenario's."""
+    import torch
+
+    from netfl.errors import UserError
+    from netfl.sim.world import World
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present: the set-up would not fail")
+    before = torch.get_num_threads()
+    scenario = parse_scenario(tiny_scenario(learning={"mode": "learn", "device": "cuda"}))
+    with pytest.raises(UserError, match="learning.device"):
+        World(scenario)
+    assert torch.get_num_threads() == before

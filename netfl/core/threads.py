@@ -12,10 +12,9 @@ set before torch is first imported, unless the user set ``OMP_WAIT_POLICY`` or
 ``GOMP_SPINCOUNT`` (``GOMP_SPINCOUNT=300000``, libgomp's default, gives a run alone on
 a dedicated machine its spinning back: the same CNN alone, 2 threads, 18 s against
 23 s; ``OMP_WAIT_POLICY=ACTIVE`` spins without end, 23x slower in a pair). The
-thread *count* is left as chosen (``learning.num_threads``, else torch's default: the
-cores): it changes the order of float sums and so the learning curves, and a run's
-floats must not depend on what else the machine is doing. The wait policy changes no
-float. ``benchmarks/threads.py`` measures the pair.
+thread *count* (``learning.num_threads``, else :func:`auto_threads`) changes the order
+of float sums and so the learning curves, and a run's floats must not depend on what
+else the machine is doing; the wait policy changes no float. ``benchmarks/threads.py`` measures the pair.
 
 How *many* threads a training job gets, when ``learning.num_threads`` is unset, is
 chosen from the scenario alone (:func:`auto_threads`), never from the load — the same

@@ -24,9 +24,8 @@ cross-entropy, models with convolutions on a CPU (vmap makes them grouped convol
 which lose to one client at a time there: McMahan's CNN ran at 0.36× serial), groups of
 one job — said once in the log.
 
-A step that every client of the group takes is applied by ``torch.optim.SGD``'s fused
-kernel (one pass over the stacked parameters, in place; masks only where some client
-has no batch left), and FedProx's term and its
+A step that every client of the group takes is applied in place, without masks (masks
+only where some client has no batch left), and FedProx's term and its
 anchors exist only where a client has a proximal weight. ``benchmarks/batched_executor.py``
 measures it against the serial executor, both warm.
 """
@@ -43,7 +42,6 @@ import numpy as np
 import torch
 from torch import nn
 from torch.func import functional_call, grad_and_value, vmap
-from torch.optim.sgd import sgd as sgd_step
 
 from netfl.learning.executor import LearningContext, SerialExecutor
 from netfl.learning.tasks import Task, TrainTask
@@ -177,7 +175,7 @@ def train_batched(context: LearningContext, tasks: list[TrainTask]) -> list[Trai
     feature_shape = batches[0][0][0].shape[1:]
     params = {n: torch.stack([t.state[n].to(device) for t in tasks]).clone() for n in names}
     prox = torch.tensor([t.proximal_weight for t in tasks], device=device)
-    proximal = bool((prox != 0).any())  # (FedProx's term; none: neither it nor its anchors)
+    proximal = bool((prox != 0).any())
     anchors = {n: p.clone() for n, p in params.items()} if proximal else {}
     momentum: dict[str, torch.Tensor | None] = dict.fromkeys(names)  # (made by the first step)
     started = torch.zeros(c, dtype=torch.bool, device=device)
@@ -211,23 +209,16 @@ def train_batched(context: LearningContext, tasks: list[TrainTask]) -> list[Trai
             grads, (values, stats) = step_fn(params, xs, ys, mask, anchors, prox)
         norms.update(buffers, stats, active)
         if bool(active.all()) and (bool(started.all()) or not bool(started.any())):
-            # every client takes this step: torch.optim.SGD's fused kernel, in place, one
-            # pass over the stacked parameters (weight decay, momentum — the first step's
-            # buffer the gradient itself — and the update)
-            bufs = [momentum[n] for n in names]
-            sgd_step(
-                [params[n] for n in names],
-                [grads[n] for n in names],
-                bufs,
-                fused=True,
-                weight_decay=wd,
-                momentum=mu,
-                lr=lr,
-                dampening=0.0,
-                nesterov=False,
-                maximize=False,
-            )
-            momentum = dict(zip(names, bufs, strict=True))
+            # every client takes this step: in place, no masks, in torch.optim.SGD's
+            # order of operations (its floats: the fused kernel rounds otherwise, which a
+            # CNN's max-pools amplify past 1e-5 in an epoch)
+            fresh = not bool(started.any())
+            for n in names:
+                g = grads[n] + wd * params[n] if wd else grads[n]
+                if mu:  # (the first step's buffer is the gradient itself)
+                    momentum[n] = g if fresh else momentum[n].mul_(mu).add_(g)
+                    g = momentum[n]
+                params[n].sub_(lr * g)
         else:
             for n in names:
                 shape = (c,) + (1,) * (params[n].ndim - 1)

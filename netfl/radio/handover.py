@@ -18,6 +18,7 @@ import simpy
 
 from channel_models.mobility import a3_handovers
 from netfl.core.nodes import Node
+from netfl.radio.site_geometry import SEGMENT_INSTANTS
 
 __all__ = [
     "CAP_STEP",
@@ -36,7 +37,7 @@ PLAN_SAMPLES = 128
 #: about only briefly (a short round, one transfer) is not measured many seconds ahead
 FIRST_PLAN_SAMPLES = 64
 #: ... in aligned segments of this many instants, each evaluated on its own
-SEGMENT = 32
+SEGMENT = SEGMENT_INSTANTS
 #: a moving power-limited flow's cap is re-set when its usable RBs change by this factor
 #: (1 dB) along its path
 CAP_STEP = 10.0**0.1
@@ -136,7 +137,11 @@ class HandoverControl:
             path = self.paths[ue.name]
             new = [
                 self.geometry.coupling_along(
-                    ue, path.positions(np.arange(a, min(a + 512, last + 1)) * step), SEGMENT
+                    ue,
+                    path.positions(np.arange(a, min(a + 512, last + 1)) * step),
+                    SEGMENT,
+                    a,
+                    lambda ks, path=path: path.positions(ks * step),
                 )
                 for a in range(end, last + 1, 512)
             ]

@@ -88,6 +88,9 @@ class MultiCellRadio(Radio):
         One BS node per cell (cell c is sector ``c % sectors`` of site ``c // sectors``).
     server : Node
         The FL server (``world.bs``); ``server_site`` its site (``None``: the cloud).
+    shadowing
+        Moving devices' shadowing along their paths: ``along_path`` or
+        ``spatially_consistent`` (:mod:`netfl.radio.along_path`).
     """
 
     mode = "ofdma"
@@ -109,6 +112,7 @@ class MultiCellRadio(Radio):
         antenna: str = "tr38901",
         array_rows: int = 10,
         tilt_zenith_deg: float = 102.0,
+        shadowing: str = "along_path",
         backhaul_bps: float = 1e9,
         backhaul_latency_s: float = 0.005,
         max_rbs_per_transfer: float = math.inf,
@@ -164,6 +168,7 @@ class MultiCellRadio(Radio):
             antenna,
             array_rows,
             tilt_zenith_deg,
+            shadowing,
         )
         self.backhaul = Backhaul(env, len(self.geometry.site_xy), backhaul_bps, backhaul_latency_s)
         #: the association, moving devices' measurements and their A3 rule (a part:

@@ -20,6 +20,7 @@ from channel_models.departure_rays import LinkRays, draw_link_rays, median_asd_d
 from channel_models.pathloss import los_distance_m
 from channel_models.site_layouts import nearest_image_offsets
 from netfl.core.nodes import Node
+from netfl.radio.along_path import AlongPathFields
 from netfl.radio.path_gains import ray_gains_db_along
 
 if TYPE_CHECKING:
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
 __all__ = ["INTERFACE", "RAY_STATES", "SiteGeometry"]
 
 RAY_STATES = ("los", "nlos", "o2i")
+#: a moving UE's measurement instants per aligned segment (the handover control's)
+SEGMENT_INSTANTS = 32
 #: what the network radio uses of its geometry (tested)
 INTERFACE = (
     "site_xy",
@@ -72,6 +75,7 @@ class SiteGeometry:
         antenna: str = "tr38901",
         array_rows: int = 10,
         tilt_zenith_deg: float = 102.0,
+        shadowing: str = "along_path",
     ):
         self.site_xy = deployment.site_xy()
         self.cell_site = deployment.cell_site()
@@ -94,6 +98,20 @@ class SiteGeometry:
         self._gain_cache: dict[tuple, float] = {}
         self._rays: dict[tuple, LinkRays] = {}
         self._fields: dict[Any, tuple] = {}
+        #: moving devices' shadowing: ``along_path`` (AR(1) chains from the fields'
+        #: values where each path starts, :mod:`netfl.radio.along_path`) or
+        #: ``spatially_consistent`` (the fields along the whole path)
+        self.shadowing = shadowing
+        self.along = (
+            AlongPathFields(
+                lambda xy: self.all_site_normals(np.asarray(xy)[None])[0],
+                law.decorrelation_m,
+                self.link_seed,
+                SEGMENT_INSTANTS,
+            )
+            if shadowing == "along_path"
+            else None
+        )
 
     def follow(self, origins: dict[str, np.ndarray]) -> None:
         """Devices (name → where its path starts) that move: their rays are kept per site
@@ -102,6 +120,8 @@ class SiteGeometry:
         self.path_origins = {n: np.asarray(xy, dtype=float) for n, xy in origins.items()}
         self._origin_z.clear()
         self._rays = {k: r for k, r in self._rays.items() if k[0] not in origins}
+        if self.along is not None:
+            self.along.forget()
 
     @property
     def directional(self) -> bool:
@@ -277,6 +297,12 @@ class SiteGeometry:
         points are consecutive segments of this many (see :meth:`coupling_along`)."""
         from scipy.special import ndtr
 
+        v = self.all_site_normals(xy, segment)
+        return ndtr(v[:, :, 0]), v[:, :, 1]
+
+    def all_site_normals(self, xy: np.ndarray, segment: int | None = None) -> np.ndarray:
+        """``(points, sites, 2)``: the normals of every site's LOS-state and shadowing
+        fields at ``xy`` (:meth:`all_site_fields` before the LOS one's Φ)."""
         stacked = self._fields.get("stacked")
         if stacked is None:
             n_sites = len(self.site_xy)
@@ -313,11 +339,20 @@ class SiteGeometry:
         # (the sums of 512 waves in single precision: ~1e-6 of a unit normal)
         v = np.cos(arg, out=arg).reshape(len(xy), -1, 2, m).sum(-1).astype(np.float64)
         v *= math.sqrt(2.0 / m)
-        return ndtr(v[:, :, 0]), v[:, :, 1]
+        return v
 
-    def coupling_along(self, ue: Node, xy: np.ndarray, segment: int | None = None) -> np.ndarray:
+    def coupling_along(
+        self,
+        ue: Node,
+        xy: np.ndarray,
+        segment: int | None = None,
+        k0: int | None = None,
+        positions: Callable[[np.ndarray], np.ndarray] | None = None,
+    ) -> np.ndarray:
         """``(points, cells)`` coupling loss [dB] of ``ue`` were it at each of ``xy``:
-        path loss at the wrap-around distance with the sites' fields, its O2I loss, less
+        path loss at the wrap-around distance with the sites' fields (a moving UE's
+        measurement instants k0, k0 + 1, … under ``along_path`` shadowing: their AR(1)
+        chains, :mod:`netfl.radio.along_path`; ``positions(ks)`` its path), its O2I loss, less
         the antenna gain — on TR 38.901 UMa/UMi links summed over the link's departure
         rays in the LOS state the field gives at each point (:meth:`link_rays`, kept per
         site and state along the path): the RSRP the A3 rule compares is the one the
@@ -333,7 +368,10 @@ class SiteGeometry:
         site_offs = nearest_image_offsets(xy, self.site_xy, self.wrap)  # (points, sites, 2)
         offs = site_offs[:, self.cell_site, :]
         d2 = np.hypot(offs[..., 0], offs[..., 1])  # (points, cells)
-        u_site, z_site = self.all_site_fields(xy, segment)
+        if self.along is not None and k0 is not None and ue.name in self.mobile:
+            u_site, z_site = self.along.fields(ue.name, k0, xy, positions)
+        else:
+            u_site, z_site = self.all_site_fields(xy, segment)
         u, z = u_site[:, self.cell_site], z_site[:, self.cell_site]
         indoor = np.full(d2.shape, ue.o2i_loss_db > 0) if ue.o2i_loss_db > 0 else None
         inside = ue.o2i_inside_m if indoor is not None else None

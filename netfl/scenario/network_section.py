@@ -37,8 +37,11 @@ Without it a scenario is one BS at the origin serving the disc of ``cell.radius_
 - **mobility** — ``devices.mobility`` (or a group's): static, constant velocity,
   random waypoint or Gauss–Markov (``channel_models.mobility``). A device's position
   is a function of time, brought up to date when it transfers or a round starts (no
-  event of its own); its large-scale loss to every BS follows spatially consistent
-  fields (shadowing and LOS state, TR 38.901 §7.6.3), and the A3 rule (``handover``:
+  event of its own); its large-scale loss to every BS starts from the spatially
+  consistent fields where it is dropped (shadowing and LOS state, TR 38.901 §7.6.3) and
+  follows them along its path as ns-3 does (``mobility.shadowing: along_path``, an
+  AR(1) update per measurement; ``spatially_consistent``: the fields everywhere), and
+  the A3 rule (``handover``:
   hysteresis, time-to-trigger, measured every ``sample_ms``) hands it over along its
   path — the ``handovers`` table records each, and no transfer of the device starts
   within ``interruption_ms`` after one. A transfer in flight follows it: re-rated at
@@ -111,6 +114,19 @@ class BackhaulSection(_Strict):
         1000.0, le=1e7, description="per site and direction [Mbit/s]"
     )
     latency_ms: NonNegativeFloat = Field(5.0, le=1e4, description="one-way latency [ms]")
+
+
+class NetworkMobilitySection(_Strict):
+    """How moving devices' links change along their paths (docs/networks.md)."""
+
+    shadowing: Literal["along_path", "spatially_consistent"] = Field(
+        "along_path",
+        description="along_path: each link's shadowing (and LOS-state normal) updated at "
+        "every measurement as ns-3's ThreeGppPropagationLossModel does, s' = R·s + "
+        "sqrt(1-R²)·N(0,1) with R = exp(-Δd/d_corr), from the fields' value where the path "
+        "starts (fast); spatially_consistent: the sites' fields along the whole path (two "
+        "devices close together, or one back where it was, see the same values)",
+    )
 
 
 class HandoverSection(_Strict):
@@ -262,6 +278,7 @@ class NetworkSection(_Strict):
     )
     backhaul: BackhaulSection = BackhaulSection()
     handover: HandoverSection = HandoverSection()
+    mobility: NetworkMobilitySection = NetworkMobilitySection()
 
     @model_validator(mode="after")
     def _consistent(self) -> NetworkSection:

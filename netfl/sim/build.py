@@ -213,6 +213,7 @@ def _network_radio(
         antenna=net.antenna,
         array_rows=net.antenna_rows,
         tilt_zenith_deg=net.tilt_zenith_deg,
+        shadowing=net.mobility.shadowing,
         backhaul_bps=net.backhaul.capacity_mbps * 1e6,
         backhaul_latency_s=net.backhaul.latency_ms * 1e-3,
         handover={
@@ -304,8 +305,8 @@ def _check_threads(learning: LearningSection, source: str) -> None:
     if wanted > cpus:
         raise UserError(
             f"{source}: learning.num_threads: {wanted} threads per job on a machine that "
-            f"gives this process {cpus} CPUs; use at most {cpus} (leave it unset for torch's "
-            "default)"
+            f"gives this process {cpus} CPUs; use at most {cpus} (leave it unset for netfl's "
+            "choice)"
         )
 
 
@@ -326,12 +327,51 @@ def build_executor(
         return LearningParts()
     import torch
 
+    _check_threads(learning, source)
+    parts = LearningParts(threads_before=torch.get_num_threads())
+    try:
+        _build_executor(parts, learning, dataset, models, source, batch_size, devices)
+    except BaseException:  # (the caller's thread count back: no run holds it)
+        parts.close()
+        raise
+    return parts
+
+
+def _stacked(device: torch.device, dataset: Dataset, models: dict[str, ModelInfo]) -> bool:
+    """Whether the batched executor stacks its jobs on ``device``: everywhere but on a
+    CPU for models with convolutions (:mod:`netfl.learning.batched`), whose jobs it
+    runs one at a time there."""
+    if device.type != "cpu":
+        return True
+    import torch
+
+    conv = torch.nn.modules.conv._ConvNd
+    return not any(
+        isinstance(m, conv)
+        for info in models.values()
+        for m in info.spec.build(dataset.input_shape, dataset.num_classes).modules()
+    )
+
+
+def _build_executor(
+    parts: LearningParts,
+    learning: LearningSection,
+    dataset: Dataset,
+    models: dict[str, ModelInfo],
+    source: str,
+    batch_size: int,
+    devices: int,
+) -> None:
+    import torch
+
     from netfl.learning.executor import LearningContext
     from netfl.learning.parallel import make_executor
     from netfl.learning.train import resolve_device
 
-    _check_threads(learning, source)
-    parts = LearningParts(threads_before=torch.get_num_threads())
+    try:
+        parts.torch_device = resolve_device(learning.device)
+    except RuntimeError as err:
+        raise UserError(f"{source}: learning.device: {err}") from None
     auto = None
     if learning.num_threads:  # (until close(): the caller's count returns)
         torch.set_num_threads(learning.num_threads)
@@ -339,14 +379,10 @@ def build_executor(
         from netfl.core.threads import auto_threads
 
         step = max(info.flops.train_per_sample for info in models.values()) * batch_size
-        if learning.executor == "batched":
-            step *= devices
+        if learning.executor == "batched" and _stacked(parts.torch_device, dataset, models):
+            step *= devices  # (at most: the jobs pending at one instant)
         threads, auto = auto_threads(step, torch.get_num_threads())
         torch.set_num_threads(threads)
-    try:
-        parts.torch_device = resolve_device(learning.device)
-    except RuntimeError as err:
-        raise UserError(f"{source}: learning.device: {err}") from None
     context = LearningContext(
         train_x=dataset.train_x,
         train_y=dataset.train_y,
@@ -369,7 +405,6 @@ def build_executor(
         if learning.num_threads
         else auto or "the cores divided among the workers"
     )
-    return parts
 
 
 def initial_state(spec: Any, dataset: Any, seed: int) -> dict[str, torch.Tensor]:

@@ -66,10 +66,10 @@ def test_a_plan_grows_geometrically_in_whole_segments():
     sizes = []
     along = geometry.coupling_along
 
-    def counting(u, xy, segment=None):
+    def counting(u, xy, segment=None, k0=None, positions=None):
         sizes.append(len(xy))
-        assert segment == SEGMENT
-        return along(u, xy, segment)
+        assert segment == SEGMENT and k0 % SEGMENT == 0
+        return along(u, xy, segment, k0, positions)
 
     geometry.coupling_along = counting
     k = 1000  # (well past what the drop evaluated: a plan afresh, from a segment start)

@@ -905,13 +905,20 @@ def test_path_wise_a3_hands_over_when_the_per_sample_reference_does():
     of a reference that measures every instant on its own with the link budget's exact
     coupling loss (:meth:`coupling_loss_db` at the UE placed there): the same handovers,
     each within one measurement period, and measurements within hundredths of a dB (a
-    few tenths where a ray sum bends between two anchors)."""
+    few tenths where a ray sum bends between two anchors). Under the spatially
+    consistent shadowing, whose values at a point are the link budget's there."""
     from channel_models.mobility import a3_handovers
 
     def world():
         s = _scenario(
             cell={"link": {"mode": "ofdma", "channel_profile": "nr_fr1_uma"}},
-            network={"sites": 7, "sectors": 3, "isd_m": 200, "indoor_fraction": 0.3},
+            network={
+                "sites": 7,
+                "sectors": 3,
+                "isd_m": 200,
+                "indoor_fraction": 0.3,
+                "mobility": {"shadowing": "spatially_consistent"},
+            },
             devices={
                 "count": 3,
                 "mobility": {"model": "random_waypoint", "v_min_kmh": 30, "v_max_kmh": 60},
