@@ -20,7 +20,16 @@ A path's instants are taken in aligned segments of ``segment`` instants; each
 segment's innovations come from a generator keyed by the link seed, the device's name
 and the segment, and each segment's last state is kept, so the values are a function of
 the path alone, however the path is cut into calls (a call that skips ahead first runs
-the segments in between; each costs a few microseconds)."""
+the segments in between; each costs a few microseconds). On a wrap-around network a
+device that drives off an edge comes back in at the opposite one: the step across the
+fold is the network's width, so its chains start afresh there (R ≈ 0), as the fields
+would give at the new place.
+
+A moving device's link budget at a position (``CellRadio.link_variates``: the fields
+there) and its measurements along its path agree at its drop only under this model; the
+network takes a moving device's links from its measurements
+(``MultiCellRadio.link_terms``), and refuses what would need the other (over-the-air
+aggregation with moving devices)."""
 
 from __future__ import annotations
 
@@ -34,6 +43,10 @@ __all__ = ["SHADOWINGS", "AlongPathFields"]
 
 #: moving devices' shadowing models (``network.mobility.shadowing``)
 SHADOWINGS = ("along_path", "spatially_consistent")
+#: the last states kept per device, in segments (a call for an earlier segment than
+#: these runs the chain again from the path's start: the same values, more time — the
+#: handover control never asks for instants the clock has passed)
+KEEP_SEGMENTS = 64
 
 
 class AlongPathFields:
@@ -130,4 +143,6 @@ class AlongPathFields:
                 v = out[j, -1, :, f]
         for j in range(m):
             tails[s_first + j] = (pts[j, -1].copy(), out[j, -1].copy())
+        for s in [s for s in tails if s < s_first + m - KEEP_SEGMENTS]:  # (bounded memory)
+            del tails[s]
         return out.reshape(m * S, sites, 2)

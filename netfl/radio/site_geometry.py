@@ -356,7 +356,8 @@ class SiteGeometry:
         the antenna gain — on TR 38.901 UMa/UMi links summed over the link's departure
         rays in the LOS state the field gives at each point (:meth:`link_rays`, kept per
         site and state along the path): the RSRP the A3 rule compares is the one the
-        link budget and the association use.
+        link budget and the association use (under ``along_path`` shadowing, at the
+        drop: then the chains take over, :mod:`netfl.radio.along_path`).
 
         ``segment``: the points are consecutive segments of this many, each evaluated
         on its own (its fields' phases from its first point, its gain anchors from its

@@ -126,3 +126,46 @@ def test_both_models_hand_over_as_often_over_200_straight_paths():
     print(f"handovers per km: along_path {along:.2f}, spatially_consistent {consistent:.2f}")
     assert along > 1.0 and consistent > 1.0
     assert along == pytest.approx(consistent, rel=0.10)
+
+
+def test_the_chain_is_the_ar1_recursion_step_by_step(geometry):
+    """Against a plain loop over the instants with the same keyed innovations, on a path
+    that pauses (Δd = 0) and turns, over 7 segments: v_k = R_k·v_{k−1} + √(1 − R_k²)·ε_k,
+    R_k = exp(−Δd_k / d_corr), v_0 the fields' normals at the start."""
+    import zlib
+
+    from scipy.special import ndtr
+
+    rng = np.random.default_rng(4)
+    steps = rng.uniform(0.0, 2.0, (SEGMENT * 7, 2)) * (rng.random((SEGMENT * 7, 1)) > 0.2)
+    steps[0] = 0.0
+    xy = np.cumsum(steps, axis=0) + np.array([120.0, -40.0])
+    chain = _chain(geometry)
+    u, z = chain.fields("walker", 0, xy, lambda ks: xy[np.asarray(ks, dtype=int)])
+    d = np.asarray(geometry.law.decorrelation_m)
+    v = geometry.all_site_normals(xy[:1])[0]  # (sites, 2)
+    want = [v]
+    for k in range(1, len(xy)):
+        eps = np.random.default_rng([chain.seed, zlib.crc32(b"walker"), k // SEGMENT, 0xA3]).normal(
+            size=(SEGMENT, v.shape[0], 2)
+        )[k % SEGMENT]
+        r = np.exp(-np.hypot(*(xy[k] - xy[k - 1])) / d)
+        v = r * v + np.sqrt(1.0 - r**2) * eps
+        want.append(v)
+    want = np.array(want)
+    np.testing.assert_allclose(z, want[:, :, 1], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(u, ndtr(want[:, :, 0]), rtol=0, atol=1e-12)
+
+
+def test_a_chain_keeps_a_bounded_number_of_states(geometry):
+    """A long path keeps at most KEEP_SEGMENTS segment states; asked again for an early
+    segment it runs the chain from the start: the same values."""
+    from netfl.radio.along_path import KEEP_SEGMENTS
+
+    n = SEGMENT * (KEEP_SEGMENTS + 40)
+    xy = _straight(np.arange(n))
+    chain = _chain(geometry)
+    whole = chain.fields("mover", 0, xy, _straight)
+    assert len(chain._tails["mover"]) == KEEP_SEGMENTS
+    early = chain.fields("mover", SEGMENT * 3, xy[SEGMENT * 3 : SEGMENT * 4], _straight)
+    np.testing.assert_array_equal(early[1], whole[1][SEGMENT * 3 : SEGMENT * 4])
