@@ -149,3 +149,24 @@ VARIANTS = {
 @pytest.mark.parametrize("name", VARIANTS)
 def test_the_resolved_scenario_reproduces_layout_height_and_network_variants(name):
     _same_run(load_scenario(ROOT / "quickstart.yaml", VARIANTS[name]), "quickstart variant")
+
+
+#: the modem profiles fitted to measured phones (issue 54), one per bundled scenario in turn
+MEASURED_MODEMS = ("s20u_lte", "s20u_5g_lowband", "s20u_5g_mmwave")
+
+
+@pytest.mark.parametrize(
+    ("path", "profile"),
+    [(p, MEASURED_MODEMS[i % len(MEASURED_MODEMS)]) for i, p in enumerate(SCENARIOS)],
+    ids=lambda v: str(v.relative_to(ROOT)) if isinstance(v, Path) else v,
+)
+def test_energy_adds_up_with_the_measured_modem_profiles(path, profile):
+    """Every bundled scenario in timing mode with its devices on a modem profile fitted to
+    a measured phone (rate-dependent tx/rx power, promotion, tail): device energy is
+    still the sum of its parts, and the modem is charged for the bits it moved."""
+    overrides = [*TIMING, *EXTRA.get(path.name, []), f"devices.compute_profile={profile}"]
+    result = run(load_scenario(path, overrides), source=str(path))
+    assert_energy_adds_up(result)
+    radio = result.rounds[["device_tx_energy_j", "device_rx_energy_j"]].to_numpy().sum()
+    moved = result.transfers["size_bits"].sum() if len(result.transfers) else 0.0
+    assert (radio > 0) == (moved > 0)  # (a policy may pick no one: DVFS-less devices)
