@@ -123,9 +123,8 @@ def test_both_models_hand_over_as_often_over_200_straight_paths():
     handovers are the path loss's and the shadowing's), the A3 rule along every path:
     handovers per km within 10 % between the two models."""
     along, consistent = _handovers_per_km("along_path"), _handovers_per_km("spatially_consistent")
-    print(f"handovers per km: along_path {along:.2f}, spatially_consistent {consistent:.2f}")
     assert along > 1.0 and consistent > 1.0
-    assert along == pytest.approx(consistent, rel=0.10)
+    assert along == pytest.approx(consistent, rel=0.10), (along, consistent)
 
 
 def test_the_chain_is_the_ar1_recursion_step_by_step(geometry):
