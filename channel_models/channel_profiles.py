@@ -111,6 +111,13 @@ class ChannelProfile:
     harq: dict[str, float] = field(
         default_factory=lambda: {"rtt_s": HARQ_RTT_S, "max_transmissions": 4}
     )
+    #: the beamforming gain of a serving link [dB]: the BS's and the UE's arrays steered
+    #: at each other (a mmWave cell's link budget), added to every BS–UE link's gain
+    #: (not D2D) — a single cell's; a network's BS antennas are its sectors'
+    antenna_gain_db: float = 0.0
+    #: the compute profile whose modem powers match this radio technology (a measured
+    #: phone's; ``devices.modem_profile: link`` takes it), None: no measured match
+    modem_profile: str | None = None
     description: str = ""
     source: str = field(default="", compare=False)
 
@@ -133,7 +140,7 @@ class ChannelProfile:
             raise ValueError(
                 f"num_rbs: {self.num_rbs} RBs of {self.rb_bandwidth_hz / 1e3:g} kHz occupy "
                 f"{occupied_hz / 1e6:g} MHz, more than the {self.bandwidth_hz / 1e6:g} MHz carrier "
-                f"(at most {max_resource_blocks(self.bandwidth_hz, self.numerology)})"
+                f"(at most {max_resource_blocks(self.bandwidth_hz, self.numerology, self.carrier_hz)})"
             )
         lte = self.efficiency.get("model") in ("lte_amc", "lte_bler")
         if (

@@ -33,6 +33,9 @@ class LinkProfile:
         Human-readable name.
     source : str
         Where the numbers come from.
+    modem_profile : str or None
+        The compute profile whose modem powers match this technology (a measured
+        phone's; ``devices.modem_profile: link`` takes it); None: no measured match.
     """
 
     name: str
@@ -40,6 +43,7 @@ class LinkProfile:
     downlink_bps: float
     description: str = ""
     source: str = ""
+    modem_profile: str | None = None
 
     def __repr__(self) -> str:
         return (
@@ -61,6 +65,7 @@ def link_profiles() -> dict[str, LinkProfile]:
             downlink_bps=float(mbps_to_bps(p["downlink_mbps"])),
             description=p.get("description", ""),
             source=source,
+            modem_profile=p.get("modem_profile"),
         )
         for name, p in raw["profiles"].items()
     }

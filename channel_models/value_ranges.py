@@ -67,6 +67,8 @@ PROFILE_BOUNDS = {
     "noise_figure_bs_db": (0.0, 50.0),
     "ue_tx_power_dbm": (-50.0, 60.0),
     "bs_tx_power_dbm": (-50.0, 60.0),
+    # a serving link's beamforming gain (BS array + UE array), e.g. 64 + 8 elements
+    "antenna_gain_db": (0.0, 60.0),
 }
 #: a buffer-status grant cycle's ranges: startup and gap of at most 1 s, a grant of at
 #: least one byte (TS 36.321's largest BSR level is 150,000 bytes; 5G's 81 MB)

@@ -12,9 +12,24 @@ import numpy as np
 from channel_models import LinkProfile
 from netfl.core.meter import EnergyMeter
 
-__all__ = ["ComputeProfile", "Node", "NodeKind"]
+__all__ = ["MODEM_FIELDS", "ComputeProfile", "Node", "NodeKind"]
 
 NodeKind = Literal["bs", "pue", "cue"]
+
+#: a compute profile's modem values: what :meth:`ComputeProfile.with_modem` takes from
+#: another profile (the rest — compute, busy and idle power — is the platform's)
+MODEM_FIELDS = (
+    "tx_power_w",
+    "tx_power_per_mbps_w",
+    "tx_power_per_w",
+    "rx_power_w",
+    "rx_power_per_mbps_w",
+    "radio_wait_power_w",
+    "rrc_tail_power_w",
+    "rrc_tail_s",
+    "rrc_promotion_power_w",
+    "rrc_promotion_s",
+)
 
 
 @dataclass(frozen=True)
@@ -97,6 +112,21 @@ class ComputeProfile:
     cycles_per_sample: float = 0.0
     description: str = ""
     sources: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+    #: the profile whose modem powers (:data:`MODEM_FIELDS`) these are, where not this
+    #: one's own (:meth:`with_modem`); empty: its own
+    modem_profile: str = ""
+
+    def with_modem(self, modem: ComputeProfile) -> ComputeProfile:
+        """A copy that draws ``modem``'s radio powers (:data:`MODEM_FIELDS`: transmit,
+        receive, wait, RRC promotion and tail) with this profile's platform (compute,
+        busy and idle power): a measured phone's modem on another device."""
+        if modem.name == (self.modem_profile or self.name):
+            return self
+        sources = dict(self.sources)
+        for k in MODEM_FIELDS:
+            sources[k] = f"modem profile {modem.name!r}: {modem.sources.get(k, '')}".rstrip(": ")
+        values = {k: getattr(modem, k) for k in MODEM_FIELDS}
+        return replace(self, sources=sources, modem_profile=modem.name, **values)
 
     def with_overrides(self, **overrides: Any) -> ComputeProfile:
         """A copy with some values replaced (scenario-level overrides)."""

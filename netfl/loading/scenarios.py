@@ -24,7 +24,12 @@ from netfl.loading.plugins import (
     load_plugin_entry_points,
     load_plugins,
 )
-from netfl.scenario.files import _check_link_profiles, _problems, apply_overrides
+from netfl.scenario.files import (
+    _check_link_profiles,
+    _check_modem_profiles,
+    _problems,
+    apply_overrides,
+)
 from netfl.scenario.layout import KIND_KEYS
 from netfl.scenario.plausibility import warn_implausible
 from netfl.scenario.reading import read_yaml
@@ -96,6 +101,7 @@ def parse_scenario(
     probs = (
         _check_device_models(scenario)
         + _check_link_profiles(scenario)
+        + _check_modem_profiles(scenario)
         + _check_availability(scenario)
         + _check_deadline(scenario)
         + check_policy(scenario)

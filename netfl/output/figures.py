@@ -284,7 +284,7 @@ def radio_figures(
     grid = np.linspace(-radius, radius, 161)
     xx, yy = np.meshgrid(grid, grid)
     dist = np.hypot(xx, yy)
-    loss = channel.build_pathloss().mean_loss_db(np.maximum(dist, 1.0))
+    loss = channel.build_pathloss().mean_loss_db(np.maximum(dist, 1.0)) - channel.antenna_gain_db
     snr_db = 10 * np.log10(channel.ue_tx_power_w / channel.noise_w("bs")) - loss
     snr_db = np.where(dist <= radius, snr_db, np.nan)
     fig, ax = plt.subplots(figsize=(6, 5))

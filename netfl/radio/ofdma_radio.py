@@ -291,8 +291,9 @@ class OfdmaRadio(LinkRadio):
     def snr_terms(
         self, loss_db, from_bs: bool, to_bs: bool, wideband: bool = False
     ) -> tuple[Any, Any]:
-        """``(snr_per_rb, snr_total)`` of a link with ``loss_db`` (a number or an array):
-        the per-RB SNR is ``min(snr_total / M, snr_per_rb)`` for M RBs (``snr_total`` =
+        """``(snr_per_rb, snr_total)`` of a link with ``loss_db`` (a number or an array;
+        a BS–UE link gains the profile's ``antenna_gain_db`` on it, which open-loop power
+        control sees too, as its RSRP-based path loss would): the per-RB SNR is ``min(snr_total / M, snr_per_rb)`` for M RBs (``snr_total`` =
         inf: no power control).
 
         A full-carrier UE transmitter's SNR is the wideband one (power over the carrier,
@@ -302,6 +303,8 @@ class OfdmaRadio(LinkRadio):
         wideband SNR whatever the option (FedDif's link planning).
         """
         p = self.profile
+        if p.antenna_gain_db and (from_bs or to_bs):  # a serving link's beamforming gain
+            loss_db = np.asarray(loss_db, dtype=float) - p.antenna_gain_db
         beta = 10.0 ** (-np.asarray(loss_db, dtype=float) / 10.0)
         receiver = "bs" if to_bs else "ue"
         if from_bs:

@@ -98,6 +98,9 @@ class DeviceGroup(_Strict):
     )
     compute_profile: str | None = None
     link_profile: str | None = None
+    modem_profile: str | None = Field(
+        None, description="this group's modem (default: devices.modem_profile)"
+    )
     model: str | None = Field(
         None,
         description="this group's on-device model (heterogeneous-model algorithms: fedzkt, fedmd)",
@@ -117,12 +120,27 @@ class DeviceGroup(_Strict):
         lambda v: _check_name("compute profile", v, compute_profiles())
     )
     _vl = field_validator("link_profile")(lambda v: _check_name("link profile", v, link_profiles()))
+    _vo = field_validator("modem_profile")(lambda v: _check_modem(v))
+
+
+def _check_modem(name: str | None) -> str | None:
+    """A modem profile: ``link`` or a compute profile's name."""
+    if name == "link":
+        return name
+    return _check_name("modem profile", name, {"link": None, **compute_profiles()})
 
 
 class DevicesSection(_Strict):
     count: PositiveInt = Field(10, le=MAX_DEVICES, description="participating devices (PUEs)")
     compute_profile: str = "raspberry_pi_4"
     link_profile: str = "4g_lte"
+    modem_profile: str | None = Field(
+        None,
+        description="whose modem the devices draw: a compute profile's name (its transmit, "
+        "receive, wait and RRC powers replace the compute profile's), or 'link': the measured "
+        "phone the link or channel profile names (s20u_lte on LTE, s20u_5g_lowband, "
+        "s20u_5g_mmwave); unset: the compute profile's own",
+    )
     compute_overrides: ComputeOverrides = ComputeOverrides()
     groups: list[DeviceGroup] = Field(
         default_factory=list,
@@ -180,6 +198,11 @@ class DevicesSection(_Strict):
         lambda v: _check_name("compute profile", v, compute_profiles())
     )
     _vl = field_validator("link_profile")(lambda v: _check_name("link profile", v, link_profiles()))
+    _vo = field_validator("modem_profile")(lambda v: _check_modem(v))
+
+    def modem_profiles_of(self) -> list[str | None]:
+        """Each device's modem profile: its group's, else ``modem_profile``."""
+        return self._per_device([self.modem_profile] * self.count, "modem_profile")
 
     @model_validator(mode="after")
     def _groups_fit(self) -> DevicesSection:

@@ -110,6 +110,46 @@ def _check_link_profiles(scenario: Scenario) -> list[tuple[str, str]]:
     return [(key, why) for key, section in keys if section.given({"link_profile"})]
 
 
+def _check_modem_profiles(scenario: Scenario) -> list[tuple[str, str]]:
+    """``modem_profile: link`` needs a link (fixed rate: the device's link profile;
+    OFDMA or a network: the cell's channel profile) that names a measured modem; a
+    channel profile's beamforming gain is a single cell's (a network's BS antennas are
+    its sectors')."""
+    from channel_models import link_profiles
+    from channel_models.profile_catalog import channel_profiles
+
+    d, out = scenario.devices, []
+    ofdma = scenario.cell.link.mode == "ofdma" or scenario.network is not None
+    channel = scenario.cell.link.channel_profile_resolved() if ofdma else None
+    if channel is not None and scenario.network is not None and channel.antenna_gain_db:
+        out.append(
+            (
+                "cell.link.channel_profile",
+                f"{channel.name!r} has a serving-link beamforming gain (antenna_gain_db "
+                f"{channel.antenna_gain_db:g} dB), a single cell's model; a network's BS "
+                "antennas are its sectors' (network.antenna)",
+            )
+        )
+    sections = [(f"devices.groups.{i}", g) for i, g in enumerate(d.groups)] + [("devices", d)]
+    for key, section in sections:
+        if section.modem_profile != "link":
+            continue
+        link_name = getattr(section, "link_profile", None) or d.link_profile
+        owner = channel or link_profiles()[link_name]
+        if owner.modem_profile is None:
+            kind = "channel" if channel is not None else "link"
+            named = channel_profiles() if channel is not None else link_profiles()
+            those = ", ".join(n for n, p in named.items() if p.modem_profile is not None)
+            out.append(
+                (
+                    f"{key}.modem_profile",
+                    f"'link': {kind} profile {owner.name!r} names no measured modem "
+                    f"(those that do: {those}); name a compute profile instead",
+                )
+            )
+    return out
+
+
 def _parse_value(text: str) -> Any:
     try:
         return parse_yaml_text(text, "--set")

@@ -26,7 +26,7 @@ def resolved_profile(link: Any) -> ChannelProfile:
     """The named channel profile with ``link``'s overrides applied.
 
     A ``bandwidth_hz`` or ``numerology`` override without ``num_rbs`` takes N_RB
-    from TS 38.101-1 Table 5.3.2-1; ``ValueError`` names an inconsistent value
+    from TS 38.101-1 (FR2 carriers: TS 38.101-2) Table 5.3.2-1; ``ValueError`` names an inconsistent value
     (e.g. more RBs than the bandwidth holds, a bandwidth with no N_RB entry).
     """
     base = lookup(link.profiles(), link.channel_profile, "channel profile")
@@ -35,7 +35,7 @@ def resolved_profile(link: Any) -> ChannelProfile:
     num_rbs = link.num_rbs
     if num_rbs is None and (link.bandwidth_hz is not None or link.numerology is not None):
         try:
-            num_rbs = num_resource_blocks(bandwidth, numerology)
+            num_rbs = num_resource_blocks(bandwidth, numerology, base.carrier_hz)
         except (KeyError, ValueError) as err:
             raise ValueError(
                 f"bandwidth_hz/numerology: {str(err).strip(chr(34))}; set num_rbs to use "

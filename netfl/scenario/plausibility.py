@@ -56,6 +56,7 @@ def link_budget_warnings(scenario: Any) -> list[tuple[str, str]]:
         else 2.0 * scenario.cell.radius_m / 3.0
     )
     loss = float(profile.build_pathloss().mean_loss_db([max(distance, 1.0)])[0])
+    loss -= profile.antenna_gain_db  # (a serving link's beamforming gain)
     snr_db = (
         10.0 * math.log10(profile.bs_tx_power_w) - loss - 10.0 * math.log10(profile.noise_w("ue"))
     )

@@ -237,6 +237,8 @@ def devices_frame(
                 "kind": n.kind,
                 "compute_profile": n.compute.name,
                 "link_profile": n.link.name if n.link and fixed_rate else "",
+                # whose modem powers the device draws (its own profile's unless chosen)
+                "modem_profile": (n.compute.modem_profile or n.compute.name) if n.is_device else "",
                 "num_samples": world.num_samples(n) if n.is_device else 0,
                 "x_m": float(n.position_m[0]),
                 "y_m": float(n.position_m[1]),

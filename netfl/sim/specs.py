@@ -119,7 +119,12 @@ class RunSpec:
     directions: frozenset[str]
 
 
-def _devices(scenario: Scenario) -> tuple[tuple[ComputeProfile, LinkProfile], ...]:
+def _devices(
+    scenario: Scenario, channel: ChannelProfile | None
+) -> tuple[tuple[ComputeProfile, LinkProfile], ...]:
+    """Each device's compute profile — its modem profile's radio powers where one is
+    chosen (``link``: the one its link, or the OFDMA cell's channel, names), then the
+    overrides — and its link profile."""
     d = scenario.devices
     names: list[tuple[str, str]] = []
     for g in d.groups:
@@ -128,10 +133,15 @@ def _devices(scenario: Scenario) -> tuple[tuple[ComputeProfile, LinkProfile], ..
         ] * g.count
     names += [(d.compute_profile, d.link_profile)] * (d.count - len(names))
     overrides = d.compute_overrides.model_dump()
-    return tuple(
-        (get_compute_profile(cp).with_overrides(**overrides), get_link_profile(lp))
-        for cp, lp in names
-    )
+    out = []
+    for (cp, lp), modem in zip(names, d.modem_profiles_of(), strict=True):
+        compute, link = get_compute_profile(cp), get_link_profile(lp)
+        if modem == "link":
+            modem = (channel or link).modem_profile
+        if modem is not None:
+            compute = compute.with_modem(get_compute_profile(modem))
+        out.append((compute.with_overrides(**overrides), link))
+    return tuple(out)
 
 
 def _radio(scenario: Scenario, channel: ChannelProfile | None) -> RadioSpec:
@@ -208,7 +218,7 @@ def resolve_run(scenario: Scenario) -> RunSpec:
             s.network,
             channel.carrier_hz if (channel is not None and s.network is not None) else None,
         ),
-        devices=_devices(s),
+        devices=_devices(s, channel),
         radio=_radio(s, channel),
         mobility=tuple(s.devices.mobility_of()),
         availability=tuple(s.devices.availability_of()),

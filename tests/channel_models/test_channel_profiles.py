@@ -35,7 +35,7 @@ def test_every_profile_builds_and_is_consistent():
         if p.efficiency["model"] == "lte_amc":
             assert p.num_rbs == LTE_NRB[p.bandwidth_hz] and p.numerology == 0
         else:
-            assert p.num_rbs == num_resource_blocks(p.bandwidth_hz, p.numerology)
+            assert p.num_rbs == num_resource_blocks(p.bandwidth_hz, p.numerology, p.carrier_hz)
         assert p.build_pathloss() is not None and p.build_fading().coherence_time_s > 0
         assert p.source
         assert np.all(p.efficiency_bps_per_hz(np.array([0.0, 1.0, 100.0])) >= 0)

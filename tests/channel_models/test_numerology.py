@@ -30,10 +30,21 @@ def test_rb_table_spot_values(bw, mu, n):
 
 
 def test_rbs_fit_inside_the_channel():
-    for scs_khz, row in _nrb_table().items():
-        for bw_mhz, n in row.items():
-            occupied = n * 12 * scs_khz * 1e3
-            assert 0.75 * bw_mhz * 1e6 < occupied < bw_mhz * 1e6
+    for fr2 in (False, True):
+        for scs_khz, row in _nrb_table(fr2).items():
+            for bw_mhz, n in row.items():
+                occupied = n * 12 * scs_khz * 1e3
+                assert 0.75 * bw_mhz * 1e6 < occupied < bw_mhz * 1e6
+
+
+@pytest.mark.parametrize(("bw", "mu", "n"), [(100e6, 3, 66), (400e6, 3, 264), (100e6, 2, 132)])
+def test_an_fr2_carrier_reads_ts_38_101_2(bw, mu, n):
+    """Above 7.125 GHz the FR2 table applies: at 60 kHz and 100 MHz it differs from
+    FR1's (132 against 135 RBs)."""
+    assert num_resource_blocks(bw, mu, carrier_hz=28e9) == n
+    with pytest.raises(KeyError, match="FR2"):
+        num_resource_blocks(20e6, 3, carrier_hz=28e9)
+    assert num_resource_blocks(100e6, 2, carrier_hz=3.5e9) == 135
 
 
 def test_numerology():
