@@ -176,7 +176,12 @@ class LinkSection(_Strict):
         None, ge=1e5, le=1e9, description="override [Hz]; sets num_rbs by TS 38.101"
     )
     num_rbs: PositiveInt | None = Field(None, le=3300)
-    numerology: int | None = Field(None, ge=0, le=2)
+    numerology: int | None = Field(
+        None,
+        ge=0,
+        le=4,
+        description="override: subcarrier spacing 15·2^μ kHz (TS 38.211 Table 4.2-1)",
+    )
     fading: str | None = Field(
         None,
         description="override of the profile's fading law: one of the registry "

@@ -110,3 +110,16 @@ def test_a_network_refuses_a_serving_link_gain():
     )
     with pytest.raises(ScenarioError, match=r"cell\.link\.channel_profile: .*antenna_gain_db 32"):
         parse_scenario(data)
+
+
+def test_a_mmwave_run_writes_a_directory_that_reads_back(tmp_path):
+    """A run on the 120 kHz carrier (μ = 3) records its resolved scenario, which must
+    validate again when the run directory is read (the scenario's numerology bound)."""
+    from netfl.output.rundir import read_run, write_run
+    from netfl.sim.runner import run
+
+    cell = {"radius_m": 100, "link": {"mode": "ofdma", "channel_profile": "nr_fr2_umi"}}
+    result = run(parse_scenario(tiny_scenario(cell=cell, devices={"count": 2})))
+    back = read_run(write_run(result, tmp_path / "mm", figures=False))
+    assert back.scenario.cell.link.channel_profile == "nr_fr2_umi"
+    assert len(back.rounds) == 2 and (back.transfers["delivered_bits"] > 0).all()
