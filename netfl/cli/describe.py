@@ -81,7 +81,12 @@ def _ofdma_lines(scenario: Any) -> list[str]:
         f"  fading: {p.fading['model']}" + (f" ({fading})" if fading else ""),
         f"  powers: UE {p.ue_tx_power_dbm:g} dBm, BS {p.bs_tx_power_dbm:g} dBm; noise "
         f"{p.noise_dbm_per_hz:g} dBm/Hz, figures UE {p.noise_figure_ue_db:g} dB, BS "
-        f"{p.noise_figure_bs_db:g} dB",
+        f"{p.noise_figure_bs_db:g} dB"
+        + (
+            f"; serving-link beamforming gain {p.antenna_gain_db:g} dB (BS–UE links, not D2D)"
+            if p.antenna_gain_db
+            else ""
+        ),
         f"  uplink power control: {control}",
         f"  link abstraction: {p.efficiency['model']}" + (f" ({efficiency})" if efficiency else ""),
         f"  scheduler: {link.scheduler}; downlink allocation: {p.downlink_allocation}"
@@ -105,6 +110,17 @@ def _antenna_lines(scenario: Any) -> list[str]:
     element_dbi = float(element_gain_db(np.array(90.0), np.array(0.0)))
     calibration = f"{element_dbi + 10.0:.0f} dBi peak"
     if net is None:
+        gain = (
+            scenario.cell.link.channel_profile_resolved().antenna_gain_db
+            if (scenario.cell.link.mode == "ofdma")
+            else 0.0
+        )
+        if gain:
+            return [
+                f"  BS antenna: arrays steered at each served UE, {gain:g} dB on a serving "
+                "link with the UE's (the channel profile's antenna_gain_db; one cell, no "
+                "sectors, no beam misalignment)"
+            ]
         return [
             "  BS antenna: omni, 0 dBi in every direction (one cell, no sectors; the ns-3 "
             "LENA reference's isotropic antenna)",

@@ -237,6 +237,9 @@ def resolved(scenario: Scenario) -> dict[str, Any]:
                 link[key] = getattr(profile, key)
     devices = data["devices"]
     devices["layout"] = _layout_data(devices["layout"])
+    for section in (devices, *devices["groups"]):
+        if section.get("modem_profile") is None:  # (unset: as before the key existed, so
+            section.pop("modem_profile", None)  # a scenario's fingerprint is unchanged)
     for group in devices["groups"]:
         if group.get("layout") is not None:
             group["layout"] = _layout_data(group["layout"])

@@ -111,43 +111,63 @@ def _check_link_profiles(scenario: Scenario) -> list[tuple[str, str]]:
 
 
 def _check_modem_profiles(scenario: Scenario) -> list[tuple[str, str]]:
-    """``modem_profile: link`` needs a link (fixed rate: the device's link profile;
-    OFDMA or a network: the cell's channel profile) that names a measured modem; a
-    channel profile's beamforming gain is a single cell's (a network's BS antennas are
-    its sectors')."""
-    from channel_models import link_profiles
-    from channel_models.profile_catalog import channel_profiles
+    """``modem_profile: link`` needs, for every device it applies to, a link (fixed
+    rate: the device's link profile; OFDMA or a network: the cell's channel profile)
+    that names a known compute profile as its measured modem — reported at the key
+    that said ``link``; a channel profile's beamforming gain is a single cell's (a
+    network's BS antennas are its sectors')."""
+    from channel_models import get_link_profile, link_profiles
+    from netfl.compute.profiles import compute_profiles
 
     d, out = scenario.devices, []
     ofdma = scenario.cell.link.mode == "ofdma" or scenario.network is not None
     channel = scenario.cell.link.channel_profile_resolved() if ofdma else None
     if channel is not None and scenario.network is not None and channel.antenna_gain_db:
-        out.append(
-            (
-                "cell.link.channel_profile",
-                f"{channel.name!r} has a serving-link beamforming gain (antenna_gain_db "
-                f"{channel.antenna_gain_db:g} dB), a single cell's model; a network's BS "
-                "antennas are its sectors' (network.antenna)",
-            )
-        )
-    sections = [(f"devices.groups.{i}", g) for i, g in enumerate(d.groups)] + [("devices", d)]
-    for key, section in sections:
-        if section.modem_profile != "link":
+        out.append(("cell.link.channel_profile", network_gain_problem(channel)))
+    # each device's modem choice, the key that made it, and its link (fixed rate)
+    keys, links, i = ["devices.modem_profile"] * d.count, [d.link_profile] * d.count, 0
+    for k, g in enumerate(d.groups):
+        if g.modem_profile is not None:
+            keys[i : i + g.count] = [f"devices.groups.{k}.modem_profile"] * g.count
+        if g.link_profile is not None:
+            links[i : i + g.count] = [g.link_profile] * g.count
+        i += g.count
+    seen = set()
+    for modem, key, link_name in zip(d.modem_profiles_of(), keys, links, strict=True):
+        if modem != "link" or key in seen:
             continue
-        link_name = getattr(section, "link_profile", None) or d.link_profile
-        owner = channel or link_profiles()[link_name]
+        kind = "channel" if channel is not None else "link"
+        owner = channel if channel is not None else get_link_profile(link_name)
+        named = scenario.cell.link.profiles() if channel is not None else link_profiles()
         if owner.modem_profile is None:
-            kind = "channel" if channel is not None else "link"
-            named = channel_profiles() if channel is not None else link_profiles()
+            seen.add(key)
             those = ", ".join(n for n, p in named.items() if p.modem_profile is not None)
             out.append(
                 (
-                    f"{key}.modem_profile",
+                    key,
                     f"'link': {kind} profile {owner.name!r} names no measured modem "
-                    f"(those that do: {those}); name a compute profile instead",
+                    f"(those that do: {those or 'none'}); name a compute profile instead",
+                )
+            )
+        elif owner.modem_profile not in compute_profiles():
+            seen.add(key)
+            out.append(
+                (
+                    key,
+                    f"'link': {kind} profile {owner.name!r} names modem profile "
+                    f"{owner.modem_profile!r}, which is no compute profile",
                 )
             )
     return out
+
+
+def network_gain_problem(channel: Any) -> str:
+    """Why a network refuses a channel profile with a serving-link beamforming gain."""
+    return (
+        f"{channel.name!r} has a serving-link beamforming gain (antenna_gain_db "
+        f"{channel.antenna_gain_db:g} dB), a single cell's model; a network's BS "
+        "antennas are its sectors' (network.antenna)"
+    )
 
 
 def _parse_value(text: str) -> Any:

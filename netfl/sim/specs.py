@@ -205,6 +205,11 @@ def resolve_run(scenario: Scenario) -> RunSpec:
     s = scenario
     ofdma = s.cell.link.mode == "ofdma" or s.network is not None
     channel = s.cell.link.channel_profile_resolved() if ofdma else None
+    if channel is not None and s.network is not None and channel.antenna_gain_db:
+        # (parse_scenario refuses it with the key; a Scenario built otherwise lands here)
+        from netfl.scenario.files import network_gain_problem
+
+        raise ValueError(f"cell.link.channel_profile: {network_gain_problem(channel)}")
     law_height = float(channel.build_pathloss().height_tx_m) if channel is not None else 0.0
     server = get_compute_profile(s.server.compute_profile).with_overrides(
         **s.server.compute_overrides.model_dump()

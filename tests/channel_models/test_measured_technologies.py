@@ -123,3 +123,17 @@ def test_a_mmwave_run_writes_a_directory_that_reads_back(tmp_path):
     back = read_run(write_run(result, tmp_path / "mm", figures=False))
     assert back.scenario.cell.link.channel_profile == "nr_fr2_umi"
     assert len(back.rounds) == 2 and (back.transfers["delivered_bits"] > 0).all()
+
+
+def test_a_network_built_without_the_loader_refuses_the_gain_too():
+    """A Scenario validated directly (not through ``parse_scenario``'s cross-checks)
+    still cannot run a network on a serving-link gain: the run's resolution refuses it."""
+    from netfl.scenario.schema import Scenario
+    from netfl.sim.specs import resolve_run
+
+    data = tiny_scenario(
+        cell={"link": {"mode": "ofdma", "channel_profile": "nr_fr2_umi"}},
+        network={"sites": 1},
+    )
+    with pytest.raises(ValueError, match=r"antenna_gain_db 32"):
+        resolve_run(Scenario.model_validate(data))

@@ -127,3 +127,62 @@ def test_the_energy_charged_is_the_chosen_modems():
         pues["rx_energy_j"], pues["rx_s"] * (m.rx_power_w + m.rx_power_per_mbps_w * 20), rtol=1e-9
     )
     assert np.allclose(pues["tail_energy_j"], pues["tail_s"] * m.rrc_tail_power_w)
+
+
+def test_link_is_checked_against_each_devices_own_link():
+    """A group on another link inherits ``link`` from ``devices``: its own link decides.
+    A group on 3G under a top-level 4G link is refused (not silently left on its
+    compute profile's modem); a top-level 3G link that no device uses is no error."""
+    with pytest.raises(
+        ScenarioError, match=r"devices\.modem_profile: 'link': link profile '3g_hspa_plus'"
+    ):
+        parse_scenario(
+            tiny_scenario(
+                devices={
+                    "modem_profile": "link",
+                    "groups": [{"count": 2, "link_profile": "3g_hspa_plus"}],
+                }
+            )
+        )
+    data = tiny_scenario(
+        devices={
+            "link_profile": "3g_hspa_plus",
+            "modem_profile": "link",
+            "groups": [{"count": 4, "link_profile": "5g"}],
+        }
+    )
+    assert {c.modem_profile for c in _computes(data)} == {"s20u_5g_lowband"}
+
+
+def test_a_user_channel_profile_naming_an_unknown_modem_is_refused(tmp_path):
+    import yaml
+
+    from channel_models.profile_catalog import get_channel_profile
+
+    base = {k: v for k, v in vars(get_channel_profile("lte_5mhz")).items() if k not in ("name",)}
+    base["modem_profile"] = "bogus_phone"
+    base["special_slot_symbols"] = list(base["special_slot_symbols"])
+    (tmp_path / "mine.yaml").write_text(yaml.safe_dump({"profiles": {"mine": base}}))
+    cell = {
+        "link": {
+            "mode": "ofdma",
+            "channel_profile": "mine",
+            "channel_profile_file": str(tmp_path / "mine.yaml"),
+        }
+    }
+    with pytest.raises(
+        ScenarioError, match=r"devices\.modem_profile: .*'bogus_phone', which is no compute profile"
+    ):
+        parse_scenario(tiny_scenario(cell=cell, devices={"modem_profile": "link"}))
+
+
+def test_an_unset_modem_leaves_the_resolved_scenario_as_before():
+    """The resolved scenario (run directory, checkpoint fingerprint) names no
+    ``modem_profile`` where none was set, so checkpoints of earlier versions resume."""
+    from netfl.loading.scenarios import resolved
+
+    data = resolved(parse_scenario(tiny_scenario(devices={"groups": [{"count": 1}]})))
+    assert "modem_profile" not in data["devices"]
+    assert "modem_profile" not in data["devices"]["groups"][0]
+    data = resolved(parse_scenario(tiny_scenario(devices={"modem_profile": "link"})))
+    assert data["devices"]["modem_profile"] == "link"
