@@ -11,9 +11,11 @@ transfers. Draws from the run directories:
 
 - per run and per radio/model/modem (mean ± std over seeds): the update's size, the
   uplink and downlink rates on air, the modem's energy per round by state (transmit,
-  receive, wait, tail, promotion) and per bit on air (``runs.csv``, ``summary.csv``);
+  receive, wait, tail, promotion) and per bit (the transfers' transmit or receive
+  energy, queueing included, over their bits) (``runs.csv``, ``summary.csv``);
 - per radio and model, the 2012 model over the measured phone on the same seed
-  (``paired.csv``), and ``energy_per_bit.png``.
+  (``paired.csv``), and ``energy_per_bit.png`` — in ``analysis/modem_energy/``
+  whatever ``--out`` (the run directories) says.
 
     .venv/bin/python analysis/modem_energy_study.py [--workers 1]
 """
@@ -135,6 +137,9 @@ def main() -> None:
     ap.add_argument("--out", default=str(ROOT / "runs" / "modem_energy_study"))
     args = ap.parse_args()
     index, where = run_study(args.workers, Path(args.out))
+    failed = index[index["status"] != "complete"]
+    if len(failed):  # (a missing seed would skew the means and the pairs silently)
+        raise SystemExit(f"{len(failed)} runs did not complete: {', '.join(failed['run'])}")
     runs = per_run(index, where)
     table = summary(runs)
     ratios = paired(runs)

@@ -138,6 +138,10 @@ def _devices(
         compute, link = get_compute_profile(cp), get_link_profile(lp)
         if modem == "link":
             modem = (channel or link).modem_profile
+            if modem is None:  # (parse_scenario refuses it with the key)
+                raise ValueError(
+                    f"devices.modem_profile: 'link': {(channel or link).name!r} names no modem"
+                )
         if modem is not None:
             compute = compute.with_modem(get_compute_profile(modem))
         out.append((compute.with_overrides(**overrides), link))
