@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test test-all lint bench clean
+.PHONY: demo test test-slow test-all lint bench clean
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -16,6 +16,9 @@ demo: $(BIN)/.installed
 
 test: $(BIN)/.installed
 	$(BIN)/python -m pytest -q
+
+test-slow: $(BIN)/.installed
+	$(BIN)/python -m pytest -q -m slow
 
 test-all: $(BIN)/.installed
 	$(BIN)/python -m pytest -q -m ''

@@ -212,7 +212,7 @@ def test_fedavg_runs_agree_between_executors():
     np.testing.assert_allclose(accuracies("batched"), accuracies("serial"), atol=2e-3)
 
 
-@pytest.mark.slow  # (36 s: `make test-all`)
+@pytest.mark.slow  # (36 s: `make test-slow`, which CI runs too)
 def test_twenty_rounds_agree_within_a_standard_deviation_over_seeds():
     """FedAvg, 10 clients, 2NN, 20 rounds, seeds 1-3: the batched runs' final accuracies
     are the serial runs' within one standard deviation over the seeds (and, seed by seed,

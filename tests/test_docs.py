@@ -37,7 +37,19 @@ def test_every_tutorial_is_in_the_nav_and_has_runnable_blocks():
         assert any(lang == "bash" for lang, _ in blocks(t)), t.name
 
 
-@pytest.mark.parametrize("path", TUTORIALS, ids=lambda p: p.stem)
+#: the tutorial the default suite runs as a smoke check; the others (about 3½ minutes
+#: together) are ``slow``: ``make test-slow``, which CI runs too
+SMOKE_TUTORIAL = "first-cell"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        p if p.stem == SMOKE_TUTORIAL else pytest.param(p, marks=pytest.mark.slow)
+        for p in TUTORIALS
+    ],
+    ids=lambda p: p.stem,
+)
 def test_tutorial_runs_as_written(path, tmp_path):
     for name in ("scenarios", "examples"):
         (tmp_path / name).symlink_to(ROOT / name)

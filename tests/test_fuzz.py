@@ -167,6 +167,7 @@ def _near(value):
     return st.just(value)
 
 
+@pytest.mark.slow  # (about 30 s: `make test-slow`, which CI runs too)
 @settings(
     max_examples=1000,
     deadline=5000,

@@ -29,6 +29,7 @@ DATA = json.loads(FIXTURE.read_text())
 TOLERANCE_DB = 1.0
 
 
+@pytest.mark.slow  # (about 50 s each: `make test-slow`, which CI runs too)
 @pytest.mark.parametrize("scenario", sorted(DATA["scenarios"]))
 def test_percentiles_against_sionna(scenario):
     entry = DATA["scenarios"][scenario]
