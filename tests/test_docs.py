@@ -44,10 +44,7 @@ SMOKE_TUTORIAL = "first-cell"
 
 @pytest.mark.parametrize(
     "path",
-    [
-        p if p.stem == SMOKE_TUTORIAL else pytest.param(p, marks=pytest.mark.slow)
-        for p in TUTORIALS
-    ],
+    [p if p.stem == SMOKE_TUTORIAL else pytest.param(p, marks=pytest.mark.slow) for p in TUTORIALS],
     ids=lambda p: p.stem,
 )
 def test_tutorial_runs_as_written(path, tmp_path):
