@@ -106,8 +106,9 @@ def _cmd_list(args: argparse.Namespace) -> int:
         "models": {n: description for n, (_, description) in MODEL_CATALOG.items()},
         "partitions": {n: (f.__doc__ or "").strip() for n, f in PARTITIONERS.items()},
         "link-profiles": {
-            n: f"up {p.uplink_bps / 1e6:g} Mbit/s, down {p.downlink_bps / 1e6:g} "
-            f"Mbit/s  {p.description}"
+            n: f"up {p.uplink_bps / 1e6:g} Mbit/s, down {p.downlink_bps / 1e6:g} Mbit/s"
+            + (f", modem {p.modem_profile}" if p.modem_profile else "")
+            + f"  {p.description}"
             for n, p in link_profiles().items()
         },
         "channel-profiles": {
@@ -118,6 +119,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
                 if p.downlink_allocation == "rbg_round_robin"
                 else "fractional RBs"
             )
+            + (f", modem {p.modem_profile}" if p.modem_profile else "")
             + f"  {p.description}"
             for n, p in channel_profiles().items()
         },

@@ -177,6 +177,16 @@ def _fixed_rate_lines(scenario: Any, world: Any) -> list[str]:
     return lines
 
 
+def _modem_line(scenario: Any, world: Any) -> str:
+    """Whose modem the devices draw (``devices.modem_profile``), with each count."""
+    from collections import Counter
+
+    modems = Counter(d.compute.modem_profile or d.compute.name for d in world.all_devices)
+    chosen = scenario.devices.modem_profile
+    how = f" (devices.modem_profile: {chosen})" if chosen else " (their compute profiles')"
+    return "  modems: " + ", ".join(f"{n} × {m}" for m, n in modems.items()) + how
+
+
 def describe_lines(scenario: Any, source: str) -> list[str]:
     """The lines ``netfl describe`` prints for ``scenario`` (builds its first drop)."""
     from netfl import World
@@ -199,6 +209,7 @@ def describe_lines(scenario: Any, source: str) -> list[str]:
             lines += _ofdma_lines(scenario) + _antenna_lines(scenario)
         else:
             lines += _fixed_rate_lines(scenario, world)
+        lines.append(_modem_line(scenario, world))
         coverage = world.coverage.tables().get("coverage")
         if coverage is not None and len(coverage):
             what = "SINR" if "cell" in coverage else "SNR"

@@ -141,9 +141,9 @@ class LinkSection(_Strict):
     )
     channel_profile_file: str | None = Field(
         None,
-        description="a YAML file of user-defined profiles (the format of netfl's "
-        "channel_profiles.yaml: profiles: {NAME: {...}}), relative to the scenario file; "
-        "its names join the built-in ones",
+        description="a YAML file of user-defined profiles (the format of the built-in "
+        "channel_models/data/channel_profiles.yaml: profiles: {NAME: {...}}), relative to "
+        "the scenario file; its names join the built-in ones",
     )
     scheduler: str = Field(
         "round_robin",

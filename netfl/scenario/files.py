@@ -146,7 +146,9 @@ def _check_modem_profiles(scenario: Scenario) -> list[tuple[str, str]]:
                 (
                     key,
                     f"'link': {kind} profile {owner.name!r} names no measured modem "
-                    f"(those that do: {those or 'none'}); name a compute profile instead",
+                    f"(those that do: {those or 'none'}); choose one of those, or name a "
+                    "modem profile (s20u_lte, s20u_5g_lowband, s20u_5g_mmwave, "
+                    "huang2012_lte or any compute profile)",
                 )
             )
         elif owner.modem_profile not in compute_profiles():
@@ -166,7 +168,8 @@ def network_gain_problem(channel: Any) -> str:
     return (
         f"{channel.name!r} has a serving-link beamforming gain (antenna_gain_db "
         f"{channel.antenna_gain_db:g} dB), a single cell's model; a network's BS "
-        "antennas are its sectors' (network.antenna)"
+        "antennas are its sectors' (network.antenna): drop network: for one cell, or "
+        "give cell.link.channel_profile_file a copy of the profile without antenna_gain_db"
     )
 
 

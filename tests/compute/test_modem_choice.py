@@ -186,3 +186,21 @@ def test_an_unset_modem_leaves_the_resolved_scenario_as_before():
     assert "modem_profile" not in data["devices"]["groups"][0]
     data = resolved(parse_scenario(tiny_scenario(devices={"modem_profile": "link"})))
     assert data["devices"]["modem_profile"] == "link"
+
+
+def test_describe_and_list_name_the_modems(tmp_path, capsys):
+    import yaml
+
+    from netfl.cli.app import main
+
+    cell = {"link": {"mode": "ofdma", "channel_profile": "nr_fr2_umi"}}
+    groups = [{"count": 1, "modem_profile": "huang2012_lte"}]
+    data = tiny_scenario(cell=cell, devices={"modem_profile": "link", "groups": groups})
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(data))
+    assert main(["describe", str(tmp_path / "s.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert "modems: 1 × huang2012_lte, 3 × s20u_5g_mmwave (devices.modem_profile: link)" in out
+    assert "serving-link beamforming gain 32 dB" in out
+    assert main(["list", "channel-profiles"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if "nr_lowband" in x)
+    assert "modem s20u_5g_lowband" in line
