@@ -255,3 +255,15 @@ def test_a_run_directory_has_the_modes_the_umask_gives(scenario_file, tmp_path):
     finally:
         os.umask(old)
     assert stat.S_IMODE(out.stat().st_mode) == 0o755
+
+
+def test_the_summary_line_says_why_there_is_no_accuracy(scenario_file, tmp_path, capsys):
+    """A timing run evaluates nothing: its summary says so instead of printing NaN; a
+    learn run prints the last round's accuracy."""
+    assert main(["run", str(scenario_file), "--out", str(tmp_path / "t"), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "accuracy n/a (timing mode)," in out and "nan" not in out
+    args = ["run", str(scenario_file), "--out", str(tmp_path / "l"), "--no-progress"]
+    assert main([*args, "--set", "learning.mode=learn"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if "accuracy" in x)
+    assert float(line.split("accuracy ")[1].split(",")[0]) > 0.0

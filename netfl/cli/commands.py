@@ -148,9 +148,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"{what}: {written}", file=sys.stderr)
         return 143 if isinstance(signal_seen[0], Terminated) else 130
     last = result.rounds.iloc[-1]
+    accuracy = (
+        f"{last['accuracy']:.4f}"
+        if last["accuracy"] == last["accuracy"]  # (NaN: no evaluation in the last round)
+        else "n/a (timing mode)"
+        if scenario.learning.mode == "timing"
+        else "n/a (not evaluated in the last round)"
+    )
     print(
         f"{scenario.name}: {len(result.rounds)} rounds ({result.stop_reason}), "
-        f"accuracy {last['accuracy']:.4f}, simulated {last['sim_time_s']:.2f} s, "
+        f"accuracy {accuracy}, simulated {last['sim_time_s']:.2f} s, "
         f"device energy {result.rounds['device_energy_j'].sum():.1f} J, "
         f"wall {result.wall_time_s:.1f} s"
     )
