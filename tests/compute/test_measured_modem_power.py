@@ -83,20 +83,16 @@ def test_the_profiles_carry_the_fit(measured):
         assert "Narayanan et al., SIGCOMM 2021" in profile.sources["tx_power_w"]
 
 
-def test_the_fit_rerun_on_the_artifact_reproduces_the_fixture(tmp_path, measured):
+def test_the_fit_rerun_on_the_artifact_reproduces_the_fixture(
+    tmp_path, measured, sigcomm21_artifact
+):
     """Where the artifact is at hand (the fetch tool's snapshot of
     github.com/SIGCOMM21-5G/artifact), the fit script writes the committed figures and
     coefficients again."""
     from validation.sigcomm21 import fit_modem_power
 
-    artifact = fit_modem_power.DEFAULT_ARTIFACT
-    if not artifact.exists():
-        pytest.skip(
-            f"the SIGCOMM21-5G artifact is not at {artifact} (fetch github:SIGCOMM21-5G/"
-            "artifact, or run the script with --artifact PATH): the fit is not re-run"
-        )
     out = tmp_path / "fit.json"
-    assert fit_modem_power.main(["--artifact", str(artifact), "--out", str(out)]) == 0
+    assert fit_modem_power.main(["--artifact", str(sigcomm21_artifact), "--out", str(out)]) == 0
     again = json.loads(out.read_text())
     assert again["fit"] == measured["fit"]
     assert again["figures"] == measured["figures"]

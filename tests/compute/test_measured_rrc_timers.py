@@ -62,13 +62,9 @@ def test_a_clean_step_is_found_where_it_is():
     assert got["promotion_s"] == pytest.approx(0.25, abs=0.07)
 
 
-def test_the_fit_rerun_on_the_artifact_reproduces_the_fixture(tmp_path, measured):
-    artifact = fit_rrc_timers.DEFAULT_ARTIFACT
-    if not artifact.exists():
-        pytest.skip(
-            f"the SIGCOMM21-5G artifact is not at {artifact} (fetch github:SIGCOMM21-5G/"
-            "artifact, or run the script with --artifact PATH): the fit is not re-run"
-        )
+def test_the_fit_rerun_on_the_artifact_reproduces_the_fixture(
+    tmp_path, measured, sigcomm21_artifact
+):
     out = tmp_path / "rrc.json"
-    assert fit_rrc_timers.main(["--artifact", str(artifact), "--out", str(out)]) == 0
+    assert fit_rrc_timers.main(["--artifact", str(sigcomm21_artifact), "--out", str(out)]) == 0
     assert json.loads(out.read_text()) == measured
