@@ -108,6 +108,7 @@ class RandomWaypoint:
     _times: list = field(default_factory=list)  # leg start times
     _points: list = field(default_factory=list)  # leg start points
     _speeds: list = field(default_factory=list)
+    _arrays: tuple | None = field(default=None, repr=False)  # (the three, as arrays)
 
     def __post_init__(self) -> None:
         _check_speed(self.v_min_mps, "v_min")
@@ -134,11 +135,16 @@ class RandomWaypoint:
     def positions(self, t_s: np.ndarray) -> np.ndarray:
         t = np.atleast_1d(np.asarray(t_s, dtype=float))
         self._extend(float(t.max(initial=0.0)))
-        starts = np.asarray(self._times)
-        points = np.asarray(self._points)
-        leg = np.clip(np.searchsorted(starts, t, side="right") - 1, 0, len(self._speeds) - 1)
+        if self._arrays is None or len(self._arrays[0]) != len(self._times):
+            self._arrays = (
+                np.asarray(self._times),
+                np.asarray(self._points),
+                np.asarray(self._speeds),
+            )  # (kept until the next leg: a path is asked about thousands of times)
+        starts, points, speeds = self._arrays
+        leg = np.clip(np.searchsorted(starts, t, side="right") - 1, 0, len(speeds) - 1)
         a, b = points[leg], points[leg + 1]
-        travel = np.hypot(*(b - a).T) / np.asarray(self._speeds)[leg]
+        travel = np.hypot(*(b - a).T) / speeds[leg]
         frac = np.clip((t - starts[leg]) / np.where(travel > 0, travel, 1.0), 0.0, 1.0)
         return a + frac[:, None] * (b - a)
 

@@ -115,19 +115,18 @@ class HexLayout:
         lattice cell, which the cluster's hexagons and their first-ring images cover, so
         the nearest site image found there is exact."""
         xy = np.asarray(xy, dtype=float).reshape(-1, 2)
-        wraps = self.wrap_vectors()
-        if not len(wraps) or not len(xy):
+        if not self.wrap_around or self.rings == 0 or not len(xy):
             return xy.copy()
-        basis = wraps[:2]  # (2, 2): rows w0, w1
-        coeff = np.floor(np.linalg.solve(basis.T, xy.T).T)  # (n, 2)
-        steps = np.array([(i, j) for i in (0, 1) for j in (0, 1)], dtype=float)
-        lattice = (coeff[:, None, :] + steps[None, :, :]) @ basis  # (n, 4, 2)
-        nearest = np.argmin(((xy[:, None, :] - lattice) ** 2).sum(axis=2), axis=1)
-        p = xy - lattice[np.arange(len(xy)), nearest]
-        sites = self.site_xy()
-        off = nearest_image_offsets(p, sites, wraps)  # (n, sites, 2)
-        home = np.argmin((off**2).sum(axis=2), axis=1)
-        return sites[home] + off[np.arange(len(xy)), home]
+        basis, to_coeff, images, sites = _fold_frame(self.rings, self.isd_m)
+        coeff = np.floor(xy @ to_coeff)  # (n, 2): the point in the basis w0, w1
+        lattice = (coeff[:, None, :] + _CORNERS[None, :, :]) @ basis  # (n, 4, 2)
+        gap = xy[:, None, :] - lattice
+        nearest = np.argmin(np.einsum("nki,nki->nk", gap, gap), axis=1)
+        p = gap[np.arange(len(xy)), nearest]
+        # (nearest_image_offsets, inlined: the site images nearest to p)
+        d = p[:, None, :] - images[None, :, :]  # (n, sites · K, 2)
+        k = np.argmin(np.einsum("nji,nji->nj", d, d), axis=1)
+        return sites[k] + d[np.arange(len(xy)), k]
 
     def area_m2(self) -> float:
         """The deployment's area: every site's hexagon, (√3/2)·ISD² each."""
@@ -156,6 +155,25 @@ class HexLayout:
         it within ±60° of the sector's boresight (by rejection)."""
         cells = np.arange(n) % self.num_cells
         return _drop_in_cells(self, cells, rng)
+
+
+#: the four lattice points around a point's floor in the wrap basis (:meth:`HexLayout.fold`)
+_CORNERS = np.array([(0.0, 0.0), (0.0, 1.0), (1.0, 0.0), (1.0, 1.0)])
+
+
+@functools.lru_cache(maxsize=64)
+def _fold_frame(rings: int, isd_m: float) -> tuple[np.ndarray, ...]:
+    """What :meth:`HexLayout.fold` needs of a wrap-around layout, computed once: the
+    lattice basis (rows w0, w1), the map from a point to its coordinates in it, every
+    site image (each site plus each wrap vector or none, ``(sites · K, 2)``) and the
+    site each image is of."""
+    wraps = _wrap_vectors(rings, isd_m)
+    basis = wraps[:2].copy()
+    sites = _site_xy(rings, isd_m)
+    shifts = np.concatenate([np.zeros((1, 2)), wraps])  # (K, 2)
+    images = (sites[:, None, :] + shifts[None, :, :]).reshape(-1, 2)
+    home = np.repeat(sites, len(shifts), axis=0)
+    return basis, np.linalg.inv(basis.T).T, images, home
 
 
 @functools.lru_cache(maxsize=64)
