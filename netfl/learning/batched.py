@@ -195,16 +195,24 @@ def train_batched(context: LearningContext, tasks: list[TrainTask]) -> list[Trai
 
     step_fn = vmap(grad_and_value(loss, has_aux=True))
     lr, mu, wd = config.lr, config.momentum, config.weight_decay
+    full_mask = torch.ones((c, width), device=device)
     for s in range(steps):
-        xs = torch.zeros((c, width, *feature_shape), dtype=batches[0][0][0].dtype, device=device)
-        ys = torch.zeros((c, width), dtype=batches[0][0][1].dtype, device=device)
-        mask = torch.zeros((c, width), device=device)
-        active = torch.zeros(c, dtype=torch.bool, device=device)
-        for k, b in enumerate(batches):
-            if s < len(b):
-                xb, yb = b[s]
-                xs[k, : len(yb)], ys[k, : len(yb)], mask[k, : len(yb)] = xb, yb, 1.0
-                active[k] = True
+        here = [b[s] if s < len(b) else None for b in batches]
+        if all(h is not None and len(h[1]) == width for h in here):  # (no padding)
+            xs = torch.stack([h[0] for h in here])
+            ys = torch.stack([h[1] for h in here])
+            mask = full_mask
+        else:
+            xs = torch.zeros(
+                (c, width, *feature_shape), dtype=batches[0][0][0].dtype, device=device
+            )
+            ys = torch.zeros((c, width), dtype=batches[0][0][1].dtype, device=device)
+            mask = torch.zeros((c, width), device=device)
+            for k, h in enumerate(here):
+                if h is not None:
+                    xb, yb = h
+                    xs[k, : len(yb)], ys[k, : len(yb)], mask[k, : len(yb)] = xb, yb, 1.0
+        active = torch.tensor([h is not None for h in here], dtype=torch.bool, device=device)
         with norms:
             grads, (values, stats) = step_fn(params, xs, ys, mask, anchors, prox)
         norms.update(buffers, stats, active)
@@ -270,10 +278,17 @@ class BatchedExecutor(SerialExecutor):
         #: batch models with convolutions on a CPU too (off: they lose there; the
         #: equivalence tests turn it on)
         self.convolutions_on_cpu = False
+        self._verdicts: dict[tuple[str, bool], str | None] = {}
 
     def _why_not(self, task: TrainTask) -> str | None:
-        spec = self.context.specs[task.model]
-        model = self.context.model(task.model)
+        key = (task.model, self.convolutions_on_cpu)
+        if key not in self._verdicts:  # (an architecture's verdict: the same every job)
+            self._verdicts[key] = self._judge(task.model)
+        return self._verdicts[key]
+
+    def _judge(self, name: str) -> str | None:
+        spec = self.context.specs[name]
+        model = self.context.model(name)
         if (
             not self.convolutions_on_cpu
             and self.context.device.type == "cpu"
