@@ -16,7 +16,6 @@ seconds each) with ``netfl.sweep`` and draws from the run directories:
 
 from __future__ import annotations
 
-import argparse
 import warnings
 from pathlib import Path
 
@@ -26,6 +25,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from study_output import save_figure, show_tables, study_parser, write_tables  # noqa: E402
 
 from netfl import read_run  # noqa: E402
 from netfl.sweep import expand, load_sweep, run_sweep  # noqa: E402
@@ -153,18 +153,11 @@ def figure(index: pd.DataFrame, where: Path, target: float) -> None:
         ax.set_ylim(0.5, 1.0)
         ax.grid(alpha=0.3)
     by_time.legend(fontsize=8)
-    fig.tight_layout()
-    OUT.mkdir(parents=True, exist_ok=True)
-    fig.savefig(OUT / "accuracy_vs_time_energy.png", dpi=120)
-    plt.close(fig)
+    save_figure(fig, OUT, "accuracy_vs_time_energy.png")
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--workers", type=int, default=1)
-    ap.add_argument("--target", type=float, default=0.85, help="fixed target accuracy")
-    ap.add_argument("--out", default=str(ROOT / "runs" / "async_study"))
-    args = ap.parse_args()
+    args = study_parser(__doc__, "async_study", 0.85).parse_args()
     spec, path = load_sweep(ROOT / "scenarios" / "async" / "compare.sweep.yaml")
     where = Path(args.out) / spec.name
     index = run_sweep(
@@ -173,14 +166,8 @@ def main() -> None:
     runs = per_run(index, where, args.target)
     table, ratios = summary(runs), paired(runs)
     figure(index, where, args.target)
-    OUT.mkdir(parents=True, exist_ok=True)
-    runs.to_csv(OUT / "runs.csv", index=False)
-    table.to_csv(OUT / "summary.csv", index=False)
-    ratios.to_csv(OUT / "paired.csv", index=False)
-    pd.set_option("display.width", 220)
-    print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-    print(ratios.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-    print(f"figures and tables: {OUT}")
+    write_tables(OUT, runs=runs, summary=table, paired=ratios)
+    show_tables(table, ratios, OUT, 220, "figures and tables")
 
 
 if __name__ == "__main__":

@@ -19,7 +19,6 @@ codec the variable) and draws from the run directories:
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import matplotlib
@@ -30,6 +29,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from hierfavg_study import summary  # noqa: E402  (the same per-variant table)
 from study_bands import band, band_on_time  # noqa: E402
+from study_output import save_figure, show_tables, study_parser, write_tables  # noqa: E402
 
 from netfl import read_run  # noqa: E402
 from netfl.sweep import expand, load_sweep, run_sweep  # noqa: E402
@@ -120,31 +120,18 @@ def figure(index: pd.DataFrame, where: Path, target: float) -> None:
         ax.set_ylabel("test accuracy")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-    fig.tight_layout()
-    OUT.mkdir(parents=True, exist_ok=True)
-    fig.savefig(OUT / "accuracy_vs_bits_and_time.png", dpi=120)
-    plt.close(fig)
+    save_figure(fig, OUT, "accuracy_vs_bits_and_time.png")
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--workers", type=int, default=1)
-    ap.add_argument("--target", type=float, default=0.9, help="fixed target accuracy")
-    ap.add_argument("--out", default=str(ROOT / "runs" / "codecs_study"))
-    args = ap.parse_args()
+    args = study_parser(__doc__, "codecs_study", 0.9).parse_args()
     index, where = run_study(args.workers, Path(args.out))
     runs = per_run(index, where, args.target)
     table = summary(runs).set_index("variant").reindex(VARIANTS).reset_index()
     ratios = paired(runs)
     figure(index, where, args.target)
-    OUT.mkdir(parents=True, exist_ok=True)
-    runs.to_csv(OUT / "runs.csv", index=False)
-    table.to_csv(OUT / "summary.csv", index=False)
-    ratios.to_csv(OUT / "paired.csv", index=False)
-    pd.set_option("display.width", 250)
-    print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-    print(ratios.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-    print(f"figures: {OUT}")
+    write_tables(OUT, runs=runs, summary=table, paired=ratios)
+    show_tables(table, ratios, OUT, 250)
 
 
 if __name__ == "__main__":

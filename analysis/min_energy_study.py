@@ -19,7 +19,6 @@ timing mode) with ``netfl.sweep`` and draws from the run directories:
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import matplotlib
@@ -27,6 +26,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
+from study_output import save_figure, show_tables, study_parser, write_tables  # noqa: E402
 
 from netfl import read_run  # noqa: E402
 from netfl.sweep import expand, load_sweep, run_sweep  # noqa: E402
@@ -106,30 +106,18 @@ def figure(table: pd.DataFrame) -> None:
         ax.set_xlabel("round deadline [s]")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-    fig.tight_layout()
-    OUT.mkdir(parents=True, exist_ok=True)
-    fig.savefig(OUT / "energy_vs_deadline.png", dpi=120)
-    plt.close(fig)
+    save_figure(fig, OUT, "energy_vs_deadline.png")
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--workers", type=int, default=1)
-    ap.add_argument("--out", default=str(ROOT / "runs" / "min_energy_study"))
-    args = ap.parse_args()
+    args = study_parser(__doc__, "min_energy_study").parse_args()
     index, where = run_study(args.workers, Path(args.out))
     runs = per_run(index, where)
     table = summary(runs)
     saved = paired(runs)
     figure(table)
-    OUT.mkdir(parents=True, exist_ok=True)
-    runs.to_csv(OUT / "runs.csv", index=False)
-    table.to_csv(OUT / "summary.csv", index=False)
-    saved.to_csv(OUT / "paired.csv", index=False)
-    pd.set_option("display.width", 250)
-    print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-    print(saved.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-    print(f"figures: {OUT}")
+    write_tables(OUT, runs=runs, summary=table, paired=saved)
+    show_tables(table, saved, OUT, 250)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ transfers. Draws from the run directories:
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import matplotlib
@@ -30,6 +29,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
+from study_output import save_figure, show_tables, study_parser, write_tables  # noqa: E402
 
 from netfl import read_run  # noqa: E402
 from netfl.sweep import expand, load_sweep, run_sweep  # noqa: E402
@@ -125,17 +125,11 @@ def figure(table: pd.DataFrame) -> None:
         ax.set_title(f"CNN {direction}s, 10 phones, 200 m cell")
         ax.grid(alpha=0.3, axis="y")
         ax.legend(fontsize=8)
-    fig.tight_layout()
-    OUT.mkdir(parents=True, exist_ok=True)
-    fig.savefig(OUT / "energy_per_bit.png", dpi=120)
-    plt.close(fig)
+    save_figure(fig, OUT, "energy_per_bit.png")
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--workers", type=int, default=1)
-    ap.add_argument("--out", default=str(ROOT / "runs" / "modem_energy_study"))
-    args = ap.parse_args()
+    args = study_parser(__doc__, "modem_energy_study").parse_args()
     index, where = run_study(args.workers, Path(args.out))
     failed = index[index["status"] != "complete"]
     if len(failed):  # (a missing seed would skew the means and the pairs silently)
@@ -144,15 +138,9 @@ def main() -> None:
     table = summary(runs)
     ratios = paired(runs)
     figure(table)
-    OUT.mkdir(parents=True, exist_ok=True)
-    runs.to_csv(OUT / "runs.csv", index=False)
-    table.to_csv(OUT / "summary.csv", index=False)
-    ratios.to_csv(OUT / "paired.csv", index=False)
-    pd.set_option("display.width", 250)
+    write_tables(OUT, runs=runs, summary=table, paired=ratios)
     pd.set_option("display.max_columns", 40)
-    print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-    print(ratios.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-    print(f"figures: {OUT}")
+    show_tables(table, ratios, OUT, 250)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ from the run directories:
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import matplotlib
@@ -32,6 +31,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from study_bands import band_by_round  # noqa: E402
+from study_output import save_figure, show_tables, study_parser, write_tables  # noqa: E402
 
 from netfl import read_run  # noqa: E402
 from netfl.sweep import expand, load_sweep, run_sweep  # noqa: E402
@@ -131,31 +131,18 @@ def figure(index: pd.DataFrame, where: Path) -> None:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     axes[0].set_ylabel("test accuracy")
-    fig.tight_layout()
-    OUT.mkdir(parents=True, exist_ok=True)
-    fig.savefig(OUT / "accuracy_vs_round.png", dpi=120)
-    plt.close(fig)
+    save_figure(fig, OUT, "accuracy_vs_round.png")
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--workers", type=int, default=1)
-    ap.add_argument("--target", type=float, default=0.7, help="fixed target accuracy")
-    ap.add_argument("--out", default=str(ROOT / "runs" / "scheduling_study"))
-    args = ap.parse_args()
+    args = study_parser(__doc__, "scheduling_study", 0.7).parse_args()
     index, where = run_study(args.workers, Path(args.out))
     runs = per_run(index, where, args.target)
     table = summary(runs)
     diffs = paired(runs)
     figure(index, where)
-    OUT.mkdir(parents=True, exist_ok=True)
-    runs.to_csv(OUT / "runs.csv", index=False)
-    table.to_csv(OUT / "summary.csv", index=False)
-    diffs.to_csv(OUT / "paired.csv", index=False)
-    pd.set_option("display.width", 250)
-    print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-    print(diffs.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-    print(f"figures: {OUT}")
+    write_tables(OUT, runs=runs, summary=table, paired=diffs)
+    show_tables(table, diffs, OUT, 250)
 
 
 if __name__ == "__main__":
