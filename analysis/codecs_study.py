@@ -29,10 +29,15 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from hierfavg_study import summary  # noqa: E402  (the same per-variant table)
 from study_bands import band, band_on_time  # noqa: E402
-from study_output import save_figure, show_tables, study_parser, write_tables  # noqa: E402
+from study_output import (  # noqa: E402
+    run_sweep_file,
+    save_figure,
+    show_tables,
+    study_parser,
+    write_tables,
+)
 
 from netfl import read_run  # noqa: E402
-from netfl.sweep import expand, load_sweep, run_sweep  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "analysis" / "codecs"
@@ -40,11 +45,7 @@ VARIANTS = ["none", "fp16", "qsgd", "topk", "sign"]
 
 
 def run_study(workers: int, out: Path) -> tuple[pd.DataFrame, Path]:
-    spec, path = load_sweep(ROOT / "scenarios" / "codecs" / "compress.sweep.yaml")
-    runs = expand(spec, path, {"outputs.figures": False})
-    where = out / spec.name
-    index = run_sweep(runs, where, workers, None, lambda n, s: print(f"  {n}: {s}", flush=True))
-    return index, where
+    return run_sweep_file("codecs/compress.sweep.yaml", workers, out)
 
 
 def per_run(index: pd.DataFrame, where: Path, target: float) -> pd.DataFrame:

@@ -29,10 +29,15 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
-from study_output import save_figure, show_tables, study_parser, write_tables  # noqa: E402
+from study_output import (  # noqa: E402
+    run_sweep_file,
+    save_figure,
+    show_tables,
+    study_parser,
+    write_tables,
+)
 
 from netfl import read_run  # noqa: E402
-from netfl.sweep import expand, load_sweep, run_sweep  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "analysis" / "modem_energy"
@@ -41,11 +46,7 @@ STATES = ["tx", "rx", "wait", "tail", "promotion"]
 
 
 def run_study(workers: int, out: Path) -> tuple[pd.DataFrame, Path]:
-    spec, path = load_sweep(ROOT / "scenarios" / "modem_energy" / "modem_energy.sweep.yaml")
-    runs = expand(spec, path, {"outputs.figures": False})
-    where = out / spec.name
-    index = run_sweep(runs, where, workers, None, lambda n, s: print(f"  {n}: {s}", flush=True))
-    return index, where
+    return run_sweep_file("modem_energy/modem_energy.sweep.yaml", workers, out)
 
 
 def per_run(index: pd.DataFrame, where: Path) -> pd.DataFrame:

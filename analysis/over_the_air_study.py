@@ -36,9 +36,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from study_bands import band_by_round  # noqa: E402
+from study_output import run_sweep_file  # noqa: E402
 
 from netfl import read_run  # noqa: E402
-from netfl.sweep import expand, load_sweep, run_sweep  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "analysis" / "over_the_air"
@@ -46,10 +46,7 @@ THRESHOLDS = ["g0.01", "g0.1", "g0.5", "g1.5"]
 
 
 def sweep(name: str, workers: int, out: Path) -> tuple[pd.DataFrame, Path]:
-    spec, path = load_sweep(ROOT / "scenarios" / "over_the_air" / f"{name}.sweep.yaml")
-    runs = expand(spec, path, {"outputs.figures": False})
-    where = out / spec.name
-    index = run_sweep(runs, where, workers, None, lambda n, s: print(f"  {n}: {s}", flush=True))
+    index, where = run_sweep_file(f"over_the_air/{name}.sweep.yaml", workers, out)
     return index[index["status"] == "complete"], where
 
 

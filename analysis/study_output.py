@@ -24,6 +24,19 @@ def study_parser(doc: str, name: str, target: float | None = None) -> argparse.A
     return ap
 
 
+def run_sweep_file(sweep: str, workers: int, out: Path) -> tuple[pd.DataFrame, Path]:
+    """The sweep file ``scenarios/<sweep>`` run with figures off into ``out/<its name>``
+    (runs already complete there are kept), each run's status printed as it ends: the
+    sweep's index and that folder."""
+    from netfl.sweep import expand, load_sweep, run_sweep
+
+    spec, path = load_sweep(ROOT / "scenarios" / sweep)
+    runs = expand(spec, path, {"outputs.figures": False})
+    where = out / spec.name
+    index = run_sweep(runs, where, workers, None, lambda n, s: print(f"  {n}: {s}", flush=True))
+    return index, where
+
+
 def save_figure(fig, out: Path, name: str) -> None:
     """``fig`` laid out and written to ``out/name`` (120 dpi), then closed."""
     import matplotlib.pyplot as plt
