@@ -108,7 +108,7 @@ class RandomWaypoint:
     _times: list = field(default_factory=list)  # leg start times
     _points: list = field(default_factory=list)  # leg start points
     _speeds: list = field(default_factory=list)
-    _arrays: tuple | None = field(default=None, repr=False)  # (the three, as arrays)
+    _arrays: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         _check_speed(self.v_min_mps, "v_min")
@@ -120,6 +120,7 @@ class RandomWaypoint:
         if self.pause_s < 0:
             raise ValueError(f"pause_s: {self.pause_s} must be ≥ 0")
         self._times, self._points, self._speeds = [0.0], [np.asarray(self.start_m, float)], []
+        self._arrays = None  # (the three as arrays, kept between legs: :meth:`positions`)
 
     def _extend(self, t_end: float) -> None:
         while self._times[-1] <= t_end:
