@@ -193,3 +193,33 @@ def test_a_run_that_fails_to_start_gives_the_thread_count_back():
     with pytest.raises(UserError, match="learning.device"):
         World(scenario)
     assert torch.get_num_threads() == before
+
+
+@pytest.mark.parametrize("model, stacked", [("2nn", True), ("svm", False)])
+def test_the_batched_executors_thread_choice_counts_its_devices_only_where_it_stacks(
+    model, stacked
+):
+    """Unset ``learning.num_threads``, the batched executor's step is the devices' steps
+    together where it stacks them (the 2NN), one device's where it trains them one at a
+    time (the SVM's multi-margin loss): the executor's own verdict decides both."""
+    from netfl.sim.world import World
+
+    def source(executor: str) -> str:
+        s = parse_scenario(
+            {
+                "name": "threads",
+                "seed": 1,
+                "devices": {"count": 40},
+                "data": {"dataset": "mnist5k"},
+                "model": {"name": model},
+                "training": {"rounds": 1},
+                "learning": {"mode": "learn", "executor": executor},
+                "outputs": {"figures": False, "progress": False},
+            }
+        )
+        return World(s).job_threads_source
+
+    one, together = source("serial"), source("batched")
+    assert one.startswith("auto: ") and together.startswith("auto: ")
+    mflop = [float(t.split()[1]) for t in (one, together)]
+    assert mflop[1] == pytest.approx(mflop[0] * (40 if stacked else 1), rel=1e-3)

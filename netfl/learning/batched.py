@@ -49,7 +49,7 @@ from netfl.learning.executor import LearningContext, SerialExecutor
 from netfl.learning.tasks import Task, TrainTask
 from netfl.learning.train import TrainResult, minibatches
 
-__all__ = ["BatchedExecutor", "train_batched"]
+__all__ = ["BatchedExecutor", "train_batched", "why_not_stacked"]
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +74,24 @@ def batchable(model: nn.Module, loss_fn: nn.Module) -> str | None:
     if any(n not in norm_buffers for n, _ in model.named_buffers()):
         return "buffers"
     return None
+
+
+def why_not_stacked(
+    model: nn.Module, loss_fn: nn.Module, device: torch.device, convolutions_on_cpu: bool = False
+) -> str | None:
+    """Why the batched executor trains ``model``'s jobs one at a time on ``device``
+    (None: it stacks them): :func:`batchable`, and on a CPU models with convolutions
+    (unless ``convolutions_on_cpu``: the equivalence tests)."""
+    if (
+        not convolutions_on_cpu
+        and device.type == "cpu"
+        and any(isinstance(m, nn.modules.conv._ConvNd) for m in model.modules())
+    ):  # (measured: benchmarks/batched_executor.py)
+        return (
+            "convolutions on a CPU: vmap runs them as grouped convolutions, slower than "
+            "one client at a time (McMahan's CNN: 0.36x serial)"
+        )
+    return batchable(model, loss_fn)
 
 
 class _MaskedNorms:
@@ -289,18 +307,12 @@ class BatchedExecutor(SerialExecutor):
         return self._verdicts[key]
 
     def _judge(self, name: str) -> str | None:
-        spec = self.context.specs[name]
-        model = self.context.model(name)
-        if (
-            not self.convolutions_on_cpu
-            and self.context.device.type == "cpu"
-            and any(isinstance(m, nn.modules.conv._ConvNd) for m in model.modules())
-        ):  # (measured: benchmarks/batched_executor.py)
-            return (
-                "convolutions on a CPU: vmap runs them as grouped convolutions, slower than "
-                "one client at a time (McMahan's CNN: 0.36x serial)"
-            )
-        return batchable(model, spec.loss_fn())
+        return why_not_stacked(
+            self.context.model(name),
+            self.context.specs[name].loss_fn(),
+            self.context.device,
+            self.convolutions_on_cpu,
+        )
 
     def submit(self, task: Task) -> Future:
         if isinstance(task, TrainTask):

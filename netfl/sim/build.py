@@ -338,18 +338,17 @@ def build_executor(
 
 
 def _stacked(device: torch.device, dataset: Dataset, models: dict[str, ModelInfo]) -> bool:
-    """Whether the batched executor stacks its jobs on ``device``: everywhere but on a
-    CPU for models with convolutions (:mod:`netfl.learning.batched`), whose jobs it
-    runs one at a time there."""
-    if device.type != "cpu":
-        return True
-    import torch
+    """Whether the batched executor stacks the jobs of every model on ``device`` — the
+    executor's own verdict (:func:`netfl.learning.batched.why_not_stacked`: not on a
+    CPU for models with convolutions, nor for other losses or buffers)."""
+    from netfl.learning.batched import why_not_stacked
 
-    conv = torch.nn.modules.conv._ConvNd
-    return not any(
-        isinstance(m, conv)
+    return all(
+        why_not_stacked(
+            info.spec.build(dataset.input_shape, dataset.num_classes), info.spec.loss_fn(), device
+        )
+        is None
         for info in models.values()
-        for m in info.spec.build(dataset.input_shape, dataset.num_classes).modules()
     )
 
 
