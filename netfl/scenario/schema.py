@@ -253,13 +253,24 @@ class Scenario(_Strict):
     @model_validator(mode="after")
     def _mobility_fits(self) -> Scenario:
         if any(m.moves for m in self.devices.mobility_of()):
+            # (the key that makes them move: the devices', else the first moving group's)
+            d = self.devices
+            key = (
+                "devices.mobility"
+                if d.mobility.moves
+                else next(
+                    f"devices.groups.{i}.mobility"
+                    for i, g in enumerate(d.groups)
+                    if g.mobility is not None and g.mobility.moves
+                )
+            )
             if self.cell.redrop_every_round:
                 raise ValueError(
-                    "devices.mobility: moving devices with cell.redrop_every_round (a re-drop "
+                    f"{key}: moving devices with cell.redrop_every_round (a re-drop "
                     "would teleport them); set one of the two"
                 )
             if self.cell.link.mode != "ofdma":
-                raise ValueError("devices.mobility: moving devices need cell.link.mode: ofdma")
+                raise ValueError(f"{key}: moving devices need cell.link.mode: ofdma")
         return self
 
     def grant_cycles(self, size_bits: float) -> float:

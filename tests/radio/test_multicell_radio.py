@@ -496,6 +496,20 @@ def test_bad_mobility_is_a_one_line_error(mobility, message):
     assert message in str(err.value) and "devices.mobility" in str(err.value)
 
 
+def test_moving_devices_on_a_fixed_rate_link_name_the_key_that_moves_them():
+    """The refusal names the mobility that makes devices move: a group's, when only a
+    group moves."""
+    moving = {"model": "random_waypoint", "v_min_kmh": 3, "v_max_kmh": 30}
+    with pytest.raises(ScenarioError) as err:
+        _scenario(devices={"count": 2, "groups": [{"count": 2, "mobility": moving}]})
+    assert "devices.groups.0.mobility: moving devices need cell.link.mode: ofdma" in str(
+        err.value
+    )
+    with pytest.raises(ScenarioError) as err:
+        _scenario(devices={"count": 2, "mobility": moving})
+    assert "devices.mobility: moving devices need" in str(err.value)
+
+
 @pytest.mark.parametrize(("key", "value"), [("hysteresis_db", 31), ("ttt_s", 6), ("ttt_s", -1)])
 def test_bad_handover_settings_are_one_line_errors(key, value):
     with pytest.raises(ScenarioError) as err:
