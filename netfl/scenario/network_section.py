@@ -175,7 +175,9 @@ class MobilitySection(_Strict):
         description="constant_velocity / gauss_markov heading (none: uniform per device)",
     )
     v_min_kmh: float = Field(
-        1.0, json_schema_extra=_SPEED, description="random_waypoint: lowest leg speed (above 0, at most v_max_kmh)"
+        1.0,
+        json_schema_extra=_SPEED,
+        description="random_waypoint: lowest leg speed (above 0, at most v_max_kmh)",
     )
     v_max_kmh: float = Field(
         5.0, json_schema_extra=_SPEED, description="random_waypoint: highest leg speed"

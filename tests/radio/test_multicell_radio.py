@@ -502,9 +502,7 @@ def test_moving_devices_on_a_fixed_rate_link_name_the_key_that_moves_them():
     moving = {"model": "random_waypoint", "v_min_kmh": 3, "v_max_kmh": 30}
     with pytest.raises(ScenarioError) as err:
         _scenario(devices={"count": 2, "groups": [{"count": 2, "mobility": moving}]})
-    assert "devices.groups.0.mobility: moving devices need cell.link.mode: ofdma" in str(
-        err.value
-    )
+    assert "devices.groups.0.mobility: moving devices need cell.link.mode: ofdma" in str(err.value)
     with pytest.raises(ScenarioError) as err:
         _scenario(devices={"count": 2, "mobility": moving})
     assert "devices.mobility: moving devices need" in str(err.value)
