@@ -106,7 +106,8 @@ def test_report_one_and_many(scenario_file, tmp_path):
         main(["run", str(scenario_file), "--out", str(b), "--no-progress", "--set", "seed=9"]) == 0
     )
     assert main(["report", str(a)]) == 0
-    assert (a / "figures" / "accuracy_vs_time.png").is_file()
+    assert (a / "figures" / "round_time_split.png").is_file()
+    assert not (a / "figures" / "accuracy_vs_time.png").exists()  # (a timing run)
     assert main(["report", str(a), str(b), "--out", str(tmp_path / "cmp")]) == 0
     assert (tmp_path / "cmp" / "energy_vs_time.png").is_file()
     assert main(["report", str(a), str(b)]) == 2
@@ -258,12 +259,21 @@ def test_a_run_directory_has_the_modes_the_umask_gives(scenario_file, tmp_path):
 
 
 def test_the_summary_line_says_why_there_is_no_accuracy(scenario_file, tmp_path, capsys):
-    """A timing run evaluates nothing: its summary says so instead of printing NaN; a
-    learn run prints the last round's accuracy."""
-    assert main(["run", str(scenario_file), "--out", str(tmp_path / "t"), "--no-progress"]) == 0
+    """A timing run evaluates nothing: its summary says so instead of printing NaN, and
+    it draws no (empty) accuracy figures; a learn run prints the last round's accuracy
+    and draws them."""
+    figures = ["--set", "outputs.figures=true"]
+    assert (
+        main(["run", str(scenario_file), "--out", str(tmp_path / "t"), "--no-progress", *figures])
+        == 0
+    )
     out = capsys.readouterr().out
     assert "accuracy n/a (timing mode)," in out and "nan" not in out
+    drawn = {p.name for p in (tmp_path / "t" / "figures").iterdir()}
+    assert "round_time_split.png" in drawn and not {"accuracy_vs_round.png"} & drawn
+    assert "accuracy_vs_time.png" not in drawn
     args = ["run", str(scenario_file), "--out", str(tmp_path / "l"), "--no-progress"]
-    assert main([*args, "--set", "learning.mode=learn"]) == 0
+    assert main([*args, "--set", "learning.mode=learn", *figures]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if "accuracy" in x)
     assert float(line.split("accuracy ")[1].split(",")[0]) > 0.0
+    assert (tmp_path / "l" / "figures" / "accuracy_vs_round.png").is_file()

@@ -71,9 +71,11 @@ def _stacked_bars(ax, x, df: pd.DataFrame, columns) -> None:
 def run_figures(
     rounds: pd.DataFrame, devices: pd.DataFrame, out: str | Path, title: str = ""
 ) -> list[Path]:
-    """Accuracy vs round and vs simulated time, per-round time split, energy per device."""
+    """Accuracy vs round and vs simulated time (a run that evaluated its model: not a
+    timing run), per-round time split, energy per device."""
     out = Path(out)
-    paths = _accuracy_curves({title or "run": rounds}, out, title)
+    runs = {title or "run": rounds}
+    paths = _accuracy_curves(runs, out, title) if has_accuracy(runs) else []
 
     fig, ax = plt.subplots(figsize=(7, 4))
     _stacked_bars(
