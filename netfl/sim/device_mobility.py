@@ -4,6 +4,7 @@ A3 rule in :mod:`netfl.radio.handover`)."""
 
 from __future__ import annotations
 
+import logging
 import math
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
     from netfl.sim.placement import Placement
 
 __all__ = ["DeviceMobility", "MAX_TRAJECTORY_ROWS"]
+
+log = logging.getLogger(__name__)
 
 #: the trajectories table's rows at most (4 columns: about 1 GB in memory)
 MAX_TRAJECTORY_ROWS = 20_000_000
@@ -50,7 +53,9 @@ class DeviceMobility:
         self.env, self.radio = env, radio
         self.network = network
         self.trajectories: dict[str, Any] = {}
+        self._nodes: dict[str, Node] = {}
         self._moved_at: dict[str, float] = {}
+        self._end: dict[str, float] = {}  # (the run's end, once it has one: :meth:`settle`)
         self._record_every: dict[str, float] = {}
         self._rows = 0.0  # rows of the trajectories table so far (bounded)
         for node, m in zip(devices, sections, strict=True):
@@ -70,6 +75,7 @@ class DeviceMobility:
             if dep is not None and len(dep.wrap_vectors()):  # never leaves a wrap-around net
                 traj = mob.Folded(traj, dep.fold)
             self.trajectories[node.name] = traj
+            self._nodes[node.name] = node
             self._moved_at[node.name] = env.now
             self._record_every[node.name] = m.record_every_s
         if not self.trajectories:
@@ -100,17 +106,40 @@ class DeviceMobility:
             if self.network:
                 self.radio.refresh(node)
 
+    def settle(self, end_s: float) -> None:
+        """The run ended at ``end_s`` (its last finished round's end): each moving device
+        is put where its path has it then, and its ``trajectories`` rows run to then —
+        a path is a function of time, so this costs no event; the A3 rule is not run on
+        (no transfer asked where the device was served after its last one). Where the
+        rows to then would pass :data:`MAX_TRAJECTORY_ROWS`, the table ends where the
+        devices were last brought up to date instead (said in the log)."""
+        extra = sum(
+            max(end_s - self._moved_at[n], 0.0) / self._record_every[n] for n in self.trajectories
+        )
+        if self._rows + extra > MAX_TRAJECTORY_ROWS:
+            log.warning(
+                "trajectories: end at each device's last update, not the run's end (%g s): "
+                "the table would pass %s rows",
+                end_s,
+                f"{MAX_TRAJECTORY_ROWS:,}",
+            )
+            return
+        for name, traj in self.trajectories.items():
+            self._end[name] = end_s
+            self._nodes[name].position_m = traj.positions(np.array([end_s]))[0]
+
     def tables(self) -> dict[str, pd.DataFrame]:
         """``trajectories`` when devices move (:meth:`table`)."""
         return {"trajectories": self.table()} if self.trajectories else {}
 
     def table(self) -> pd.DataFrame:
         """``trajectories``: each moving device's position every ``record_every_s`` from
-        the start to the last instant it was brought up to date (its path is a function
-        of time: sampled afterwards, at no event's cost), that instant included."""
+        the start to the run's end (:meth:`settle`; before it, the last instant the device
+        was brought up to date), that instant included — its path is a function of time:
+        sampled afterwards, at no event's cost."""
         frames = []
         for name, traj in self.trajectories.items():
-            end = self._moved_at[name]
+            end = self._end.get(name, self._moved_at[name])
             step = self._record_every[name]
             t = np.arange(0.0, end, step)
             t = np.append(t, end) if not len(t) or t[-1] < end else t

@@ -348,6 +348,7 @@ def _result(
     device_names = {n.name for n in world.all_devices}
     nodes = {n.name: n for n in [*world.infrastructure, *world.all_devices]}
     refine_windows(rows, rec.transfers, rec.computes, nodes)  # (steps across rows)
+    world.mobility.settle(kept[1])  # (moving devices where they are at the run's end)
     rounds = pd.DataFrame(rows)
     for column in ("nonfinite_updates", "starved_devices"):
         if column in rounds:

@@ -714,8 +714,9 @@ def test_feddif_and_fedswap_run_on_a_network(name):
 
 
 def test_trajectories_table_samples_every_moving_device(tmp_path):
-    """Positions every ``record_every_s`` up to each device's last update, on its path
-    (constant velocity: start + v·t exactly), written with the run and read back."""
+    """Positions every ``record_every_s`` up to the run's end, on its path (constant
+    velocity: start + v·t exactly), written with the run and read back; ``devices.csv``
+    has each device where its path has it at the end."""
     from netfl import read_run, write_run
 
     s = _scenario(
@@ -737,9 +738,11 @@ def test_trajectories_table_samples_every_moving_device(tmp_path):
     for _, g in traj.groupby("device"):
         t = g["time_s"].to_numpy()
         assert t[0] == 0.0 and np.allclose(np.diff(t)[:-1], 0.5) and np.diff(t)[-1] <= 0.5
-        assert t[-1] <= res.rounds["sim_time_s"].iloc[-1] + 1e-9
+        assert t[-1] == res.rounds["sim_time_s"].iloc[-1]
         np.testing.assert_allclose(g["x_m"], g["x_m"].iloc[0])  # (heading 90°: along y)
         np.testing.assert_allclose(g["y_m"] - g["y_m"].iloc[0], 10.0 * t, atol=1e-9)
+        row = res.devices.set_index("node").loc[g["device"].iloc[0]]
+        assert (row["x_m"], row["y_m"]) == (g["x_m"].iloc[-1], g["y_m"].iloc[-1])
     back = read_run(write_run(res, tmp_path / "run"))
     pd.testing.assert_frame_equal(back.tables["trajectories"], traj, check_dtype=False)
 
