@@ -1,4 +1,4 @@
-"""Command line: ``netfl run | sweep | validate | list | report | schema``.
+"""Command line: ``netfl run | sweep | validate | describe | list | report | schema``.
 
 User errors print one line (naming the file and key path) and exit with code
 2; ``--debug`` shows the traceback instead.
@@ -29,6 +29,11 @@ EXIT_FAILED = 1
 EXIT_CLOSED_PIPE = 141
 
 
+def _count(n: int, noun: str) -> str:
+    """``n`` and ``noun``, plural unless one."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 def _cmd_validate(args: argparse.Namespace) -> int:
     from netfl.core.rng import Streams
     from netfl.loading.scenarios import load_scenario
@@ -49,7 +54,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     build_data(data_spec(scenario), Streams(scenario.seed), args.scenario)  # root, partition
     print(
         f"{args.scenario}: valid ({scenario.name}, algorithm {scenario.algorithm.name}, "
-        f"{scenario.devices.count} devices, {scenario.training.rounds} rounds)"
+        f"{scenario.devices.count} devices, {_count(scenario.training.rounds, 'round')})"
     )
     return 0
 

@@ -156,7 +156,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         else "n/a (not evaluated in the last round)"
     )
     print(
-        f"{scenario.name}: {len(result.rounds)} rounds ({result.stop_reason}), "
+        f"{scenario.name}: {len(result.rounds)} round{'' if len(result.rounds) == 1 else 's'} "
+        f"({result.stop_reason}), "
         f"accuracy {accuracy}, simulated {last['sim_time_s']:.2f} s, "
         f"device energy {result.rounds['device_energy_j'].sum():.1f} J, "
         f"wall {result.wall_time_s:.1f} s"
