@@ -88,3 +88,43 @@ def test_describe_names_the_bs_antenna_and_the_calibration_it_departs_from(tmp_p
     net = {"sites": 1, "sectors": 1, "antenna": "omni"}
     omni = _antenna_lines(tiny_scenario(cell=NR, network=net), tmp_path, capsys)
     assert "omni, 0 dBi in every direction (no vertical array): max gain 0.0 dBi" in omni[0]
+
+
+def test_describe_a_network_with_moving_devices(tmp_path, capsys):
+    """A network's interference, backhaul and server, and where devices move: each
+    group's motion, the shadowing along their paths and the A3 rule's settings."""
+    f = tmp_path / "moving.yaml"
+    data = tiny_scenario(
+        cell={"link": {"mode": "ofdma", "channel_profile": "nr_fr1_uma"}},
+        network={
+            "sites": 7,
+            "interference": {"model": "load_factor", "load": 0.5},
+            "handover": {"hysteresis_db": 2, "ttt_s": 0.32},
+            "mobility": {"shadowing": "spatially_consistent"},
+        },
+        devices={
+            "count": 6,
+            "groups": [
+                {
+                    "count": 2,
+                    "mobility": {"model": "random_waypoint", "v_min_kmh": 3, "v_max_kmh": 60},
+                }
+            ],
+        },
+    )
+    f.write_text(yaml.safe_dump(data))
+    assert main(["describe", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert "interference: load factor: every other cell on 50% of its RBs" in out
+    assert "backhaul: " in out and "the FL server " in out
+    assert "devices: 2 random waypoint 3–60 km/h, pause 0 s; 4 static" in out
+    assert "moving devices' shadowing: spatially_consistent" in out
+    assert "handover: A3, hysteresis 2 dB, time-to-trigger 0.32 s" in out
+    still = tiny_scenario(
+        cell={"link": {"mode": "ofdma", "channel_profile": "nr_fr1_uma"}},
+        network={"sites": 7},
+    )
+    f.write_text(yaml.safe_dump(still))
+    assert main(["describe", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert "interference: " in out and "handover:" not in out  # (no device moves)

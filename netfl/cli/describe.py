@@ -3,7 +3,9 @@
 The propagation law behind its channel profile and every override (path loss and its
 parameters, shadowing, LOS), fading, powers, noise figures, power control, the link
 abstraction and scheduler, the BS antenna (pattern, peak gain, sectors, and whether it
-is what TR 38.901's calibration assumes), and — from one drop of the devices, as round 0 places them —
+is what TR 38.901's calibration assumes), on a network its interference, backhaul and
+server and, where devices move, their motion, shadowing along their paths and the A3
+rule's settings, and — from one drop of the devices, as round 0 places them —
 the distribution of the devices' mean SNR (SINR in a network) and who is starved in
 which direction. Nothing is run; the first drop is built as ``netfl run`` builds it.
 """
@@ -177,6 +179,55 @@ def _fixed_rate_lines(scenario: Any, world: Any) -> list[str]:
     return lines
 
 
+def _mobility_text(m: Any) -> str:
+    """One device group's motion, in the keys its model reads."""
+    if not m.moves:
+        return "static"
+    if m.model == "random_waypoint":
+        return f"random waypoint {m.v_min_kmh:g}–{m.v_max_kmh:g} km/h, pause {m.pause_s:g} s"
+    if m.model == "constant_velocity":
+        heading = "uniform heading" if m.heading_deg is None else f"heading {m.heading_deg:g}°"
+        return f"constant velocity {m.speed_kmh:g} km/h, {heading}"
+    if m.model == "gauss_markov":
+        return f"Gauss–Markov, mean {m.speed_kmh:g} km/h, memory {m.alpha:g}"
+    return f"{m.model}" + (f" {m.options}" if m.options else "")
+
+
+def _network_lines(scenario: Any) -> list[str]:
+    """A network's interference, core (backhaul, where the server is) and, where devices
+    move, their motion, shadowing along their paths and the A3 rule."""
+    from collections import Counter
+
+    net = scenario.network
+    i = net.interference
+    interference = {
+        "none": "none (each cell alone)",
+        "load_factor": f"load factor: every other cell on {i.load:.0%} of its RBs",
+        "activity": "activity: the other cells' RBs in use at each instant",
+    }[i.model]
+    server = (
+        "in the cloud behind every site's backhaul"
+        if net.server_site == "cloud"
+        else f"at site {net.server_site}"
+    )
+    lines = [
+        f"  interference: {interference}",
+        f"  backhaul: {net.backhaul.capacity_mbps:g} Mbit/s, {net.backhaul.latency_ms:g} ms "
+        f"one way per site; the FL server {server}",
+    ]
+    motions = Counter(_mobility_text(m) for m in scenario.devices.mobility_of())
+    if any(m.moves for m in scenario.devices.mobility_of()):
+        h = net.handover
+        lines += [
+            "  devices: " + "; ".join(f"{n} {what}" for what, n in motions.items()),
+            f"  moving devices' shadowing: {net.mobility.shadowing} (docs/networks.md)",
+            f"  handover: A3, hysteresis {h.hysteresis_db:g} dB, time-to-trigger "
+            f"{h.ttt_s:g} s, layer-3 filter k {h.filter_k}, measured every {h.sample_ms:g} ms, "
+            f"interruption {h.interruption_ms:g} ms",
+        ]
+    return lines
+
+
 def _modem_line(scenario: Any, world: Any) -> str:
     """Whose modem the devices draw (``devices.modem_profile``), with each count."""
     from collections import Counter
@@ -207,6 +258,8 @@ def describe_lines(scenario: Any, source: str) -> list[str]:
         ]
         if link.mode == "ofdma":
             lines += _ofdma_lines(scenario) + _antenna_lines(scenario)
+            if net is not None:
+                lines += _network_lines(scenario)
         else:
             lines += _fixed_rate_lines(scenario, world)
         lines.append(_modem_line(scenario, world))
