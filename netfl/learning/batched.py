@@ -248,6 +248,8 @@ def train_batched(context: LearningContext, tasks: list[TrainTask]) -> list[Trai
             norms.update(held, stats, torch.ones(m, dtype=torch.bool, device=device))
             for k, v in held.items():
                 buffers[k][:m] = v
+        else:
+            norms.calls = []  # (no running statistics: nothing to update)
         # in place, in torch.optim.SGD's order of operations (its floats: the fused
         # kernel rounds otherwise, which a CNN's max-pools amplify past 1e-5 in an epoch)
         for n in names:

@@ -55,6 +55,7 @@ INTERFACE = (
     "predict",
     "associate",
     "busy_until",
+    "forget_after",
     "table",
 )
 
@@ -219,6 +220,11 @@ class HandoverControl:
         ahead["events"] = [e for e in ahead["events"] if e[0] >= lo]  # (the past: never again)
         ahead["first"] = k_from  # (what was dropped cannot answer an earlier question)
         return next((e[0] for e in ahead["events"] if e[0] <= hi), None)
+
+    def forget_after(self, t_s: float) -> None:
+        """The handovers recorded after ``t_s`` belonged to a round that was dropped (the
+        run stopped in it): they leave the ``handovers`` table."""
+        self.handovers = [h for h in self.handovers if h[0] <= t_s]
 
     def busy_until(self, devices: Sequence[Node]) -> float:
         """The end of the devices' handover interruptions (0: none)."""

@@ -112,20 +112,25 @@ class DeviceMobility:
         a path is a function of time, so this costs no event; the A3 rule is not run on
         (no transfer asked where the device was served after its last one). Where the
         rows to then would pass :data:`MAX_TRAJECTORY_ROWS`, the table ends where the
-        devices were last brought up to date instead (said in the log)."""
+        devices were last brought up to date instead (said in the log). On a network,
+        the handovers after ``end_s`` (a round in progress that was dropped) are
+        forgotten too."""
+        if self.network:  # (a round in progress dropped: its handovers with it)
+            self.radio.handover.forget_after(end_s)
         extra = sum(
             max(end_s - self._moved_at[n], 0.0) / self._record_every[n] for n in self.trajectories
         )
-        if self._rows + extra > MAX_TRAJECTORY_ROWS:
+        table_to_end = self._rows + extra <= MAX_TRAJECTORY_ROWS
+        if not table_to_end:
             log.warning(
                 "trajectories: end at each device's last update, not the run's end (%g s): "
                 "the table would pass %s rows",
                 end_s,
                 f"{MAX_TRAJECTORY_ROWS:,}",
             )
-            return
         for name, traj in self.trajectories.items():
-            self._end[name] = end_s
+            if table_to_end:
+                self._end[name] = end_s
             self._nodes[name].position_m = traj.positions(np.array([end_s]))[0]
 
     def tables(self) -> dict[str, pd.DataFrame]:

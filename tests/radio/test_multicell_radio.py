@@ -1141,3 +1141,57 @@ def test_the_cells_table_gives_each_cells_mean_uplink_interference_over_the_run(
         np.testing.assert_allclose(mean, expected, rtol=1e-9)
     finally:
         world.close()
+
+
+def test_a_run_stopped_in_a_round_keeps_its_moving_devices_to_the_last_finished_one(
+    monkeypatch,
+):
+    """Interrupted in its second round (the round dropped): the trajectories end at the
+    first round's end, ``devices.csv`` has each device where its path has it then, and
+    the dropped round's handovers are gone with it."""
+    import netfl.sim.device_mobility as dm
+
+    def scenario():
+        return _scenario(
+            cell=PLAIN_CELL,
+            network={**TWO_SITES, "handover": {"hysteresis_db": 1.0, "ttt_s": 0.04}},
+            devices={
+                "count": 4,
+                "layout": {
+                    "kind": "positions",
+                    "positions_m": [[200, 0], [250, 10], [300, -10], [240, 5]],
+                },
+                "mobility": {
+                    "model": "constant_velocity",
+                    "speed_kmh": 72,
+                    "heading_deg": 0,
+                    "record_every_s": 0.5,
+                },
+            },
+            model={"name": "logreg", "size_bits": 5e6},
+            training={"rounds": 4},
+        )
+
+    full = run(scenario())
+    ends = full.rounds["sim_time_s"].to_numpy()
+    late = full.tables["handovers"]["time_s"]
+    assert ((late > ends[0]) & (late < ends[1])).any()  # (the second round hands over)
+    cut = 0.5 * (ends[0] + ends[1]) + 0.2
+    move = dm.DeviceMobility.move
+
+    def interrupted(self, nodes):
+        move(self, nodes)
+        if self.env.now > cut:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(dm.DeviceMobility, "move", interrupted)
+    part = run(scenario(), partial_on_interrupt=True)
+    assert part.stop_reason == "interrupted" and len(part.rounds) == 1
+    end = part.rounds["sim_time_s"].iloc[-1]
+    assert end == ends[0]
+    traj = part.tables["trajectories"]
+    assert (traj.groupby("device")["time_s"].max() == end).all()
+    assert (part.tables["handovers"]["time_s"] <= end).all()
+    last = traj.sort_values("time_s").groupby("device").tail(1).set_index("device")
+    devices = part.devices.set_index("node").loc[last.index]
+    np.testing.assert_array_equal(devices[["x_m", "y_m"]], last[["x_m", "y_m"]])
