@@ -338,7 +338,9 @@ def _network_occupancy(scenario, occ: pd.DataFrame, num_rbs: int, cells: int, ou
 
 
 def _network_map(scenario, devices: pd.DataFrame, tables: dict, out: Path) -> Path:
-    """Sites, devices (last drop) coloured by serving cell, CUEs, and boresights."""
+    """Sites, devices (at the run's end) coloured by serving cell (at the last drop),
+    CUEs, boresights, and moving devices' paths (``trajectories``; broken where a
+    wrap-around network folds a path back in at the opposite edge)."""
     import numpy as np
 
     cells = tables["cells"]
@@ -353,10 +355,19 @@ def _network_map(scenario, devices: pd.DataFrame, tables: dict, out: Path) -> Pa
         colour = [last.get(n, -1) % 10 for n in dev["node"]]
     else:
         colour = "r"
-    ax.scatter(dev["x_m"], dev["y_m"], s=30, c=colour, cmap="tab10", marker="^", label="devices")
     sites = cells.drop_duplicates("site")
-    ax.scatter(sites["x_m"], sites["y_m"], s=70, c="k", marker="s", label="sites")
     span = float(np.ptp(sites["x_m"])) + float(np.ptp(sites["y_m"])) or 200.0
+    paths = tables.get("trajectories")
+    if paths is not None and len(paths):
+        label = "paths"
+        for _, path in paths.sort_values("time_s").groupby("device", sort=False):
+            xy = path[["x_m", "y_m"]].to_numpy(float)
+            fold = np.flatnonzero(np.hypot(*np.diff(xy, axis=0).T) > 0.2 * span)
+            xy = np.insert(xy, fold + 1, np.nan, axis=0)  # (no line across a fold)
+            ax.plot(xy[:, 0], xy[:, 1], color="0.45", lw=0.6, alpha=0.6, label=label)
+            label = None
+    ax.scatter(dev["x_m"], dev["y_m"], s=30, c=colour, cmap="tab10", marker="^", label="devices")
+    ax.scatter(sites["x_m"], sites["y_m"], s=70, c="k", marker="s", label="sites")
     for _, c in cells.iterrows():
         if np.isfinite(c["boresight_deg"]):
             a = np.radians(c["boresight_deg"])

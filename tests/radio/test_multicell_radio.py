@@ -1144,7 +1144,7 @@ def test_the_cells_table_gives_each_cells_mean_uplink_interference_over_the_run(
 
 
 def test_a_run_stopped_in_a_round_keeps_its_moving_devices_to_the_last_finished_one(
-    monkeypatch,
+    monkeypatch, tmp_path
 ):
     """Interrupted in its second round (the round dropped): the trajectories end at the
     first round's end, ``devices.csv`` has each device where its path has it then, and
@@ -1173,6 +1173,10 @@ def test_a_run_stopped_in_a_round_keeps_its_moving_devices_to_the_last_finished_
         )
 
     full = run(scenario())
+    from netfl.output.figures import result_figures
+
+    drawn = result_figures(full, tmp_path)  # (the network map, with the devices' paths)
+    assert "network_map.png" in {p.name for p in drawn}
     ends = full.rounds["sim_time_s"].to_numpy()
     late = full.tables["handovers"]["time_s"]
     assert ((late > ends[0]) & (late < ends[1])).any()  # (the second round hands over)
